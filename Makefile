@@ -1,0 +1,44 @@
+# The commands people type. Everything installs what it needs into .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PG_URL ?= postgres://postgres@127.0.0.1:5432/test
+REDIS_URL ?= redis://127.0.0.1:6379/15
+PYTEST_ARGS ?=
+
+.PHONY: install test lint typecheck migrations-check test-sqlite test-postgres demo bench-timing bench docs clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+migrations-check: install
+	$(PY) manage.py makemigrations --check --dry-run
+
+test-sqlite: install
+	$(VENV)/bin/pytest -m "not postgres" $(PYTEST_ARGS)
+
+test-postgres: install
+	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest -m "not unit_only" $(PYTEST_ARGS)
+
+test: lint typecheck migrations-check test-sqlite test-postgres
+
+demo: install
+	$(PY) -m project.demo.run
+
+bench-timing: install
+	$(PY) -m bench.timing
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,5 @@
+"""Example Django project using scheduler_app."""
+
+from project.celery import app as celery_app
+
+__all__ = ["celery_app"]

@@ -1,0 +1,1 @@
+"""Example tasks and seed schedules for the demo."""

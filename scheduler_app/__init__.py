@@ -1,0 +1,1 @@
+"""A durable, time-zone-correct scheduler for Django and Celery."""

@@ -1,0 +1,43 @@
+"""The project's exceptions: one root, so callers can catch everything we raise on purpose.
+
+Every message says what was wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class SchedulerError(Exception):
+    """Root of every error this project raises on purpose."""
+
+
+class ScheduleValidationError(SchedulerError):
+    """Bad input: a rule, zone, policy, payload or datetime that cannot be accepted.
+
+    ``field`` names the offending input (``"cron.minute"``, ``"timezone"``, ``"rrule.FREQ"`` ...).
+    """
+
+    def __init__(self, field: str, message: str, *, code: str = "invalid") -> None:
+        self.field = field
+        self.message = message
+        self.code = code
+        super().__init__(f"{field}: {message}")
+
+
+class InvalidRule(ScheduleValidationError):
+    """A cron expression, RRULE, interval or one-time instant that is malformed."""
+
+
+class UnknownTimezone(ScheduleValidationError):
+    """A zone name that is not in the IANA database."""
+
+
+class NaiveDatetime(ScheduleValidationError):
+    """A datetime without tzinfo where an aware instant is needed."""
+
+
+class StaleVersion(SchedulerError):
+    """An update based on an old version of a schedule (someone else changed it first)."""
+
+
+class ScheduleStateError(SchedulerError):
+    """An operation that the schedule's current status does not allow."""

@@ -1,0 +1,102 @@
+"""English descriptions of timing rules ("At 08:30, Monday through Friday, Europe/Paris")."""
+
+from __future__ import annotations
+
+import calendar
+
+from scheduler_app.timing.cron import CronExpr
+from scheduler_app.timing.durations import format_duration
+from scheduler_app.timing.rules import CronRule, IntervalRule, OnceRule, RRuleRule, Timing
+
+_DAY_NAMES = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+_RRULE_UNITS = {
+    "YEARLY": "year",
+    "MONTHLY": "month",
+    "WEEKLY": "week",
+    "DAILY": "day",
+    "HOURLY": "hour",
+    "MINUTELY": "minute",
+    "SECONDLY": "second",
+}
+
+
+def describe(timing: Timing) -> str:
+    """One English sentence for the rule, ending with the zone."""
+    rule = timing.rule
+    if isinstance(rule, CronRule):
+        text = describe_cron(rule.expr)
+    elif isinstance(rule, RRuleRule):
+        unit = _RRULE_UNITS[rule.spec.freq_name]
+        every = f"Every {rule.spec.interval} {unit}s" if rule.spec.interval > 1 else f"Every {unit}"
+        text = f"{every} ({rule.spec.source}), from {rule.spec.anchor.isoformat(sep=' ')}"
+    elif isinstance(rule, IntervalRule):
+        anchor = rule.anchor.strftime("%Y-%m-%d %H:%M:%S UTC")
+        text = f"Every {format_duration(rule.every)} (fixed rate, from {anchor})"
+    else:
+        text = _describe_once(rule)
+    return f"{text}, {timing.zone.key}"
+
+
+def _describe_once(rule: OnceRule) -> str:
+    if rule.at.tzinfo is not None:
+        return f"Once at {rule.at.strftime('%Y-%m-%d %H:%M:%S UTC')}"
+    return f"Once at {rule.at.isoformat(sep=' ')} local time"
+
+
+def describe_cron(expr: CronExpr) -> str:
+    fields = expr.fields
+    parts = [_cron_time(expr, fields)]
+    day_text = _cron_days(expr, fields)
+    if day_text:
+        parts.append(day_text)
+    if fields[3] != "*":
+        parts.append("in " + _list([calendar.month_name[m] for m in expr.months]))
+    return ", ".join(parts)
+
+
+def _cron_time(expr: CronExpr, fields: list[str]) -> str:
+    minute, hour = fields[0], fields[1]
+    if minute == "*" and hour == "*":
+        return "Every minute"
+    if expr.fixed_time and len(expr.minutes) * len(expr.hours) <= 6:
+        times = [f"{h:02d}:{m:02d}" for h in expr.hours for m in expr.minutes]
+        return "At " + _list(times)
+    if minute.startswith("*/") and hour == "*":
+        return f"Every {minute[2:]} minutes"
+    minute_text = (
+        "every minute" if minute == "*" else f"at minute {_list([str(m) for m in expr.minutes])}"
+    )
+    if hour == "*":
+        return minute_text[0].upper() + minute_text[1:] + " of every hour"
+    hours = _list([f"{h:02d}" for h in expr.hours])
+    return f"{minute_text[0].upper()}{minute_text[1:]} past hour {hours}"
+
+
+def _cron_days(expr: CronExpr, fields: list[str]) -> str:
+    dom = "" if expr.dom_star else "on day " + _list([str(d) for d in expr.days]) + " of the month"
+    dow = "" if expr.dow_star else _weekdays(expr.weekdays)
+    if dom and dow:
+        return f"{dom} or {dow}"
+    if not dom and fields[2] != "*" and expr.dom_star:
+        dom = "on day " + _list([str(d) for d in expr.days]) + " of the month"
+    if dom and not dow and expr.dom_star and fields[4] != "*":
+        return f"{dom} and {_weekdays(expr.weekdays)}"
+    return dom or dow
+
+
+def _weekdays(days: tuple[int, ...]) -> str:
+    if days == (1, 2, 3, 4, 5):
+        return "Monday through Friday"
+    if days == (0, 6):
+        return "on Saturday and Sunday"
+    if len(days) > 2 and days == tuple(range(days[0], days[-1] + 1)):
+        return f"{_DAY_NAMES[days[0]]} through {_DAY_NAMES[days[-1]]}"
+    return "on " + _list([_DAY_NAMES[d] for d in days])
+
+
+def _list(items: list[str]) -> str:
+    if len(items) > 8:
+        return ", ".join(items[:7]) + f" and {len(items) - 7} more"
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]

@@ -1,0 +1,181 @@
+"""The slot engine: which instants a ``Timing`` fires at. Pure; callers pass every instant.
+
+Calendar rules are walked in local wall time; each wall time maps to zero, one or two
+instants under the DST policy (``zones.resolve_local``). DST can reorder those instants
+(a shifted 02:30 lands after a real 03:00; the second copies of a repeated hour come after
+all first copies), so ``merge_locals`` keeps a tiny heap and releases an instant only once
+no later wall time can produce an earlier one.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from itertools import islice
+from zoneinfo import ZoneInfo
+
+from scheduler_app.errors import InvalidRule
+from scheduler_app.timing.rules import CronRule, IntervalRule, OnceRule, RRuleRule, Timing
+from scheduler_app.timing.zones import (
+    DstPolicy,
+    Resolved,
+    ensure_aware,
+    offset_span,
+    resolve_local,
+)
+
+# Far enough to cover the largest jump on record (Pacific/Apia skipped a whole day in 2011).
+_DST_REACH = timedelta(hours=26)
+_TICK = timedelta(microseconds=1)
+_EARLIEST = datetime(1, 1, 3, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def next_after(timing: Timing, instant: datetime) -> datetime | None:
+    """The first slot strictly after ``instant``, or None when the rule has no more."""
+    for slot, _, _ in iter_annotated(timing, instant):
+        return slot
+    return None
+
+
+def iter_slots(timing: Timing, after: datetime) -> Iterator[datetime]:
+    """Every slot strictly after ``after``, in increasing order (possibly endless)."""
+    return (slot for slot, _, _ in iter_annotated(timing, after))
+
+
+def slots_between(
+    timing: Timing, after: datetime, until: datetime, limit: int | None = None
+) -> list[datetime]:
+    """Slots ``s`` with ``after < s <= until``, oldest first, at most ``limit`` of them."""
+    until = ensure_aware(until, "until")
+    slots = iter_slots(timing, after)
+    bounded = _until(slots, until)
+    return list(islice(bounded, limit) if limit is not None else bounded)
+
+
+def previous_slot(timing: Timing, instant: datetime, *, inclusive: bool = True) -> datetime | None:
+    """The last slot at (``inclusive``) or before ``instant``; None when there is none."""
+    instant = ensure_aware(instant, "instant")
+    end = instant if inclusive else instant - _TICK
+    span = timedelta(hours=1)
+    while True:
+        start = max(end - span, _EARLIEST)
+        found = slots_between(timing, start, end)
+        if found:
+            return found[-1]
+        if start <= _EARLIEST or (timing.starts_at is not None and start < timing.starts_at):
+            return None
+        span *= 2
+
+
+def iter_annotated(timing: Timing, after: datetime) -> Iterator[Resolved]:
+    """Like ``iter_slots`` but each item is ``(slot, local wall time, DST note or None)``."""
+    after = ensure_aware(after, "after")
+    if timing.starts_at is not None and timing.starts_at > after:
+        after = timing.starts_at - _TICK
+    items = _counted(timing, after) if timing.max_count is not None else _raw(timing, after)
+    if timing.ends_at is None:
+        return items
+    ends_at = timing.ends_at
+    return (item for item in _stop_after(items, ends_at))
+
+
+def _stop_after(items: Iterable[Resolved], ends_at: datetime) -> Iterator[Resolved]:
+    for item in items:
+        if item[0] > ends_at:
+            return
+        yield item
+
+
+def _until(slots: Iterable[datetime], until: datetime) -> Iterator[datetime]:
+    for slot in slots:
+        if slot > until:
+            return
+        yield slot
+
+
+def _counted(timing: Timing, after: datetime) -> Iterator[Resolved]:
+    origin = timing.origin
+    if origin is None or timing.max_count is None:
+        raise InvalidRule("max_count", "max_count needs starts_at to count slots from")
+    remaining = timing.max_count
+    for item in _raw(timing, min(after, origin - _TICK)):
+        if remaining == 0:
+            return
+        remaining -= 1
+        if item[0] > after:
+            yield item
+
+
+def _raw(timing: Timing, after: datetime) -> Iterator[Resolved]:
+    rule = timing.rule
+    if isinstance(rule, IntervalRule):
+        return _interval(rule, timing.zone, after)
+    if isinstance(rule, OnceRule):
+        return _once(rule, timing.zone, timing.effective_dst, after)
+    return _calendar(timing, after)
+
+
+def _calendar(timing: Timing, after: datetime) -> Iterator[Resolved]:
+    rule = timing.rule
+    zone = timing.zone
+    after = min(max(after, _EARLIEST), _LATEST)
+    reach = offset_span(after, zone, _DST_REACH) if after + _DST_REACH < _LATEST else _DST_REACH
+    start = after.astimezone(zone).replace(tzinfo=None) - reach
+    if isinstance(rule, CronRule):
+        local_times: Iterable[datetime] = rule.expr.iter_local(start)
+    elif isinstance(rule, RRuleRule):
+        local_times = rule.spec.iter_local(start)
+    else:  # pragma: no cover - _raw dispatches the other kinds
+        raise InvalidRule("kind", f"not a calendar rule: {rule!r}")
+    for item in merge_locals(local_times, zone, timing.effective_dst):
+        if item[0] > after:
+            yield item
+
+
+def merge_locals(
+    local_times: Iterable[datetime], zone: ZoneInfo, policy: DstPolicy
+) -> Iterator[Resolved]:
+    """Map increasing wall times to strictly increasing, de-duplicated instants."""
+    heap: list[Resolved] = []
+    last: datetime | None = None
+    for local in local_times:
+        resolved, bound = resolve_local(local, zone, policy)
+        if not heap and len(resolved) == 1 and resolved[0][0] == bound:
+            item = resolved[0]  # the common case: no DST nearby, nothing held back
+            if last is None or item[0] > last:
+                last = item[0]
+                yield item
+            continue
+        for item in resolved:
+            heapq.heappush(heap, item)
+        while heap and heap[0][0] <= bound:
+            item = heapq.heappop(heap)
+            if last is None or item[0] > last:
+                last = item[0]
+                yield item
+    while heap:
+        item = heapq.heappop(heap)
+        if last is None or item[0] > last:
+            last = item[0]
+            yield item
+
+
+def _interval(rule: IntervalRule, zone: ZoneInfo, after: datetime) -> Iterator[Resolved]:
+    step = rule.every
+    index = 0 if after < rule.anchor else (after - rule.anchor) // step + 1
+    slot = rule.anchor + step * index
+    while slot <= _LATEST:
+        yield slot, slot.astimezone(zone).replace(tzinfo=None), None
+        slot += step
+
+
+def _once(rule: OnceRule, zone: ZoneInfo, policy: DstPolicy, after: datetime) -> Iterator[Resolved]:
+    if rule.at.tzinfo is not None:
+        candidates = [(rule.at, rule.at.astimezone(zone).replace(tzinfo=None), None)]
+    else:
+        candidates = list(merge_locals([rule.at], zone, policy))
+    for item in candidates:
+        if item[0] > after:
+            yield item

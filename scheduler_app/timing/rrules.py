@@ -1,0 +1,322 @@
+"""RFC 5545 RRULEs: strict parsing with our own messages, evaluated by python-dateutil.
+
+dateutil walks a rule from DTSTART, so the cost of ``after()`` grows with the anchor's age.
+We make every default that DTSTART supplies explicit and then *re-anchor* the rule at the
+start of an aligned period (a multiple of INTERVAL periods after the original one) just
+before the time asked for: the occurrences are identical, the cost is flat.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from dateutil import rrule as du
+
+from scheduler_app.errors import InvalidRule
+
+FREQS = {
+    "YEARLY": du.YEARLY,
+    "MONTHLY": du.MONTHLY,
+    "WEEKLY": du.WEEKLY,
+    "DAILY": du.DAILY,
+    "HOURLY": du.HOURLY,
+    "MINUTELY": du.MINUTELY,
+    "SECONDLY": du.SECONDLY,
+}
+WEEKDAYS = {"MO": 0, "TU": 1, "WE": 2, "TH": 3, "FR": 4, "SA": 5, "SU": 6}
+KNOWN = {
+    "FREQ",
+    "INTERVAL",
+    "COUNT",
+    "UNTIL",
+    "WKST",
+    "BYDAY",
+    "BYMONTHDAY",
+    "BYMONTH",
+    "BYHOUR",
+    "BYMINUTE",
+    "BYSECOND",
+    "BYSETPOS",
+    "BYYEARDAY",
+    "BYWEEKNO",
+}
+MAX_RULE_LENGTH = 2000
+_BYDAY_RE = re.compile(r"^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
+_UNTIL_RE = re.compile(r"^(\d{8})(T(\d{6})(Z?))?$")
+
+
+@dataclass(frozen=True)
+class RRuleSpec:
+    """A validated RRULE: ``options`` are dateutil keyword arguments (without dtstart)."""
+
+    source: str
+    freq: int
+    interval: int
+    count: int | None
+    until_local: datetime | None
+    options: tuple[tuple[str, Any], ...]
+    anchor: datetime  # naive local wall time (DTSTART)
+
+    @property
+    def freq_name(self) -> str:
+        return next(name for name, value in FREQS.items() if value == self.freq)
+
+    def iter_local(self, start: datetime) -> Iterator[datetime]:
+        """Every occurrence (naive wall time) at or after ``start``, in order."""
+        anchor = self.anchor if self.count is not None else _realign(self, start)
+        rule = _build(self, anchor)
+        yield from rule.xafter(start, inc=True)
+
+
+def parse_rrule(text: str, anchor: datetime, zone: ZoneInfo) -> RRuleSpec:
+    """Parse ``text`` (with or without an ``RRULE:`` prefix) anchored at ``anchor``.
+
+    ``anchor`` is DTSTART: an aware datetime (converted to the zone's wall time) or a naive
+    wall time in ``zone``.
+    """
+    if not isinstance(text, str):
+        raise InvalidRule("rrule", f"expected a string, got {type(text).__name__}")
+    if len(text) > MAX_RULE_LENGTH:
+        raise InvalidRule("rrule", f"rule is longer than {MAX_RULE_LENGTH} characters")
+    body = text.strip()
+    if body.upper().startswith("RRULE:"):
+        body = body[6:]
+    if not body.isprintable():
+        raise InvalidRule("rrule", "rule contains control characters; use plain text")
+    parts = _split(body)
+    local_anchor = _local_anchor(anchor, zone)
+    freq = _parse_freq(parts)
+    interval = _int(parts, "INTERVAL", 1, 1, 100_000) or 1
+    count = _int(parts, "COUNT", None, 1, 1_000_000)
+    until = _parse_until(parts.get("UNTIL"), zone)
+    if count is not None and until is not None:
+        raise InvalidRule(
+            "rrule.COUNT", "COUNT and UNTIL cannot both be set (RFC 5545); keep one of them"
+        )
+    options = _options(parts, freq, local_anchor)
+    spec = RRuleSpec(
+        source=text.strip(),
+        freq=freq,
+        interval=interval,
+        count=count,
+        until_local=until,
+        options=tuple(sorted(options.items())),
+        anchor=local_anchor,
+    )
+    _check_builds(spec)
+    return spec
+
+
+def _split(body: str) -> dict[str, str]:
+    parts: dict[str, str] = {}
+    for item in body.split(";"):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        key = key.strip().upper()
+        if not sep or not value.strip():
+            raise InvalidRule("rrule", f"{item!r} is not NAME=VALUE; e.g. 'FREQ=DAILY;BYHOUR=9'")
+        if key not in KNOWN:
+            raise InvalidRule(
+                f"rrule.{key[:40]}",
+                f"unknown rule part {key[:40]!r}; supported: {', '.join(sorted(KNOWN))}",
+            )
+        if key in parts:
+            raise InvalidRule(f"rrule.{key}", f"{key} is given twice; give it once")
+        parts[key] = value.strip().upper()
+    return parts
+
+
+def _parse_freq(parts: dict[str, str]) -> int:
+    if "FREQ" not in parts:
+        raise InvalidRule(
+            "rrule.FREQ", "FREQ is required, e.g. 'FREQ=WEEKLY;BYDAY=MO'", code="required"
+        )
+    freq = FREQS.get(parts["FREQ"])
+    if freq is None:
+        raise InvalidRule(
+            "rrule.FREQ", f"unknown FREQ {parts['FREQ']!r}; use one of: {', '.join(FREQS)}"
+        )
+    return freq
+
+
+def _int(parts: dict[str, str], key: str, default: int | None, low: int, high: int) -> int | None:
+    text = parts.get(key)
+    if text is None:
+        return default
+    return _number(text, f"rrule.{key}", low, high)
+
+
+def _number(text: str, field: str, low: int, high: int) -> int:
+    body = text[1:] if text[:1] in "+-" else text
+    if not body.isascii() or not body.isdigit() or len(body) > 7:
+        raise InvalidRule(field, f"{text!r} is not a whole number")
+    number = int(text)
+    if not low <= number <= high or number == 0 and low < 0:
+        raise InvalidRule(field, f"{number} is out of range ({low}..{high}, not 0)", code="range")
+    return number
+
+
+def _numbers(parts: dict[str, str], key: str, low: int, high: int) -> tuple[int, ...] | None:
+    text = parts.get(key)
+    if text is None:
+        return None
+    return tuple(_number(item, f"rrule.{key}", low, high) for item in text.split(","))
+
+
+def _parse_byday(text: str) -> tuple[du.weekday, ...]:
+    days: list[du.weekday] = []
+    for item in text.split(","):
+        match = _BYDAY_RE.match(item.strip())
+        if not match:
+            raise InvalidRule(
+                "rrule.BYDAY", f"{item!r} is not a weekday; use MO..SU, optionally with 1MO or -1FR"
+            )
+        nth_text, name = match.groups()
+        nth = _number(nth_text, "rrule.BYDAY", -53, 53) if nth_text else None
+        days.append(du.weekday(WEEKDAYS[name], nth))
+    return tuple(days)
+
+
+def _options(parts: dict[str, str], freq: int, anchor: datetime) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if "WKST" in parts:
+        if parts["WKST"] not in WEEKDAYS:
+            raise InvalidRule("rrule.WKST", f"{parts['WKST']!r} is not a weekday; use MO..SU")
+        options["wkst"] = WEEKDAYS[parts["WKST"]]
+    if "BYDAY" in parts:
+        options["byweekday"] = _parse_byday(parts["BYDAY"])
+    for key, name, low, high in (
+        ("BYMONTHDAY", "bymonthday", -31, 31),
+        ("BYMONTH", "bymonth", 1, 12),
+        ("BYHOUR", "byhour", 0, 23),
+        ("BYMINUTE", "byminute", 0, 59),
+        ("BYSECOND", "bysecond", 0, 59),
+        ("BYSETPOS", "bysetpos", -366, 366),
+        ("BYYEARDAY", "byyearday", -366, 366),
+        ("BYWEEKNO", "byweekno", -53, 53),
+    ):
+        values = _numbers(parts, key, low, high)
+        if values is not None:
+            options[name] = values
+    if "bysetpos" in options and not (set(options) - {"bysetpos", "wkst"}):
+        raise InvalidRule(
+            "rrule.BYSETPOS", "BYSETPOS needs another BYxxx part to select from (RFC 5545)"
+        )
+    _explicit_defaults(options, freq, anchor)
+    return options
+
+
+def _explicit_defaults(options: dict[str, Any], freq: int, anchor: datetime) -> None:
+    """Write down what dateutil would take from DTSTART, so the anchor can move."""
+    day_parts = {"byweekno", "byyearday", "bymonthday", "byweekday"}
+    if not day_parts & set(options):
+        if freq == du.YEARLY:
+            options.setdefault("bymonth", (anchor.month,))
+            options["bymonthday"] = (anchor.day,)
+        elif freq == du.MONTHLY:
+            options["bymonthday"] = (anchor.day,)
+        elif freq == du.WEEKLY:
+            options["byweekday"] = (du.weekday(anchor.weekday()),)
+    if freq < du.HOURLY:
+        options.setdefault("byhour", (anchor.hour,))
+    if freq < du.MINUTELY:
+        options.setdefault("byminute", (anchor.minute,))
+    if freq < du.SECONDLY:
+        options.setdefault("bysecond", (anchor.second,))
+    options.setdefault("wkst", 0)
+
+
+def _parse_until(text: str | None, zone: ZoneInfo) -> datetime | None:
+    if text is None:
+        return None
+    match = _UNTIL_RE.match(text)
+    if not match:
+        raise InvalidRule(
+            "rrule.UNTIL", f"{text!r} is not a date or date-time; use 20271231 or 20271231T235959Z"
+        )
+    day, _, clock, utc_flag = match.groups()
+    try:
+        value = datetime.strptime(day + (clock or "235959"), "%Y%m%d%H%M%S")  # noqa: DTZ007
+    except ValueError:
+        raise InvalidRule("rrule.UNTIL", f"{text!r} is not a real date or time") from None
+    if utc_flag:
+        # An instant: compare in the zone's wall time, where the rule is evaluated.
+        return value.replace(tzinfo=UTC).astimezone(zone).replace(tzinfo=None)
+    return value
+
+
+def _local_anchor(anchor: datetime, zone: ZoneInfo) -> datetime:
+    if not isinstance(anchor, datetime):
+        raise InvalidRule("rrule.anchor", "an anchor (DTSTART) datetime is required")
+    if anchor.tzinfo is not None:
+        anchor = anchor.astimezone(zone).replace(tzinfo=None)
+    return anchor.replace(microsecond=0)
+
+
+def _build(spec: RRuleSpec, anchor: datetime) -> du.rrule:
+    return _cached_rule(spec.freq, spec.interval, spec.count, spec.until_local, spec.options, anchor)
+
+
+@lru_cache(maxsize=4096)
+def _cached_rule(
+    freq: int,
+    interval: int,
+    count: int | None,
+    until: datetime | None,
+    options: tuple[tuple[str, Any], ...],
+    anchor: datetime,
+) -> du.rrule:
+    return du.rrule(
+        freq, dtstart=anchor, interval=interval, count=count, until=until, cache=False, **dict(options)
+    )
+
+
+def _check_builds(spec: RRuleSpec) -> None:
+    try:
+        _build(spec, spec.anchor)
+    except (ValueError, TypeError) as exc:  # dateutil's own checks, with our field name
+        raise InvalidRule("rrule", f"dateutil refused the rule: {exc}") from None
+
+
+def _realign(spec: RRuleSpec, start: datetime) -> datetime:
+    """The start of the latest aligned period that begins at or before ``start``."""
+    anchor = spec.anchor
+    if start <= anchor:
+        return anchor
+    step = spec.interval
+    if spec.freq in (du.YEARLY, du.MONTHLY):
+        unit = 12 if spec.freq == du.YEARLY else 1
+        months = (start.year - anchor.year) * 12 + start.month - anchor.month
+        periods = (months // unit) // step * step
+        total = anchor.year * 12 + anchor.month - 1 + periods * unit
+        return datetime(total // 12, total % 12 + 1, 1)  # noqa: DTZ001
+    if spec.freq == du.WEEKLY:
+        wkst = dict(spec.options).get("wkst", 0)
+        week_start = _day_start(anchor) - timedelta(days=(anchor.weekday() - wkst) % 7)
+        weeks = (start - week_start).days // 7 // step * step
+        return week_start + timedelta(weeks=weeks)
+    seconds = {du.DAILY: 86400, du.HOURLY: 3600, du.MINUTELY: 60, du.SECONDLY: 1}[spec.freq]
+    base = _truncate(anchor, seconds)
+    elapsed = int((start - base).total_seconds()) // seconds // step * step
+    return base + timedelta(seconds=elapsed * seconds)
+
+
+def _day_start(value: datetime) -> datetime:
+    return value.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _truncate(value: datetime, seconds: int) -> datetime:
+    if seconds == 86400:
+        return _day_start(value)
+    if seconds == 3600:
+        return value.replace(minute=0, second=0, microsecond=0)
+    if seconds == 60:
+        return value.replace(second=0, microsecond=0)
+    return value.replace(microsecond=0)

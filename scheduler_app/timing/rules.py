@@ -1,0 +1,192 @@
+"""Timing specs: a rule of one kind, a zone, DST choices and bounds, as frozen values."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from scheduler_app.errors import InvalidRule
+from scheduler_app.timing.cron import CronExpr, parse_cron
+from scheduler_app.timing.durations import parse_duration
+from scheduler_app.timing.rrules import RRuleSpec, parse_rrule
+from scheduler_app.timing.zones import (
+    Ambiguous,
+    DstPolicy,
+    Nonexistent,
+    ensure_aware,
+    get_zone,
+)
+
+
+class Kind(enum.StrEnum):
+    """The kinds of timing rule."""
+
+    CRON = "cron"
+    """Five-field cron expression, evaluated in local wall time."""
+    RRULE = "rrule"
+    """RFC 5545 recurrence rule anchored at DTSTART, evaluated in local wall time."""
+    INTERVAL = "interval"
+    """Every N seconds on a grid anchored at an instant (absolute time; DST does not apply)."""
+    ONCE = "once"
+    """One instant, or one local date-time in the zone."""
+
+
+@dataclass(frozen=True)
+class CronRule:
+    expr: CronExpr
+
+
+@dataclass(frozen=True)
+class RRuleRule:
+    spec: RRuleSpec
+
+
+@dataclass(frozen=True)
+class IntervalRule:
+    every: timedelta
+    anchor: datetime  # aware, UTC
+
+
+@dataclass(frozen=True)
+class OnceRule:
+    at: datetime  # aware UTC instant, or naive local wall time in the zone
+
+
+Rule = CronRule | RRuleRule | IntervalRule | OnceRule
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timing:
+    """Everything the time engine needs to produce the slots of one schedule."""
+
+    rule: Rule
+    zone: ZoneInfo
+    dst: DstPolicy = DstPolicy()
+    starts_at: datetime | None = None
+    ends_at: datetime | None = None
+    max_count: int | None = None
+
+    @property
+    def kind(self) -> Kind:
+        return {
+            CronRule: Kind.CRON,
+            RRuleRule: Kind.RRULE,
+            IntervalRule: Kind.INTERVAL,
+            OnceRule: Kind.ONCE,
+        }[type(self.rule)]
+
+    @property
+    def effective_dst(self) -> DstPolicy:
+        """The DST policy with ``auto`` replaced by the rule kind's standard."""
+        rule = self.rule
+        if isinstance(rule, CronRule):
+            if rule.expr.fixed_time:
+                return self.dst.resolved(Nonexistent.NEXT_VALID, Ambiguous.FIRST)
+            return self.dst.resolved(Nonexistent.SKIP, Ambiguous.BOTH)
+        return self.dst.resolved(Nonexistent.SHIFT, Ambiguous.FIRST)
+
+    @property
+    def origin(self) -> datetime | None:
+        """Where counting starts for ``max_count``."""
+        if self.starts_at is not None:
+            return self.starts_at
+        if isinstance(self.rule, IntervalRule):
+            return self.rule.anchor
+        return None
+
+
+def build_timing(
+    *,
+    kind: str,
+    rule: str | datetime | timedelta | int | float,
+    timezone: str | ZoneInfo = "UTC",
+    anchor: datetime | str | None = None,
+    nonexistent: str | None = None,
+    ambiguous: str | None = None,
+    starts_at: datetime | None = None,
+    ends_at: datetime | None = None,
+    max_count: int | None = None,
+) -> Timing:
+    """Validate raw inputs and build a ``Timing``; every problem is a ``ScheduleValidationError``.
+
+    ``rule`` is a cron expression, an RRULE string, an interval (seconds, a ``timedelta`` or a
+    duration such as ``"15m"``) or, for ``once``, a datetime (aware = an instant, naive = a
+    local wall time in ``timezone``) or an ISO string. ``anchor`` is DTSTART for rrule and the
+    grid origin for interval (aware; rrule also accepts a naive local wall time).
+    """
+    zone = get_zone(timezone)
+    try:
+        kind_value = Kind(str(kind).strip().lower())
+    except ValueError:
+        choices = ", ".join(k.value for k in Kind)
+        raise InvalidRule("kind", f"unknown rule kind {kind!r}; use one of: {choices}") from None
+    built = _build_rule(kind_value, rule, zone, _parse_datetime(anchor, "anchor"))
+    timing = Timing(
+        rule=built,
+        zone=zone,
+        dst=DstPolicy.parse(nonexistent, ambiguous),
+        starts_at=ensure_aware(starts_at, "starts_at") if starts_at is not None else None,
+        ends_at=ensure_aware(ends_at, "ends_at") if ends_at is not None else None,
+        max_count=_check_max_count(max_count),
+    )
+    _check_bounds(timing)
+    return timing
+
+
+def _build_rule(kind: Kind, rule: object, zone: ZoneInfo, anchor: datetime | None) -> Rule:
+    if kind is Kind.CRON:
+        if not isinstance(rule, str):
+            raise InvalidRule("cron", "a cron expression string is required, e.g. '0 9 * * MON-FRI'")
+        return CronRule(parse_cron(rule))
+    if kind is Kind.RRULE:
+        if not isinstance(rule, str):
+            raise InvalidRule("rrule", "an RRULE string is required, e.g. 'FREQ=DAILY;BYHOUR=9'")
+        if anchor is None:
+            raise InvalidRule(
+                "anchor", "an RRULE needs an anchor (DTSTART): an aware datetime or local time"
+            )
+        return RRuleRule(parse_rrule(rule, anchor, zone))
+    if kind is Kind.INTERVAL:
+        every = parse_duration(rule, "every")  # type: ignore[arg-type]
+        if anchor is None:
+            raise InvalidRule("anchor", "an interval needs an anchor: the aware instant of slot 0")
+        return IntervalRule(every=every, anchor=ensure_aware(anchor, "anchor"))
+    at = _parse_datetime(rule, "at")  # type: ignore[arg-type]
+    if at is None:
+        raise InvalidRule("at", "a one-time rule needs a datetime")
+    return OnceRule(at=at.astimezone(UTC) if at.tzinfo is not None else at.replace(microsecond=0))
+
+
+def _parse_datetime(value: datetime | str | None, field: str) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise InvalidRule(field, f"expected a datetime or ISO 8601 string, got {type(value).__name__}")
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidRule(
+            field, f"{value[:60]!r} is not an ISO 8601 date-time, e.g. 2026-03-29T02:30:00+02:00"
+        ) from None
+
+
+def _check_max_count(value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidRule("max_count", f"must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _check_bounds(timing: Timing) -> None:
+    if timing.starts_at and timing.ends_at and timing.ends_at < timing.starts_at:
+        raise InvalidRule("ends_at", "ends_at is before starts_at; swap them or drop one")
+    if timing.max_count is not None and timing.origin is None:
+        raise InvalidRule(
+            "max_count", "max_count needs starts_at (the instant from which slots are counted)"
+        )

@@ -1,0 +1,192 @@
+"""Zones, aware datetimes and the DST policies that map local wall times to instants."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import TypeAlias, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from scheduler_app.errors import NaiveDatetime, ScheduleValidationError, UnknownTimezone
+
+ZERO = timedelta(0)
+
+
+class Nonexistent(enum.StrEnum):
+    """What to do with a local time that the clock skips (spring forward)."""
+
+    AUTO = "auto"
+    """Follow the rule's standard (see docs/timing.md)."""
+    SKIP = "skip"
+    """No slot for that local time."""
+    SHIFT = "shift"
+    """Read the time with the offset from before the gap: 02:30 becomes 03:30."""
+    NEXT_VALID = "next_valid"
+    """The first instant after the gap, i.e. the instant of the jump: 03:00."""
+
+
+class Ambiguous(enum.StrEnum):
+    """What to do with a local time that happens twice (fall back)."""
+
+    AUTO = "auto"
+    """Follow the rule's standard (see docs/timing.md)."""
+    FIRST = "first"
+    """The earlier of the two instants (the one with the summer offset)."""
+    LAST = "last"
+    """The later of the two instants."""
+    BOTH = "both"
+    """Both instants: two slots."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DstPolicy:
+    """The pair of DST choices of one schedule; ``auto`` is resolved per rule kind."""
+
+    nonexistent: Nonexistent = Nonexistent.AUTO
+    ambiguous: Ambiguous = Ambiguous.AUTO
+
+    @classmethod
+    def parse(cls, nonexistent: str | None = None, ambiguous: str | None = None) -> DstPolicy:
+        return cls(
+            nonexistent=_parse_enum(Nonexistent, nonexistent, "dst.nonexistent"),
+            ambiguous=_parse_enum(Ambiguous, ambiguous, "dst.ambiguous"),
+        )
+
+    def resolved(self, nonexistent: Nonexistent, ambiguous: Ambiguous) -> DstPolicy:
+        """Replace each ``auto`` with the given default."""
+        return DstPolicy(
+            nonexistent=nonexistent if self.nonexistent is Nonexistent.AUTO else self.nonexistent,
+            ambiguous=ambiguous if self.ambiguous is Ambiguous.AUTO else self.ambiguous,
+        )
+
+
+E = TypeVar("E", bound=enum.StrEnum)
+
+
+def _parse_enum(kind: type[E], value: str | None, field: str) -> E:
+    if value is None or value == "":
+        return kind("auto")
+    try:
+        return kind(str(value).strip().lower())
+    except ValueError:
+        choices = ", ".join(member.value for member in kind)
+        raise ScheduleValidationError(
+            field, f"unknown value {value!r}; use one of: {choices}", code="invalid_choice"
+        ) from None
+
+
+@lru_cache(maxsize=1024)
+def _load_zone(name: str) -> ZoneInfo:
+    return ZoneInfo(name)
+
+
+def get_zone(name: str | ZoneInfo, field: str = "timezone") -> ZoneInfo:
+    """The IANA zone ``name``, or ``UnknownTimezone`` naming the field and the fix."""
+    if isinstance(name, ZoneInfo):
+        return name
+    if not isinstance(name, str) or not name.strip():
+        raise UnknownTimezone(field, "a time zone name is required, e.g. 'Europe/Riga' or 'UTC'")
+    cleaned = name.strip()
+    try:
+        return _load_zone(cleaned)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise UnknownTimezone(
+            field,
+            f"unknown time zone {cleaned!r}; use an IANA name such as 'Europe/Riga', "
+            "'America/New_York' or 'UTC' (not an abbreviation like 'EST' or an offset)",
+            code="unknown_timezone",
+        ) from None
+
+
+def ensure_aware(value: datetime, field: str) -> datetime:
+    """Return ``value`` in UTC; a naive datetime raises ``NaiveDatetime``."""
+    if not isinstance(value, datetime):
+        raise NaiveDatetime(field, f"expected a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise NaiveDatetime(
+            field,
+            f"{value.isoformat()} has no time zone; pass an aware datetime "
+            "(e.g. with tzinfo=UTC or ZoneInfo('Europe/Riga')) or an ISO string with an offset",
+            code="naive_datetime",
+        )
+    return value.astimezone(UTC)
+
+
+# Notes attached to slots produced from a local time that a DST transition touches.
+GAP_SHIFT = "gap_shift"
+GAP_NEXT_VALID = "gap_next_valid"
+FOLD_FIRST = "fold_first"
+FOLD_LAST = "fold_last"
+
+Resolved: TypeAlias = tuple[datetime, datetime, str | None]
+"""(instant in UTC, the local wall time it came from, DST note or None)."""
+
+
+def resolve_local(
+    local: datetime, zone: ZoneInfo, policy: DstPolicy
+) -> tuple[list[Resolved], datetime]:
+    """Map a naive local wall time to its instants under ``policy`` (which must be resolved).
+
+    Also returns a lower bound for every instant that a *later* local time can map to, so
+    that callers can emit instants in order (see ``engine.merge_locals``).
+    """
+    off0 = local.replace(tzinfo=zone).utcoffset() or ZERO
+    off1 = local.replace(tzinfo=zone, fold=1).utcoffset() or ZERO
+    if off0 == off1:
+        instant = (local - off0).replace(tzinfo=UTC)
+        return [(instant, local, None)], instant
+    if off0 > off1:
+        return _resolve_fold(local, off0, off1, policy.ambiguous)
+    return _resolve_gap(local, zone, off0, off1, policy.nonexistent)
+
+
+def _resolve_fold(
+    local: datetime, off0: timedelta, off1: timedelta, choice: Ambiguous
+) -> tuple[list[Resolved], datetime]:
+    first = (local - off0).replace(tzinfo=UTC)
+    last = (local - off1).replace(tzinfo=UTC)
+    if choice is Ambiguous.LAST:
+        return [(last, local, FOLD_LAST)], last
+    if choice is Ambiguous.BOTH:
+        return [(first, local, FOLD_FIRST), (last, local, FOLD_LAST)], first
+    return [(first, local, FOLD_FIRST)], first
+
+
+def _resolve_gap(
+    local: datetime, zone: ZoneInfo, off0: timedelta, off1: timedelta, choice: Nonexistent
+) -> tuple[list[Resolved], datetime]:
+    jump = transition_instant(local, zone, off0, off1)
+    if choice is Nonexistent.SHIFT:
+        return [((local - off0).replace(tzinfo=UTC), local, GAP_SHIFT)], jump
+    if choice is Nonexistent.NEXT_VALID:
+        return [(jump, local, GAP_NEXT_VALID)], jump
+    return [], jump
+
+
+def transition_instant(
+    local: datetime, zone: ZoneInfo, off_before: timedelta, off_after: timedelta
+) -> datetime:
+    """The UTC instant at which the clock jumps over the gap that contains ``local``."""
+    # The jump lies in (local - off_after, local - off_before]; transitions are whole seconds.
+    low = (local - off_after).replace(tzinfo=UTC)
+    high = (local - off_before).replace(tzinfo=UTC)
+    while high - low > timedelta(seconds=1):
+        mid = low + (high - low) // 2
+        mid = mid.replace(microsecond=0)
+        if mid.astimezone(zone).utcoffset() == off_after:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def offset_span(instant: datetime, zone: ZoneInfo, reach: timedelta) -> timedelta:
+    """How far the zone's offset moves within ``reach`` of ``instant`` (0 away from DST)."""
+    here = instant.astimezone(zone).utcoffset() or ZERO
+    spans = (
+        abs(((instant + delta).astimezone(zone).utcoffset() or ZERO) - here)
+        for delta in (-reach, reach)
+    )
+    return max(spans)
