@@ -30,7 +30,7 @@ test-sqlite: install
 	$(VENV)/bin/pytest -m "not postgres" $(PYTEST_ARGS)
 
 test-postgres: install
-	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest -m "not unit_only" $(PYTEST_ARGS)
+	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest tests/integration tests/acceptance $(PYTEST_ARGS)
 
 test: lint typecheck migrations-check test-sqlite test-postgres
 

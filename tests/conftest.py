@@ -1,0 +1,58 @@
+"""Shared fixtures. Tests that need a server fail (not skip) when CI is set and it is missing."""
+
+from __future__ import annotations
+
+import os
+import socket
+from urllib.parse import urlparse
+
+import pytest
+from django.conf import settings
+
+IN_CI = bool(os.environ.get("CI"))
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def _reachable(url: str, default_port: int) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or default_port), 2):
+            return True
+    except OSError:
+        return False
+
+
+def require_server(name: str, url: str, default_port: int) -> None:
+    """Skip locally, fail in CI, with a message that says how to start the server."""
+    if _reachable(url, default_port):
+        return
+    message = f"{name} is not reachable at {url}; start it (see docs/deployment.md) or set the URL"
+    if IN_CI:
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def using_postgres() -> bool:
+    return settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith("postgres") and not _reachable(url, 5432):
+        pytest.exit(f"PostgreSQL is not reachable at {url}; start it or unset DATABASE_URL", 3)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if using_postgres():
+        return
+    for item in items:
+        if item.get_closest_marker("postgres"):
+            item.add_marker(
+                pytest.mark.skip(reason="needs PostgreSQL: runs in the `make test-postgres` pass")
+            )
+
+
+@pytest.fixture
+def redis_url() -> str:
+    require_server("Redis", REDIS_URL, 6379)
+    return REDIS_URL
