@@ -38,7 +38,9 @@ FIELDS = (
     _FieldSpec("hour", 0, 23, {}, "0-23, e.g. '9' or '8-18'"),
     _FieldSpec("day_of_month", 1, 31, {}, "1-31, e.g. '1' or '1,15'"),
     _FieldSpec("month", 1, 12, MONTH_NAMES, "1-12 or JAN-DEC, e.g. '1-6' or 'JAN,JUL'"),
-    _FieldSpec("day_of_week", 0, 7, DAY_NAMES, "0-7 (0 and 7 are Sunday) or SUN-SAT, e.g. 'MON-FRI'"),
+    _FieldSpec(
+        "day_of_week", 0, 7, DAY_NAMES, "0-7 (0 and 7 are Sunday) or SUN-SAT, e.g. 'MON-FRI'"
+    ),
 )
 
 
@@ -231,7 +233,9 @@ def _parse_value(text: str, spec: _FieldSpec, field: str) -> int:
     return _parse_number(text, spec, field, what="value", low=spec.low, high=spec.high)
 
 
-def _parse_number(text: str, spec: _FieldSpec, field: str, *, what: str, low: int, high: int) -> int:
+def _parse_number(
+    text: str, spec: _FieldSpec, field: str, *, what: str, low: int, high: int
+) -> int:
     if not text.isascii() or not text.isdigit() or len(text) > 4:
         raise InvalidRule(
             field, f"{what} {text!r} is not a number or name; allowed: {spec.example}", code="value"

@@ -10,7 +10,9 @@ from scheduler_app.errors import InvalidRule
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _COMPACT = re.compile(r"^(?:(\d{1,9})\s*([smhdw]))+$")
 _PART = re.compile(r"(\d{1,9})\s*([smhdw])")
-_ISO = re.compile(r"^P(?:(\d{1,9})W)?(?:(\d{1,9})D)?(?:T(?:(\d{1,9})H)?(?:(\d{1,9})M)?(?:(\d{1,9})S)?)?$")
+_ISO = re.compile(
+    r"^P(?:(\d{1,9})W)?(?:(\d{1,9})D)?(?:T(?:(\d{1,9})H)?(?:(\d{1,9})M)?(?:(\d{1,9})S)?)?$"
+)
 MAX_DURATION = timedelta(days=366 * 100)
 EXAMPLES = "e.g. 90s, 15m, 6h, 1d, 1h30m, PT15M, or a number of seconds"
 

@@ -158,7 +158,7 @@ def _number(text: str, field: str, low: int, high: int) -> int:
     if not body.isascii() or not body.isdigit() or len(body) > 7:
         raise InvalidRule(field, f"{text!r} is not a whole number")
     number = int(text)
-    if not low <= number <= high or number == 0 and low < 0:
+    if not low <= number <= high or (number == 0 and low < 0):
         raise InvalidRule(field, f"{number} is out of range ({low}..{high}, not 0)", code="range")
     return number
 
@@ -261,7 +261,9 @@ def _local_anchor(anchor: datetime, zone: ZoneInfo) -> datetime:
 
 
 def _build(spec: RRuleSpec, anchor: datetime) -> du.rrule:
-    return _cached_rule(spec.freq, spec.interval, spec.count, spec.until_local, spec.options, anchor)
+    return _cached_rule(
+        spec.freq, spec.interval, spec.count, spec.until_local, spec.options, anchor
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -274,7 +276,13 @@ def _cached_rule(
     anchor: datetime,
 ) -> du.rrule:
     return du.rrule(
-        freq, dtstart=anchor, interval=interval, count=count, until=until, cache=False, **dict(options)
+        freq,
+        dtstart=anchor,
+        interval=interval,
+        count=count,
+        until=until,
+        cache=False,
+        **dict(options),
     )
 
 

@@ -138,7 +138,9 @@ def build_timing(
 def _build_rule(kind: Kind, rule: object, zone: ZoneInfo, anchor: datetime | None) -> Rule:
     if kind is Kind.CRON:
         if not isinstance(rule, str):
-            raise InvalidRule("cron", "a cron expression string is required, e.g. '0 9 * * MON-FRI'")
+            raise InvalidRule(
+                "cron", "a cron expression string is required, e.g. '0 9 * * MON-FRI'"
+            )
         return CronRule(parse_cron(rule))
     if kind is Kind.RRULE:
         if not isinstance(rule, str):
@@ -163,7 +165,9 @@ def _parse_datetime(value: datetime | str | None, field: str) -> datetime | None
     if value is None or isinstance(value, datetime):
         return value
     if not isinstance(value, str):
-        raise InvalidRule(field, f"expected a datetime or ISO 8601 string, got {type(value).__name__}")
+        raise InvalidRule(
+            field, f"expected a datetime or ISO 8601 string, got {type(value).__name__}"
+        )
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"

@@ -1,0 +1,145 @@
+"""Shared plumbing for benchmarks: sampling statistics, machine facts, and the two outputs.
+
+``docs/performance.md`` is shared by every benchmark: each one owns exactly one ``## `` section
+and ``write_section`` replaces only that section, keeping the rest of the file intact.
+``bench/results/<name>.json`` holds the same numbers for comparing commits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PERFORMANCE_MD = ROOT / "docs" / "performance.md"
+RESULTS_DIR = ROOT / "bench" / "results"
+
+INTRO = """\
+# Performance
+
+Benchmarks live in `bench/` (not in the pytest suite). Each `make bench-*` target measures on
+the machine it runs on, rewrites its own section below and writes `bench/results/<name>.json`
+(with the git commit) so runs on different commits can be compared.
+
+Machine of the first run: {machine}.
+"""
+
+
+def _run(*command: str) -> str:
+    try:
+        return subprocess.run(
+            command, capture_output=True, text=True, check=True, cwd=ROOT, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _total_memory() -> str:
+    for line in _run("free", "-h").splitlines():
+        if line.startswith("Mem:"):
+            return line.split()[1]
+    return "unknown"
+
+
+def machine() -> dict[str, Any]:
+    """Facts about this machine and checkout (``nproc``, ``free -h``, Python, git commit)."""
+    return {
+        "cpus": _run("nproc") or str(os.cpu_count()),
+        "cpu_model": _cpu_model(),
+        "memory": _total_memory(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "commit": _run("git", "rev-parse", "HEAD") or None,
+        "dirty": bool(_run("git", "status", "--porcelain")),
+    }
+
+
+def describe_machine(facts: dict[str, Any]) -> str:
+    return (
+        f"{facts['cpus']} CPUs ({facts['cpu_model']}), {facts['memory']} RAM, "
+        f"{facts['implementation']} {facts['python']} on {facts['platform']}"
+    )
+
+
+def describe_run(facts: dict[str, Any], command: str) -> str:
+    commit = (facts["commit"] or "unknown")[:12] + (
+        " (uncommitted changes)" if facts["dirty"] else ""
+    )
+    stamp = now().strftime("%Y-%m-%d %H:%M UTC")
+    return f"`{command}` on {stamp}, commit {commit}; {describe_machine(facts)}."
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    """Linear-interpolated percentile of ``samples`` (``fraction`` in 0..1)."""
+    ordered = sorted(samples)
+    position = (len(ordered) - 1) * fraction
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summarize(samples: list[float]) -> dict[str, float]:
+    return {
+        "n": len(samples),
+        "median": statistics.median(samples),
+        "p10": percentile(samples, 0.10),
+        "p90": percentile(samples, 0.90),
+        "min": min(samples),
+        "max": max(samples),
+    }
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_section(heading: str, body: str, facts: dict[str, Any]) -> Path:
+    """Replace (or append) the ``## heading`` section of docs/performance.md with ``body``."""
+    title = f"## {heading}"
+    if PERFORMANCE_MD.exists():
+        text = PERFORMANCE_MD.read_text()
+    else:
+        text = INTRO.format(machine=describe_machine(facts))
+    section = f"{title}\n\n{body.strip()}\n"
+    pattern = re.compile(rf"^{re.escape(title)}[ \t]*\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section + "\n", text, count=1).rstrip() + "\n"
+    else:
+        text = text.rstrip() + "\n\n" + section
+    PERFORMANCE_MD.parent.mkdir(parents=True, exist_ok=True)
+    PERFORMANCE_MD.write_text(text)
+    return PERFORMANCE_MD
+
+
+def write_json(name: str, payload: dict[str, Any]) -> Path:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    return path

@@ -1,0 +1,36 @@
+"""The app's settings: one typed object read from ``SCHEDULER_*`` Django settings on use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from django.conf import settings as django_settings
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulerSettings:
+    BATCH_SIZE: int = 500
+    """Due schedules claimed per transaction, and pending occurrences published per batch."""
+    MAX_INTERVAL: float = 5.0
+    """Longest sleep between ticks, in seconds (also how fast edits are noticed)."""
+    LEASE_TTL: float = 30.0
+    """SQLite only: seconds a beat keeps the single-scheduler lease without renewing it."""
+    PUBLISH_LEASE: float = 30.0
+    """Seconds a beat owns a pending occurrence while publishing it; after that another may."""
+    MAX_PAYLOAD_BYTES: int = 16_384
+    """Largest JSON payload (kwargs) a schedule may carry."""
+    MIN_INTERVAL: int = 1
+    """Smallest allowed distance between slots of interval rules, in seconds."""
+    VALIDATE_TASK_NAMES: bool = True
+    """Refuse schedules whose task is not registered in the Celery app."""
+    MAX_SLOTS_PER_TICK: int = 10_000
+    """Cap on the late slots examined for one schedule in one tick (counters stop there)."""
+
+
+def get_settings() -> SchedulerSettings:
+    values = {
+        f.name: getattr(django_settings, f"SCHEDULER_{f.name}")
+        for f in fields(SchedulerSettings)
+        if hasattr(django_settings, f"SCHEDULER_{f.name}")
+    }
+    return SchedulerSettings(**values)

@@ -1,0 +1,204 @@
+"""From stored schedule fields to a validated ``Timing``; keys and ids derived from slots."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+from scheduler_app.conf import get_settings
+from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.models import (
+    MisfirePolicy,
+    OverlapPolicy,
+    PauseBehaviour,
+    Schedule,
+    ScheduleMode,
+)
+from scheduler_app.policies import MisfireRules
+from scheduler_app.timing import Kind, Timing, build_timing, parse_duration
+
+_OCCURRENCE_NAMESPACE = uuid.UUID("6f1d3c1e-1b7e-4d55-9a55-2f5b8f0a7c11")
+
+
+def timing_for(schedule: Schedule) -> Timing:
+    """The schedule's ``Timing`` (cached per definition: parsing happens once)."""
+    return _timing(
+        schedule.kind,
+        schedule.rule,
+        schedule.timezone,
+        schedule.anchor,
+        schedule.dst_nonexistent,
+        schedule.dst_ambiguous,
+        schedule.starts_at,
+        schedule.ends_at,
+        schedule.max_count,
+    )
+
+
+@lru_cache(maxsize=65536)
+def _timing(
+    kind: str,
+    rule: str,
+    timezone: str,
+    anchor: datetime | None,
+    nonexistent: str,
+    ambiguous: str,
+    starts_at: datetime | None,
+    ends_at: datetime | None,
+    max_count: int | None,
+) -> Timing:
+    raw_rule: str | timedelta = rule
+    if kind == Kind.INTERVAL:
+        raw_rule = parse_duration(rule, "rule")
+        minimum = get_settings().MIN_INTERVAL
+        if raw_rule < timedelta(seconds=minimum):
+            raise ScheduleValidationError(
+                "rule",
+                f"interval {rule}s is shorter than the minimum of {minimum}s "
+                "(SCHEDULER_MIN_INTERVAL); use a longer interval",
+                code="too_frequent",
+            )
+    return build_timing(
+        kind=kind,
+        rule=raw_rule,
+        timezone=timezone,
+        anchor=anchor,
+        nonexistent=nonexistent,
+        ambiguous=ambiguous,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        max_count=max_count,
+    )
+
+
+def misfire_rules(schedule: Schedule) -> MisfireRules:
+    return MisfireRules(
+        policy=schedule.misfire_policy,
+        max_lateness=timedelta(seconds=schedule.max_lateness),
+        catch_up_window=timedelta(seconds=schedule.catch_up_window),
+        catch_up_limit=schedule.catch_up_limit,
+    )
+
+
+def idempotency_key(schedule_id: uuid.UUID | str, scheduled_for: datetime) -> str:
+    """Derived from the schedule id and the slot (UTC) only: the same on every beat and retry."""
+    instant = scheduled_for.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{schedule_id}:{instant}"
+
+
+def occurrence_id(key: str) -> uuid.UUID:
+    """Deterministic: racing beats that compute the same slot compute the same task id."""
+    return uuid.uuid5(_OCCURRENCE_NAMESPACE, key)
+
+
+def version_id(schedule_id: uuid.UUID | str, version: int) -> uuid.UUID:
+    return uuid.uuid5(_OCCURRENCE_NAMESPACE, f"{schedule_id}/v{version}")
+
+
+def jitter_for(key: str, jitter_seconds: int) -> timedelta:
+    """A delay in [0, jitter] derived from the key, so every beat picks the same one."""
+    if jitter_seconds <= 0:
+        return timedelta(0)
+    digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+    return timedelta(seconds=digest % (jitter_seconds + 1))
+
+
+_CHOICES = {
+    "misfire_policy": MisfirePolicy,
+    "overlap_policy": OverlapPolicy,
+    "on_pause": PauseBehaviour,
+    "mode": ScheduleMode,
+}
+
+
+def validate_definition(values: dict[str, Any]) -> Timing:
+    """Check a schedule definition; raise ``ScheduleValidationError`` for the first problem."""
+    _check_task(values.get("task"))
+    _check_payload(values.get("kwargs", {}))
+    for field, choices in _CHOICES.items():
+        if field in values and values[field] not in choices.values:
+            allowed = ", ".join(choices.values)
+            raise ScheduleValidationError(
+                field,
+                f"unknown value {values[field]!r}; use one of: {allowed}",
+                code="invalid_choice",
+            )
+    for field in ("max_lateness", "catch_up_window", "jitter", "deadline"):
+        value = values.get(field)
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            raise ScheduleValidationError(
+                field, f"must be a whole number of seconds >= 0, got {value!r}"
+            )
+    limit = values.get("catch_up_limit", 12)
+    if not isinstance(limit, int) or limit < 1:
+        raise ScheduleValidationError(
+            "catch_up_limit", f"must be a whole number >= 1, got {limit!r}"
+        )
+    return _timing(
+        str(values["kind"]),
+        str(values["rule"]),
+        str(values.get("timezone", "UTC")),
+        values.get("anchor"),
+        str(values.get("dst_nonexistent", "auto")),
+        str(values.get("dst_ambiguous", "auto")),
+        values.get("starts_at"),
+        values.get("ends_at"),
+        values.get("max_count"),
+    )
+
+
+def _check_task(task: object) -> None:
+    if not isinstance(task, str) or not task.strip():
+        raise ScheduleValidationError(
+            "task", "a Celery task name is required, e.g. 'reports.daily'"
+        )
+    if not get_settings().VALIDATE_TASK_NAMES:
+        return
+    if task not in _registered_tasks():
+        raise ScheduleValidationError(
+            "task",
+            f"unknown task {task!r}: no task of that name is registered in the Celery app; "
+            "check the name (see `celery -A project inspect registered`) or import its module",
+            code="unknown_task",
+        )
+
+
+def _registered_tasks() -> set[str]:
+    """Names of the tasks the current Celery app knows, after its autodiscovery ran."""
+    from celery import current_app
+
+    app = current_app._get_current_object()
+    if task_names_loaded.get(id(app)) is None:
+        app.loader.import_default_modules()
+        task_names_loaded[id(app)] = True
+    return set(app.tasks.keys())
+
+
+task_names_loaded: dict[int, bool] = {}
+
+
+def _check_payload(kwargs: object) -> None:
+    if not isinstance(kwargs, dict):
+        raise ScheduleValidationError(
+            "kwargs", "the payload must be a JSON object of keyword arguments"
+        )
+    try:
+        size = len(json.dumps(kwargs, separators=(",", ":")).encode())
+    except (TypeError, ValueError) as exc:
+        raise ScheduleValidationError(
+            "kwargs", f"the payload is not JSON-serializable ({exc}); pass plain JSON values"
+        ) from None
+    limit = get_settings().MAX_PAYLOAD_BYTES
+    if size > limit:
+        raise ScheduleValidationError(
+            "kwargs",
+            f"the payload is {size} bytes, more than the limit of {limit} "
+            "(SCHEDULER_MAX_PAYLOAD_BYTES); store large data elsewhere and pass its id",
+            code="payload_too_large",
+        )

@@ -1,0 +1,222 @@
+"""Turning due schedules into occurrences: claim, decide, insert, advance, in one transaction."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Min
+
+from scheduler_app.conf import get_settings
+from scheduler_app.definitions import (
+    idempotency_key,
+    jitter_for,
+    misfire_rules,
+    occurrence_id,
+    timing_for,
+    version_id,
+)
+from scheduler_app.errors import SchedulerError
+from scheduler_app.models import (
+    Occurrence,
+    OccurrenceState,
+    Schedule,
+    ScheduleMode,
+    ScheduleStatus,
+    Trigger,
+)
+from scheduler_app.policies import MisfireDecision, decide_misfire
+from scheduler_app.timing import Kind, Timing, iter_slots, next_after, previous_slot
+
+logger = logging.getLogger("scheduler_app.materialize")
+_TICK = timedelta(microseconds=1)
+
+ADVANCE_FIELDS = [
+    "next_run_at",
+    "last_scheduled_for",
+    "status",
+    "missed_count",
+    "skipped_count",
+    "caught_up_count",
+    "occurrence_count",
+    "last_error",
+    "updated_at",
+]
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    claimed: int
+    created: int
+
+
+def earliest_due() -> datetime | None:
+    """The earliest ``next_run_at`` of an active schedule (one indexed query)."""
+    result = Schedule.objects.filter(status=ScheduleStatus.ACTIVE).aggregate(Min("next_run_at"))
+    value: datetime | None = result["next_run_at__min"]
+    return value
+
+
+def materialize_batch(now: datetime, batch_size: int) -> BatchResult:
+    """Claim up to ``batch_size`` due schedules (SKIP LOCKED) and materialize their slots."""
+    with transaction.atomic():
+        schedules = list(
+            Schedule.objects.select_for_update(skip_locked=True)
+            .filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
+            .order_by("next_run_at")[:batch_size]
+        )
+        if not schedules:
+            return BatchResult(0, 0)
+        rows: list[Occurrence] = []
+        for schedule in schedules:
+            rows.extend(plan_schedule(schedule, now))
+        created = Occurrence.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
+        Schedule.objects.bulk_update(schedules, ADVANCE_FIELDS, batch_size=1000)
+    return BatchResult(len(schedules), len(created))
+
+
+def plan_schedule(schedule: Schedule, now: datetime) -> list[Occurrence]:
+    """Decide this schedule's due slots, advance its fields in memory, return the new rows."""
+    try:
+        timing = timing_for(schedule)
+    except SchedulerError as exc:
+        # A definition that no longer validates (e.g. a zone removed from tzdata): park it
+        # visibly instead of failing the whole batch.
+        logger.error(
+            "schedule definition invalid",
+            extra={"action": "schedule.invalid", "schedule_id": str(schedule.id)},
+        )
+        schedule.status = ScheduleStatus.PAUSED
+        schedule.last_error = str(exc)[:1000]
+        schedule.updated_at = now
+        return []
+    slots, uncounted = due_slots(schedule, timing, now)
+    decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=uncounted)
+    rows = build_occurrences(schedule, timing, slots, decision, now)
+    advance(schedule, timing, slots, decision, now)
+    return rows
+
+
+def due_slots(schedule: Schedule, timing: Timing, now: datetime) -> tuple[list[datetime], int]:
+    """Slots from ``next_run_at`` through ``now``, oldest first.
+
+    Slots older than the catch-up horizon are not listed one by one (after a long outage a
+    dense rule may have millions): only the most recent of them is, and the rest are counted.
+    """
+    start = schedule.next_run_at
+    if start is None:
+        return [], 0
+    horizon = timedelta(seconds=max(schedule.catch_up_window, schedule.max_lateness))
+    cut = now - horizon
+    cap = get_settings().MAX_SLOTS_PER_TICK
+    if start > cut:
+        return _recent(timing, start - _TICK, now, cap), 0
+    older = 0
+    for older, _ in enumerate(_until(iter_slots(timing, start - _TICK), cut), start=1):
+        if older >= cap:
+            break
+    last_old = previous_slot(timing, cut) if older else None
+    slots = ([last_old] if last_old is not None and last_old >= start else []) + _recent(
+        timing, cut, now, cap
+    )
+    return slots, max(older - 1, 0)
+
+
+def _recent(timing: Timing, after: datetime, until: datetime, cap: int) -> list[datetime]:
+    return list(deque(_until(iter_slots(timing, after), until), maxlen=cap))
+
+
+def _until(slots: Iterable[datetime], until: datetime) -> Iterator[datetime]:
+    for slot in slots:
+        if slot > until:
+            return
+        yield slot
+
+
+def build_occurrences(
+    schedule: Schedule,
+    timing: Timing,
+    slots: list[datetime],
+    decision: MisfireDecision,
+    now: datetime,
+) -> list[Occurrence]:
+    previous = _previous_slots(schedule, timing, slots)
+    shadow = schedule.mode == ScheduleMode.SHADOW
+    rows = []
+    for planned in decision.emit:
+        slot = planned.scheduled_for
+        key = idempotency_key(schedule.id, slot)
+        window_start = slot if timing.kind is Kind.ONCE else previous.get(slot) or slot
+        rows.append(
+            Occurrence(
+                id=occurrence_id(key),
+                schedule_id=schedule.id,
+                schedule_version_id=version_id(schedule.id, schedule.version),
+                trigger=Trigger.CATCH_UP if planned.catch_up else Trigger.SCHEDULED,
+                scheduled_for=slot,
+                window_start=window_start,
+                window_end=slot,
+                timezone=schedule.timezone,
+                idempotency_key=key,
+                task=schedule.task,
+                kwargs=schedule.kwargs,
+                not_before=slot + jitter_for(key, schedule.jitter),
+                deadline_at=slot + timedelta(seconds=schedule.deadline)
+                if schedule.deadline is not None
+                else None,
+                state=OccurrenceState.SKIPPED if shadow else OccurrenceState.PENDING,
+                reason="shadow" if shadow else "",
+                created_at=now,
+            )
+        )
+    return rows
+
+
+def _previous_slots(
+    schedule: Schedule, timing: Timing, slots: list[datetime]
+) -> dict[datetime, datetime | None]:
+    """Map each slot to the slot before it (the start of its business window)."""
+    if not slots:
+        return {}
+    first = slots[0]
+    if first == schedule.next_run_at and schedule.last_scheduled_for is not None:
+        before_first: datetime | None = schedule.last_scheduled_for
+    else:
+        before_first = previous_slot(timing, first, inclusive=False)
+    previous = {first: before_first}
+    previous.update(zip(slots[1:], slots[:-1], strict=True))
+    return previous
+
+
+def advance(
+    schedule: Schedule,
+    timing: Timing,
+    slots: list[datetime],
+    decision: MisfireDecision,
+    now: datetime,
+) -> None:
+    """Move ``next_run_at`` past ``now`` and update the counters (in memory)."""
+    if slots:
+        schedule.last_scheduled_for = slots[-1]
+    schedule.missed_count += decision.late
+    schedule.skipped_count += decision.skipped
+    schedule.caught_up_count += decision.caught_up
+    schedule.occurrence_count += len(decision.emit)
+    schedule.next_run_at = next_after(timing, max(now, schedule.last_scheduled_for or now))
+    if schedule.next_run_at is None:
+        schedule.status = ScheduleStatus.COMPLETED
+    schedule.updated_at = now
+    if decision.skipped:
+        logger.info(
+            "late slots skipped",
+            extra={
+                "action": "misfire.skipped",
+                "schedule_id": str(schedule.id),
+                "count": decision.skipped,
+                "policy": schedule.misfire_policy,
+            },
+        )

@@ -1,0 +1,285 @@
+"""Schedules, their immutable versions, occurrences (one per slot) and the SQLite beat lease."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from scheduler_app.timing import Ambiguous, Kind, Nonexistent
+
+
+class ScheduleStatus(models.TextChoices):
+    ACTIVE = "active", "active: produces occurrences"
+    PAUSED = "paused", "paused: no new occurrences until resumed"
+    COMPLETED = "completed", "completed: the rule has no more slots"
+    CANCELLED = "cancelled", "cancelled: no future occurrences, history kept"
+
+
+class ScheduleMode(models.TextChoices):
+    LIVE = "live", "live: occurrences are handed to Celery"
+    SHADOW = "shadow", "shadow: occurrences are recorded as skipped, nothing runs"
+
+
+class MisfirePolicy(models.TextChoices):
+    SKIP = "skip", "skip: late slots are counted, not run"
+    FIRE_ONCE = "fire_once", "fire once: run only the most recent late slot"
+    CATCH_UP = "catch_up", "catch up: run late slots within the window and limit, oldest first"
+
+
+class OverlapPolicy(models.TextChoices):
+    ALLOW = "allow", "allow: run concurrently"
+    SKIP = "skip", "skip: a new occurrence while one runs is skipped"
+    BUFFER_ONE = "buffer_one", "buffer one: keep the first waiting occurrence"
+    BUFFER_ALL = "buffer_all", "buffer all: queue every occurrence, run in slot order"
+    CANCEL_PREVIOUS = "cancel_previous", "cancel previous: stop the running one"
+
+
+class PauseBehaviour(models.TextChoices):
+    KEEP = "keep", "keep: occurrences already created still run"
+    CANCEL = "cancel", "cancel: pending occurrences are cancelled"
+
+
+class Trigger(models.TextChoices):
+    SCHEDULED = "scheduled", "scheduled: the rule's slot, on time"
+    CATCH_UP = "catch_up", "catch up: a slot run late by the misfire policy"
+    BACKFILL = "backfill", "backfill: requested for past slots by an operator"
+    MANUAL = "manual", "manual: run now, outside the rule"
+
+
+class OccurrenceState(models.TextChoices):
+    PENDING = "pending", "pending: in the outbox, not yet handed to Celery"
+    DISPATCHED = "dispatched", "dispatched: published to the broker"
+    RUNNING = "running", "running: a worker claimed it"
+    RETRYING = "retrying", "retrying: waiting for another attempt"
+    SUCCEEDED = "succeeded", "succeeded"
+    FAILED = "failed", "failed: needs attention (dead letter), replayable"
+    EXPIRED = "expired", "expired: its deadline passed before it started"
+    SKIPPED = "skipped", "skipped: by a policy, with a reason"
+    CANCELLED = "cancelled", "cancelled"
+    BUFFERED = "buffered", "buffered: held by the overlap policy"
+
+
+RULE_TRIGGERS = (Trigger.SCHEDULED, Trigger.CATCH_UP)
+OPEN_STATES = (
+    OccurrenceState.PENDING,
+    OccurrenceState.DISPATCHED,
+    OccurrenceState.RUNNING,
+    OccurrenceState.RETRYING,
+    OccurrenceState.BUFFERED,
+)
+
+# The fields that define what a schedule does; changing any of them makes a new version.
+SEMANTIC_FIELDS = (
+    "task",
+    "kwargs",
+    "objective",
+    "kind",
+    "rule",
+    "anchor",
+    "timezone",
+    "dst_nonexistent",
+    "dst_ambiguous",
+    "starts_at",
+    "ends_at",
+    "max_count",
+    "misfire_policy",
+    "max_lateness",
+    "catch_up_window",
+    "catch_up_limit",
+    "overlap_policy",
+    "on_pause",
+    "deadline",
+    "jitter",
+    "mode",
+)
+
+
+class Schedule(models.Model):
+    """A stored definition: timing rule + zone + target task + payload + policies + status."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    key = models.CharField(
+        max_length=200, unique=True, null=True, blank=True, help_text="Stable name (code-declared)."
+    )
+    name = models.CharField(max_length=200, blank=True)
+    tenant = models.CharField(max_length=100, blank=True, default="")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    task = models.CharField(max_length=200, help_text="Celery task name.")
+    kwargs = models.JSONField(default=dict, blank=True)
+    objective = models.CharField(max_length=100, blank=True, default="")
+    kind = models.CharField(max_length=10, choices=[(k.value, k.value) for k in Kind])
+    rule = models.TextField(help_text="Cron expression, RRULE, interval seconds or ISO instant.")
+    dialect = models.CharField(max_length=20, default="vixie")
+    anchor = models.DateTimeField(null=True, blank=True, help_text="RRULE DTSTART / grid origin.")
+    timezone = models.CharField(max_length=64, default="UTC")
+    dst_nonexistent = models.CharField(
+        max_length=12, choices=[(v.value, v.value) for v in Nonexistent], default="auto"
+    )
+    dst_ambiguous = models.CharField(
+        max_length=12, choices=[(v.value, v.value) for v in Ambiguous], default="auto"
+    )
+    starts_at = models.DateTimeField(null=True, blank=True)
+    ends_at = models.DateTimeField(null=True, blank=True)
+    max_count = models.PositiveIntegerField(null=True, blank=True)
+    misfire_policy = models.CharField(
+        max_length=12, choices=MisfirePolicy.choices, default=MisfirePolicy.CATCH_UP
+    )
+    max_lateness = models.PositiveIntegerField(default=60, help_text="Grace, in seconds.")
+    catch_up_window = models.PositiveIntegerField(default=86400, help_text="Seconds.")
+    catch_up_limit = models.PositiveIntegerField(default=12)
+    overlap_policy = models.CharField(
+        max_length=16, choices=OverlapPolicy.choices, default=OverlapPolicy.SKIP
+    )
+    on_pause = models.CharField(
+        max_length=8, choices=PauseBehaviour.choices, default=PauseBehaviour.KEEP
+    )
+    deadline = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Freshness budget after scheduled_for, in seconds."
+    )
+    jitter = models.PositiveIntegerField(default=0, help_text="Up to this many seconds of delay.")
+    status = models.CharField(
+        max_length=10, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE
+    )
+    mode = models.CharField(max_length=8, choices=ScheduleMode.choices, default=ScheduleMode.LIVE)
+    version = models.PositiveIntegerField(default=1)
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_scheduled_for = models.DateTimeField(
+        null=True, blank=True, help_text="The last slot handled (run or skipped)."
+    )
+    paused_at = models.DateTimeField(null=True, blank=True)
+    missed_count = models.PositiveBigIntegerField(default=0)
+    skipped_count = models.PositiveBigIntegerField(default=0)
+    caught_up_count = models.PositiveBigIntegerField(default=0)
+    occurrence_count = models.PositiveBigIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["next_run_at"],
+                name="sched_due_idx",
+                condition=Q(status="active"),
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(version__gte=1), name="sched_version_positive"),
+            models.CheckConstraint(
+                condition=Q(starts_at__isnull=True)
+                | Q(ends_at__isnull=True)
+                | Q(ends_at__gte=models.F("starts_at")),
+                name="sched_ends_after_starts",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="active") | Q(next_run_at__isnull=False),
+                name="sched_active_has_next_run",
+            ),
+            models.CheckConstraint(condition=Q(catch_up_limit__gte=1), name="sched_catch_up_limit"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.key or str(self.id)
+
+
+class ScheduleVersion(models.Model):
+    """An immutable snapshot of a schedule's definition; occurrences point at one."""
+
+    id = models.UUIDField(
+        primary_key=True, editable=False, help_text="Derived from (schedule, version)."
+    )
+    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    definition = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["schedule", "version"], name="schedver_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.schedule_id} v{self.version}"
+
+
+class Occurrence(models.Model):
+    """The durable record of one slot (or one manual/backfill request)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    schedule = models.ForeignKey(Schedule, on_delete=models.PROTECT, related_name="occurrences")
+    schedule_version = models.ForeignKey(ScheduleVersion, on_delete=models.PROTECT)
+    trigger = models.CharField(max_length=10, choices=Trigger.choices)
+    scheduled_for = models.DateTimeField()
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    timezone = models.CharField(max_length=64)
+    idempotency_key = models.CharField(max_length=120, unique=True)
+    task = models.CharField(max_length=200)
+    kwargs = models.JSONField(default=dict)
+    not_before = models.DateTimeField()
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(
+        max_length=10, choices=OccurrenceState.choices, default=OccurrenceState.PENDING
+    )
+    reason = models.CharField(max_length=40, blank=True, default="")
+    attempts = models.PositiveIntegerField(default=0)
+    publish_lease_until = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    fencing_token = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField()
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["created_at"], name="occ_outbox_idx", condition=Q(state="pending")
+            ),
+            models.Index(fields=["schedule", "-scheduled_for"], name="occ_schedule_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["schedule", "scheduled_for"],
+                condition=Q(trigger__in=["scheduled", "catch_up"]),
+                name="occ_unique_rule_slot",
+            ),
+            models.CheckConstraint(
+                condition=Q(window_start__lte=models.F("window_end")), name="occ_window_ordered"
+            ),
+            models.CheckConstraint(
+                condition=Q(deadline_at__isnull=True)
+                | Q(deadline_at__gte=models.F("scheduled_for")),
+                name="occ_deadline_after_slot",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task} @ {self.scheduled_for.isoformat()}"
+
+    @property
+    def catch_up(self) -> bool:
+        return self.trigger == Trigger.CATCH_UP
+
+    @property
+    def dispatch_lateness(self) -> float | None:
+        if self.dispatched_at is None:
+            return None
+        return (self.dispatched_at - self.scheduled_for).total_seconds()
+
+
+class SchedulerLease(models.Model):
+    """Who may materialize and publish when the database has no SKIP LOCKED (SQLite)."""
+
+    name = models.CharField(max_length=50, primary_key=True)
+    owner = models.CharField(max_length=200)
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} held by {self.owner} until {self.expires_at}"

@@ -1,0 +1,136 @@
+"""The outbox: publish pending occurrences to Celery, at least once, with a stable task id.
+
+A beat claims pending rows with a short publish lease (in a short transaction), publishes
+them outside any lock, then marks them dispatched. A crash after publishing and before
+marking leaves the rows pending; when the lease runs out they are published again with the
+same task id, and the worker-side claim turns the second delivery into a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from django.db import transaction
+from django.db.models import Q
+
+from scheduler_app.models import Occurrence, OccurrenceState
+
+logger = logging.getLogger("scheduler_app.outbox")
+
+HEADER = "scheduler"
+"""Name of the message header that carries the occurrence context."""
+
+
+class PublishError(Exception):
+    """The broker refused or could not be reached; the occurrence stays in the outbox."""
+
+
+class Publisher(Protocol):
+    def publish(self, occurrences: Sequence[Occurrence]) -> list[Occurrence]:
+        """Publish in order; return those published. Raise ``PublishError`` to stop early
+        (the ones already published must be returned via ``PublishError.published``)."""
+        ...
+
+
+@dataclass
+class PartialPublish(PublishError):
+    published: list[Occurrence] = field(default_factory=list)
+    cause: str = ""
+
+    def __str__(self) -> str:
+        return f"published {len(self.published)} before the broker failed: {self.cause}"
+
+
+def context_headers(occurrence: Occurrence) -> dict[str, Any]:
+    """The occurrence context a task receives in its message headers."""
+    return {
+        "occurrence_id": str(occurrence.id),
+        "schedule_id": str(occurrence.schedule_id),
+        "schedule_version": occurrence.schedule_version.version,
+        "idempotency_key": occurrence.idempotency_key,
+        "scheduled_for": _iso(occurrence.scheduled_for),
+        "window_start": _iso(occurrence.window_start),
+        "window_end": _iso(occurrence.window_end),
+        "timezone": occurrence.timezone,
+        "trigger": occurrence.trigger,
+        "catch_up": occurrence.catch_up,
+        "objective": occurrence.schedule_version.definition.get("objective", ""),
+        "deadline_at": _iso(occurrence.deadline_at) if occurrence.deadline_at else None,
+    }
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def claim_pending(now: datetime, limit: int, lease: timedelta) -> list[Occurrence]:
+    """Take up to ``limit`` pending occurrences that no other beat is publishing."""
+    with transaction.atomic():
+        rows = list(
+            Occurrence.objects.select_for_update(skip_locked=True)
+            .filter(state=OccurrenceState.PENDING)
+            .filter(Q(publish_lease_until__isnull=True) | Q(publish_lease_until__lt=now))
+            .order_by("created_at")
+            .select_related("schedule_version")[:limit]
+        )
+        if rows:
+            Occurrence.objects.filter(pk__in=[row.pk for row in rows]).update(
+                publish_lease_until=now + lease
+            )
+    return rows
+
+
+def mark_dispatched(occurrences: Sequence[Occurrence], at: datetime) -> int:
+    """pending -> dispatched (compare-and-set: a row another actor moved on is left alone)."""
+    if not occurrences:
+        return 0
+    return Occurrence.objects.filter(
+        pk__in=[row.pk for row in occurrences], state=OccurrenceState.PENDING
+    ).update(state=OccurrenceState.DISPATCHED, dispatched_at=at, publish_lease_until=None)
+
+
+def release(occurrences: Sequence[Occurrence]) -> None:
+    """Give unpublished rows back to the outbox at once (broker down: retry next tick)."""
+    if occurrences:
+        Occurrence.objects.filter(
+            pk__in=[row.pk for row in occurrences], state=OccurrenceState.PENDING
+        ).update(publish_lease_until=None)
+
+
+@dataclass(frozen=True)
+class DispatchResult:
+    claimed: int
+    published: int
+    failed: bool
+
+
+def dispatch_batch(
+    now: datetime, publisher: Publisher, *, limit: int, lease: timedelta, clock_now: Any
+) -> DispatchResult:
+    """Claim, publish, mark. ``clock_now`` gives the dispatch time after publishing."""
+    rows = claim_pending(now, limit, lease)
+    if not rows:
+        return DispatchResult(0, 0, False)
+    failed = False
+    try:
+        published = publisher.publish(rows)
+    except PartialPublish as exc:
+        published, failed = exc.published, True
+        logger.warning(
+            "broker unavailable; occurrences stay in the outbox",
+            extra={"action": "outbox.publish_failed", "pending": len(rows) - len(published)},
+        )
+    except PublishError:
+        published, failed = [], True
+        logger.warning(
+            "broker unavailable; occurrences stay in the outbox",
+            extra={"action": "outbox.publish_failed", "pending": len(rows)},
+        )
+    mark_dispatched(published, clock_now())
+    published_ids = {row.pk for row in published}
+    release([row for row in rows if row.pk not in published_ids])
+    return DispatchResult(len(rows), len(published), failed)

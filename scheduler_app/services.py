@@ -1,0 +1,303 @@
+"""The service layer: every way of changing a schedule (admin, commands, decorator) goes here."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.db import transaction
+
+from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.definitions import misfire_rules, timing_for, validate_definition, version_id
+from scheduler_app.errors import (
+    ScheduleStateError,
+    ScheduleValidationError,
+    StaleVersion,
+)
+from scheduler_app.materialize import due_slots, plan_schedule
+from scheduler_app.models import (
+    SEMANTIC_FIELDS,
+    Occurrence,
+    OccurrenceState,
+    PauseBehaviour,
+    Schedule,
+    ScheduleStatus,
+    ScheduleVersion,
+)
+from scheduler_app.policies import PlannedSlot, decide_misfire
+from scheduler_app.timing import Kind, Timing, ensure_aware, next_after, parse_duration
+
+logger = logging.getLogger("scheduler_app.services")
+_TICK = timedelta(microseconds=1)
+DESCRIPTIVE_FIELDS = ("name", "key", "tenant", "owner")
+DEFAULTS: dict[str, Any] = {
+    "kwargs": {},
+    "objective": "",
+    "timezone": "UTC",
+    "anchor": None,
+    "dst_nonexistent": "auto",
+    "dst_ambiguous": "auto",
+    "starts_at": None,
+    "ends_at": None,
+    "max_count": None,
+    "misfire_policy": "catch_up",
+    "max_lateness": 60,
+    "catch_up_window": 86400,
+    "catch_up_limit": 12,
+    "overlap_policy": "skip",
+    "on_pause": "keep",
+    "deadline": None,
+    "jitter": 0,
+    "mode": "live",
+}
+
+
+def _clock(clock: Clock | None) -> Clock:
+    return clock or SystemClock()
+
+
+def create_schedule(*, clock: Clock | None = None, **fields: Any) -> Schedule:
+    """Validate and store a new schedule (version 1); ``next_run_at`` is its first slot >= now.
+
+    Required: ``task``, ``kind`` (cron|rrule|interval|once), ``rule``. See docs/api.md for the
+    rest. Raises ``ScheduleValidationError`` and stores nothing when anything is wrong.
+    """
+    now = _clock(clock).now()
+    unknown = set(fields) - set(SEMANTIC_FIELDS) - set(DESCRIPTIVE_FIELDS)
+    if unknown:
+        name = sorted(unknown)[0]
+        raise ScheduleValidationError(
+            name, f"unknown schedule field {name!r}", code="unknown_field"
+        )
+    for required in ("task", "kind", "rule"):
+        if fields.get(required) in (None, ""):
+            raise ScheduleValidationError(required, f"{required} is required", code="required")
+    values = _normalize({**DEFAULTS, **fields}, now)
+    timing = validate_definition(values)
+    first = next_after(timing, now - _TICK)
+    if first is None:
+        raise ScheduleValidationError(
+            "rule",
+            "the rule has no slot at or after now; pick a future time",
+            code="no_future_slot",
+        )
+    with transaction.atomic():
+        schedule = Schedule(
+            **values, **_descriptive(fields), next_run_at=first, created_at=now, updated_at=now
+        )
+        schedule.save(force_insert=True)
+        _snapshot(schedule, now)
+    logger.info(
+        "schedule created", extra={"action": "schedule.created", "schedule_id": str(schedule.id)}
+    )
+    return schedule
+
+
+def update_schedule(
+    schedule_id: UUID | str, *, expected_version: int, clock: Clock | None = None, **changes: Any
+) -> Schedule:
+    """Apply ``changes``; a semantic change makes a new version and recomputes ``next_run_at``.
+
+    ``expected_version`` is the version the caller edited: if someone changed the schedule
+    since, ``StaleVersion`` is raised and nothing is written.
+    """
+    now = _clock(clock).now()
+    unknown = set(changes) - set(SEMANTIC_FIELDS) - set(DESCRIPTIVE_FIELDS)
+    if unknown:
+        name = sorted(unknown)[0]
+        raise ScheduleValidationError(
+            name, f"unknown schedule field {name!r}", code="unknown_field"
+        )
+    with transaction.atomic():
+        schedule = _locked(schedule_id)
+        if schedule.version != expected_version:
+            raise StaleVersion(
+                f"schedule {schedule.id} is at version {schedule.version}, your edit was based on "
+                f"version {expected_version}; reload it and apply your change again"
+            )
+        if schedule.status == ScheduleStatus.CANCELLED:
+            raise ScheduleStateError(f"schedule {schedule.id} is cancelled; create a new one")
+        current = {name: getattr(schedule, name) for name in SEMANTIC_FIELDS}
+        values = _normalize({**current, **{k: v for k, v in changes.items() if k in current}}, now)
+        semantic = {k: v for k, v in values.items() if v != current[k]}
+        for name, value in {**semantic, **_descriptive(changes)}.items():
+            setattr(schedule, name, value)
+        if semantic:
+            timing = validate_definition(values)
+            schedule.version += 1
+            _restart(schedule, timing, now)
+        schedule.updated_at = now
+        schedule.save()
+        if semantic:
+            _snapshot(schedule, now)
+    return schedule
+
+
+def _restart(schedule: Schedule, timing: Timing, now: datetime) -> None:
+    """Recompute the next slot from now under a new definition."""
+    schedule.next_run_at = next_after(timing, now - _TICK)
+    schedule.last_error = ""
+    if schedule.next_run_at is None:
+        schedule.status = ScheduleStatus.COMPLETED
+    elif schedule.status == ScheduleStatus.COMPLETED:
+        schedule.status = ScheduleStatus.ACTIVE
+
+
+def pause_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> Schedule:
+    """Stop new occurrences; pending ones are kept or cancelled per ``on_pause``."""
+    now = _clock(clock).now()
+    with transaction.atomic():
+        schedule = _locked(schedule_id)
+        if schedule.status == ScheduleStatus.PAUSED:
+            return schedule
+        if schedule.status != ScheduleStatus.ACTIVE:
+            raise ScheduleStateError(
+                f"only an active schedule can be paused (it is {schedule.status})"
+            )
+        schedule.status = ScheduleStatus.PAUSED
+        schedule.paused_at = now
+        schedule.updated_at = now
+        schedule.save(update_fields=["status", "paused_at", "updated_at"])
+        if schedule.on_pause == PauseBehaviour.CANCEL:
+            _cancel_waiting(schedule, "paused", now)
+    return schedule
+
+
+@dataclass(frozen=True)
+class ResumePreview:
+    """What resuming now would do, computed without writing anything."""
+
+    emit: tuple[PlannedSlot, ...]
+    skipped: int
+    next_run_at: datetime | None
+
+    @property
+    def count(self) -> int:
+        return len(self.emit)
+
+
+def preview_resume(schedule: Schedule, now: datetime) -> ResumePreview:
+    """How many occurrences resuming at ``now`` would create, and for which slots."""
+    now = ensure_aware(now, "now")
+    timing = timing_for(schedule)
+    if schedule.next_run_at is None or schedule.next_run_at > now:
+        return ResumePreview((), 0, schedule.next_run_at)
+    slots, uncounted = due_slots(schedule, timing, now)
+    decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=uncounted)
+    return ResumePreview(decision.emit, decision.skipped, next_after(timing, now))
+
+
+def resume_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> Schedule:
+    """Reactivate; slots missed while paused go through the misfire policy right away."""
+    now = _clock(clock).now()
+    with transaction.atomic():
+        schedule = _locked(schedule_id)
+        if schedule.status == ScheduleStatus.ACTIVE:
+            return schedule
+        if schedule.status != ScheduleStatus.PAUSED:
+            raise ScheduleStateError(
+                f"only a paused schedule can be resumed (it is {schedule.status})"
+            )
+        schedule.status = ScheduleStatus.ACTIVE
+        schedule.paused_at = None
+        if schedule.next_run_at is None:
+            _restart(schedule, timing_for(schedule), now)
+        rows: list[Occurrence] = []
+        if schedule.next_run_at is not None and schedule.next_run_at <= now:
+            rows = plan_schedule(schedule, now)
+        schedule.updated_at = now
+        schedule.save()
+        Occurrence.objects.bulk_create(rows, ignore_conflicts=True)
+    return schedule
+
+
+def cancel_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> Schedule:
+    """No future occurrences; waiting ones are cancelled; history is kept."""
+    now = _clock(clock).now()
+    with transaction.atomic():
+        schedule = _locked(schedule_id)
+        if schedule.status == ScheduleStatus.CANCELLED:
+            return schedule
+        schedule.status = ScheduleStatus.CANCELLED
+        schedule.next_run_at = None
+        schedule.updated_at = now
+        schedule.save(update_fields=["status", "next_run_at", "updated_at"])
+        _cancel_waiting(schedule, "schedule_cancelled", now)
+    return schedule
+
+
+def delete_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> str:
+    """Delete a schedule without history; one with occurrences is cancelled instead.
+
+    Returns ``"deleted"`` or ``"cancelled"``.
+    """
+    with transaction.atomic():
+        schedule = _locked(schedule_id)
+        if schedule.occurrences.exists():
+            cancel_schedule(schedule.id, clock=clock)
+            return "cancelled"
+        schedule.delete()
+    return "deleted"
+
+
+def _locked(schedule_id: UUID | str) -> Schedule:
+    try:
+        return Schedule.objects.select_for_update().get(pk=schedule_id)
+    except (Schedule.DoesNotExist, ValueError):
+        raise ScheduleValidationError(
+            "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
+        ) from None
+
+
+def _cancel_waiting(schedule: Schedule, reason: str, now: datetime) -> int:
+    return Occurrence.objects.filter(
+        schedule=schedule, state__in=[OccurrenceState.PENDING, OccurrenceState.BUFFERED]
+    ).update(state=OccurrenceState.CANCELLED, reason=reason, finished_at=now)
+
+
+def _snapshot(schedule: Schedule, now: datetime) -> ScheduleVersion:
+    definition = {name: _jsonable(getattr(schedule, name)) for name in SEMANTIC_FIELDS}
+    return ScheduleVersion.objects.create(
+        id=version_id(schedule.id, schedule.version),
+        schedule=schedule,
+        version=schedule.version,
+        definition=definition,
+        created_at=now,
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _descriptive(fields: dict[str, Any]) -> dict[str, Any]:
+    return {name: fields[name] for name in DESCRIPTIVE_FIELDS if name in fields}
+
+
+def _normalize(values: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """Store every field in one canonical form, so equal definitions compare equal."""
+    result = dict(values)
+    kind = str(result["kind"]).strip().lower()
+    result["kind"] = kind
+    for name in ("anchor", "starts_at", "ends_at"):
+        if result.get(name) is not None:
+            result[name] = ensure_aware(result[name], name).replace(microsecond=0)
+    if kind in (Kind.INTERVAL, Kind.RRULE) and result.get("anchor") is None:
+        result["anchor"] = now.astimezone(UTC).replace(microsecond=0)
+    if kind == Kind.INTERVAL:
+        result["rule"] = str(int(parse_duration(result["rule"], "rule").total_seconds()))
+    elif kind == Kind.ONCE and isinstance(result["rule"], datetime):
+        at = result["rule"]
+        result["rule"] = (at.astimezone(UTC) if at.tzinfo else at).isoformat()
+    elif isinstance(result["rule"], str):
+        result["rule"] = result["rule"].strip()
+    for name in ("max_lateness", "catch_up_window", "deadline", "jitter"):
+        value = result.get(name)
+        if isinstance(value, timedelta):
+            result[name] = int(value.total_seconds())
+    if result.get("kwargs") is None:
+        result["kwargs"] = {}
+    return result

@@ -1,0 +1,121 @@
+"""One scheduler tick: materialize due slots, publish the outbox, say how long to sleep.
+
+The beat class is a thin adapter around ``Ticker``; tests drive ``Ticker`` with a fake clock
+and a fake publisher.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
+
+from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.conf import SchedulerSettings, get_settings
+from scheduler_app.materialize import earliest_due, materialize_batch
+from scheduler_app.models import SchedulerLease
+from scheduler_app.outbox import Publisher, dispatch_batch
+
+logger = logging.getLogger("scheduler_app.ticker")
+LEASE_NAME = "beat"
+
+
+@dataclass(frozen=True)
+class TickResult:
+    created: int
+    published: int
+    sleep: float
+    leader: bool = True
+    broker_failed: bool = False
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Ticker:
+    """Runs ticks for one scheduler process."""
+
+    def __init__(
+        self,
+        publisher: Publisher,
+        *,
+        clock: Clock | None = None,
+        settings: SchedulerSettings | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.publisher = publisher
+        self.clock = clock or SystemClock()
+        self.settings = settings or get_settings()
+        self.owner = owner or default_owner()
+
+    @property
+    def needs_lease(self) -> bool:
+        """Without SKIP LOCKED (SQLite) only one scheduler may work at a time."""
+        return not connection.features.has_select_for_update_skip_locked
+
+    def tick(self) -> TickResult:
+        now = self.clock.now()
+        if self.needs_lease and not self.hold_lease(now):
+            return TickResult(0, 0, self.settings.MAX_INTERVAL, leader=False)
+        created = self.materialize(now)
+        published, failed = self.dispatch(now)
+        return TickResult(created, published, self.sleep_after(now), broker_failed=failed)
+
+    def materialize(self, now: datetime) -> int:
+        due = earliest_due()
+        created = 0
+        while due is not None and due <= now:
+            batch = materialize_batch(now, self.settings.BATCH_SIZE)
+            created += batch.created
+            if batch.claimed < self.settings.BATCH_SIZE:
+                break
+        return created
+
+    def dispatch(self, now: datetime) -> tuple[int, bool]:
+        lease = timedelta(seconds=self.settings.PUBLISH_LEASE)
+        published = 0
+        while True:
+            result = dispatch_batch(
+                now,
+                self.publisher,
+                limit=self.settings.BATCH_SIZE,
+                lease=lease,
+                clock_now=self.clock.now,
+            )
+            published += result.published
+            if result.failed or result.claimed < self.settings.BATCH_SIZE:
+                return published, result.failed
+
+    def sleep_after(self, now: datetime) -> float:
+        """Seconds until the earliest next_run_at, within [0, MAX_INTERVAL]."""
+        due = earliest_due()
+        if due is None:
+            return self.settings.MAX_INTERVAL
+        wait = (due - self.clock.now()).total_seconds()
+        return min(max(wait, 0.0), self.settings.MAX_INTERVAL)
+
+    def hold_lease(self, now: datetime) -> bool:
+        """Take or renew the single-scheduler lease; False when another process holds it."""
+        expires = now + timedelta(seconds=self.settings.LEASE_TTL)
+        renewed = SchedulerLease.objects.filter(
+            Q(owner=self.owner) | Q(expires_at__lt=now), name=LEASE_NAME
+        ).update(owner=self.owner, expires_at=expires)
+        if renewed:
+            return True
+        try:
+            with transaction.atomic():
+                SchedulerLease.objects.create(name=LEASE_NAME, owner=self.owner, expires_at=expires)
+        except IntegrityError:
+            return False
+        logger.info("scheduler lease taken", extra={"action": "lease.taken", "owner": self.owner})
+        return True
+
+    def release_lease(self) -> None:
+        if self.needs_lease:
+            SchedulerLease.objects.filter(name=LEASE_NAME, owner=self.owner).delete()
