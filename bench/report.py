@@ -79,6 +79,24 @@ def describe_machine(facts: dict[str, Any]) -> str:
     )
 
 
+def load_average() -> float | None:
+    """The 1-minute load average (other work on the machine skews every number)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def describe_load(before: float | None, after: float | None) -> str:
+    """A sentence on the load; flags other work (the run itself adds about 1 afterwards)."""
+    if before is None or after is None:
+        return ""
+    text = f"1-minute load average {before:g} before, {after:g} after the run"
+    if max(before, after - 1) >= 0.5:
+        text += " (other work was running: expect slower, noisier numbers than on an idle machine)"
+    return text + "."
+
+
 def describe_run(facts: dict[str, Any], command: str) -> str:
     commit = (facts["commit"] or "unknown")[:12] + (
         " (uncommitted changes)" if facts["dirty"] else ""

@@ -6,11 +6,12 @@ Targets (issue 2): median next_after <= 20 µs for ``30 9 * * 1-5``, ``*/15 * * 
 
 Method: every next_after sample is one call at its own instant (random, spread over a whole
 year, never reused between rounds), timed alone with ``perf_counter_ns`` (timer overhead
-subtracted) with the garbage collector off, after a warm-up round. "cold" clears the engine's
-memo caches (``functools`` caches in ``scheduler_app.timing``) before each call, which is what a
-scheduler advancing many schedules sees; the verdicts use the cold numbers. "warm" leaves them.
+subtracted) with the garbage collector off, after a warm-up round; rows are interleaved round
+by round. "cold" clears the engine's memo caches (``functools`` caches in
+``scheduler_app.timing``) before each call, which is what a scheduler advancing many schedules
+sees; the verdicts use the cold numbers. "warm" makes the same call once just before.
 
-    python -m bench.timing [--rounds 5] [--instants 400] [--no-write] [--profile]
+    python -m bench.timing [--rounds 10] [--instants 200] [--no-write] [--profile]
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def anchor_age_pairs() -> list[tuple[str, Case, Case]]:
     result = []
     for label, factory, call in pairs:
         reference = factory is dateutil_anchored
-        limit = 200 if reference else None
+        limit = 100 if reference else None
         young = Case(label + " yesterday", factory(YESTERDAY), call, max_samples=limit)
         old = Case(label + " 10 years ago", factory(TEN_YEARS), call, max_samples=limit)
         result.append((label, young, old))
@@ -203,7 +204,11 @@ OVERHEAD_NS = timer_overhead_ns()
 
 
 def sample(call: Call, calls: Sequence[tuple[Any, datetime]], *, cold: bool) -> list[float]:
-    """Microseconds per call, one sample per (subject, instant) pair."""
+    """Microseconds per call, one sample per (subject, instant) pair.
+
+    ``cold``: the engine's memo caches are cleared before each call. Otherwise ("warm") the
+    same call is made once, untimed, just before: the caches hold what it needs.
+    """
     clock = time.perf_counter_ns
     samples: list[float] = []
     gc_was_enabled = gc.isenabled()
@@ -213,6 +218,8 @@ def sample(call: Call, calls: Sequence[tuple[Any, datetime]], *, cold: bool) -> 
         for subject, instant in calls:
             if cold:
                 clear_caches()
+            else:
+                call(subject, instant)
             begin = clock()
             call(subject, instant)
             elapsed = clock() - begin
@@ -377,7 +384,8 @@ def render(
         f" = {samples} samples per row, after a warm-up round; rows interleaved round by round)"
         f" and is timed alone (`perf_counter_ns`, timer overhead of {OVERHEAD_NS} ns subtracted,"
         " GC off). Median and p10/p90 are with the engine's memo caches cleared before every"
-        ' call ("cold": what a scheduler advancing many schedules sees); "warm" keeps them.'
+        ' call ("cold": what a scheduler advancing many schedules sees); "warm" makes the same'
+        " call once, untimed, just before (the caches hold what it needs: the best case)."
         f" Verdicts use the cold median. Raw numbers: `bench/results/{NAME}.json`."
     )
     age_note = (
@@ -392,7 +400,8 @@ def render(
     )
     return "\n\n".join(
         [
-            f"Run: {report.describe_run(facts, command)}",
+            f"Run: {report.describe_run(facts, command)}"
+            f" {report.describe_load(facts['load_before'], facts['load_after'])}",
             method,
             "### Next slot",
             next_table,
@@ -444,6 +453,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = " ".join(["python -m bench.timing", *argv]) if argv else "make bench-timing"
 
+    load_before = report.load_average()
     rng = random.Random(SEED)
     warmup, *rounds = (
         spread_instants(args.instants, rng) for _ in range(args.rounds + 1)
@@ -479,6 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     enum_rows = measure_enumeration(args.enumerate_repeats)
 
     facts = report.machine()
+    facts["load_before"], facts["load_after"] = load_before, report.load_average()
     body = render(facts, command, settings, next_rows, age_rows, enum_rows)
     print(f"## {HEADING}\n\n{body}")
 

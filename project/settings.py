@@ -78,6 +78,8 @@ STATIC_URL = "static/"
 # Celery: every setting below is also readable by celery through the CELERY_ namespace.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 _BROKER_DIR = VAR_DIR / "broker"
+if CELERY_BROKER_URL.startswith("filesystem"):
+    (_BROKER_DIR / "processed").mkdir(parents=True, exist_ok=True)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         "data_folder_in": str(_BROKER_DIR),

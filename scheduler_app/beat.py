@@ -1,4 +1,6 @@
-"""The Celery Beat scheduler class: ``celery -A project beat -S scheduler_app.beat:DurableScheduler``.
+"""The Celery Beat scheduler class.
+
+Run it with ``celery -A project beat -S scheduler_app.beat:DurableScheduler``.
 
 Nothing is loaded into memory: every tick asks the database what is due.
 """
@@ -51,7 +53,7 @@ class DurableScheduler(Scheduler):
                 "tick",
                 extra={
                     "action": "beat.tick",
-                    "created": result.created,
+                    "occurrences_created": result.created,
                     "published": result.published,
                 },
             )

@@ -83,22 +83,26 @@ def plan_schedule(schedule: Schedule, now: datetime) -> list[Occurrence]:
     """Decide this schedule's due slots, advance its fields in memory, return the new rows."""
     try:
         timing = timing_for(schedule)
-    except SchedulerError as exc:
-        # A definition that no longer validates (e.g. a zone removed from tzdata): park it
-        # visibly instead of failing the whole batch.
-        logger.error(
-            "schedule definition invalid",
-            extra={"action": "schedule.invalid", "schedule_id": str(schedule.id)},
-        )
-        schedule.status = ScheduleStatus.PAUSED
-        schedule.last_error = str(exc)[:1000]
-        schedule.updated_at = now
+        slots, uncounted = due_slots(schedule, timing, now)
+        decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=uncounted)
+        rows = build_occurrences(schedule, timing, slots, decision, now)
+        advance(schedule, timing, slots, decision, now)
+    except (SchedulerError, ArithmeticError, ValueError) as exc:
+        # A definition that no longer evaluates (a zone gone from tzdata, a date out of
+        # range): park this schedule visibly instead of failing the whole batch.
+        park(schedule, exc, now)
         return []
-    slots, uncounted = due_slots(schedule, timing, now)
-    decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=uncounted)
-    rows = build_occurrences(schedule, timing, slots, decision, now)
-    advance(schedule, timing, slots, decision, now)
     return rows
+
+
+def park(schedule: Schedule, error: Exception, now: datetime) -> None:
+    logger.error(
+        "schedule cannot be evaluated; paused",
+        extra={"action": "schedule.parked", "schedule_id": str(schedule.id), "error": repr(error)},
+    )
+    schedule.status = ScheduleStatus.PAUSED
+    schedule.last_error = f"{type(error).__name__}: {error}"[:1000]
+    schedule.updated_at = now
 
 
 def due_slots(schedule: Schedule, timing: Timing, now: datetime) -> tuple[list[datetime], int]:
@@ -180,7 +184,7 @@ def _previous_slots(
     schedule: Schedule, timing: Timing, slots: list[datetime]
 ) -> dict[datetime, datetime | None]:
     """Map each slot to the slot before it (the start of its business window)."""
-    if not slots:
+    if not slots or timing.kind is Kind.ONCE:
         return {}
     first = slots[0]
     if first == schedule.next_run_at and schedule.last_scheduled_for is not None:

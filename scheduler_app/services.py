@@ -75,7 +75,8 @@ def create_schedule(*, clock: Clock | None = None, **fields: Any) -> Schedule:
     for required in ("task", "kind", "rule"):
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
-    values = _normalize({**DEFAULTS, **fields}, now)
+    semantic = {k: v for k, v in fields.items() if k in SEMANTIC_FIELDS}
+    values = _normalize({**DEFAULTS, **semantic}, now)
     timing = validate_definition(values)
     first = next_after(timing, now - _TICK)
     if first is None:

@@ -159,7 +159,8 @@ def _number(text: str, field: str, low: int, high: int) -> int:
         raise InvalidRule(field, f"{text!r} is not a whole number")
     number = int(text)
     if not low <= number <= high or (number == 0 and low < 0):
-        raise InvalidRule(field, f"{number} is out of range ({low}..{high}, not 0)", code="range")
+        allowed = f"{low}..{high}, not 0" if low < 0 else f"{low}..{high}"
+        raise InvalidRule(field, f"{number} is out of range ({allowed})", code="range")
     return number
 
 
@@ -248,7 +249,12 @@ def _parse_until(text: str | None, zone: ZoneInfo) -> datetime | None:
         raise InvalidRule("rrule.UNTIL", f"{text!r} is not a real date or time") from None
     if utc_flag:
         # An instant: compare in the zone's wall time, where the rule is evaluated.
-        return value.replace(tzinfo=UTC).astimezone(zone).replace(tzinfo=None)
+        try:
+            return value.replace(tzinfo=UTC).astimezone(zone).replace(tzinfo=None)
+        except OverflowError:
+            raise InvalidRule(
+                "rrule.UNTIL", f"{text!r} is outside the years 1-9999 in this time zone"
+            ) from None
     return value
 
 
@@ -309,6 +315,10 @@ def _realign(spec: RRuleSpec, start: datetime) -> datetime:
         wkst = dict(spec.options).get("wkst", 0)
         week_start = _day_start(anchor) - timedelta(days=(anchor.weekday() - wkst) % 7)
         weeks = (start - week_start).days // 7 // step * step
+        if weeks == 0:
+            # dateutil's first WEEKLY period runs from DTSTART (not the week start) to the end
+            # of that week, and BYSETPOS counts within it: keep the anchor for that week.
+            return anchor
         return week_start + timedelta(weeks=weeks)
     seconds = {du.DAILY: 86400, du.HOURLY: 3600, du.MINUTELY: 60, du.SECONDLY: 1}[spec.freq]
     base = _truncate(anchor, seconds)

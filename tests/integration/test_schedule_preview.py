@@ -161,6 +161,19 @@ def test_json_half_hour_dst_of_lord_howe() -> None:
     ]
 
 
+def test_json_a_skipped_day_names_both_dates_in_the_note() -> None:
+    # Pacific/Apia jumped from 2011-12-29 24:00 (-10) to 2011-12-31 00:00 (+14).
+    args = ["--cron", "0 9 * * *", "--tz", "Pacific/Apia", "--after", "2011-12-30T00:00:00Z"]
+    result = preview_json(*args, "--count", "1", "--nonexistent", "shift")
+    assert result["slots"] == [
+        slot(
+            "2011-12-30T19:00:00Z",
+            "2011-12-31T09:00:00+14:00",
+            "2011-12-30 09:00 does not exist (DST gap): shifted to 2011-12-31 09:00",
+        )
+    ]
+
+
 def test_json_every_is_a_fixed_rate_grid_from_the_anchor() -> None:
     result = preview_json(
         "--every", "90s", "--anchor", "2026-03-29T00:00:00Z", "--after", "2026-03-29T00:01:00Z",

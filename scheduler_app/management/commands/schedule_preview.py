@@ -161,11 +161,13 @@ def _slots(timing: Timing, after: datetime, count: int) -> list[Row]:
 
 def _note(code: str | None, wall: datetime, local: datetime, ambiguous: Ambiguous) -> str | None:
     """Say in words what DST did to the wall time ``wall`` that the rule asked for."""
-    asked = _clock(wall)
+    asked, landed = _clock(wall), _clock(local)
+    if local.date() != wall.date():  # a gap across midnight, or a skipped day (Samoa 2011)
+        asked, landed = f"{wall.date()} {asked}", f"{local.date()} {landed}"
     if code == GAP_SHIFT:
-        return f"{asked} does not exist (DST gap): shifted to {_clock(local)}"
+        return f"{asked} does not exist (DST gap): shifted to {landed}"
     if code == GAP_NEXT_VALID:
-        return f"{asked} does not exist (DST gap): moved to {_clock(local)}, when the clock jumps"
+        return f"{asked} does not exist (DST gap): moved to {landed}, when the clock jumps"
     if code == FOLD_FIRST:
         kept = "" if ambiguous is Ambiguous.BOTH else "; the repeat is skipped"
         return f"{asked} happens twice: first of two{kept}"
