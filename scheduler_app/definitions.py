@@ -173,7 +173,7 @@ def _registered_tasks() -> set[str]:
     """Names of the tasks the current Celery app knows, after its autodiscovery ran."""
     from celery import current_app
 
-    app = current_app._get_current_object()
+    app = current_app
     if task_names_loaded.get(id(app)) is None:
         app.loader.import_default_modules()
         task_names_loaded[id(app)] = True
