@@ -118,15 +118,15 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def summarize(samples: list[float]) -> dict[str, float]:
-    return {
-        "n": len(samples),
+def summarize(samples: list[float], digits: int = 3) -> dict[str, float]:
+    stats = {
         "median": statistics.median(samples),
         "p10": percentile(samples, 0.10),
         "p90": percentile(samples, 0.90),
         "min": min(samples),
         "max": max(samples),
     }
+    return {"n": len(samples)} | {key: round(value, digits) for key, value in stats.items()}
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
