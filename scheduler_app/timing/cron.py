@@ -123,9 +123,10 @@ class CronExpr:
                 continue
             if self.day_matches(day):
                 return day
-            day = self._skip_day(day)
-            if day is None:
+            skipped = self._skip_day(day)
+            if skipped is None:
                 return None
+            day = skipped
         return None
 
     def _skip_day(self, day: date) -> date | None:

@@ -73,15 +73,16 @@ def _cron_time(expr: CronExpr, fields: list[str]) -> str:
 
 
 def _cron_days(expr: CronExpr, fields: list[str]) -> str:
-    dom = "" if expr.dom_star else "on day " + _list([str(d) for d in expr.days]) + " of the month"
-    dow = "" if expr.dow_star else _weekdays(expr.weekdays)
-    if dom and dow:
-        return f"{dom} or {dow}"
-    if not dom and fields[2] != "*" and expr.dom_star:
-        dom = "on day " + _list([str(d) for d in expr.days]) + " of the month"
-    if dom and not dow and expr.dom_star and fields[4] != "*":
-        return f"{dom} and {_weekdays(expr.weekdays)}"
-    return dom or dow
+    dom = "on day " + _list([str(d) for d in expr.days]) + " of the month"
+    if not expr.dom_star and not expr.dow_star:
+        return f"{dom} or {_weekdays(expr.weekdays)}"  # Vixie: either day field matches
+    # Otherwise both must match; mention each field that restricts anything.
+    parts = []
+    if fields[2] != "*":
+        parts.append(dom)
+    if fields[4] != "*":
+        parts.append(_weekdays(expr.weekdays))
+    return " and ".join(parts)
 
 
 def _weekdays(days: tuple[int, ...]) -> str:

@@ -21,26 +21,30 @@ def parse_duration(value: str | int | float | timedelta, field: str = "duration"
     """A positive whole-second duration; anything else raises ``InvalidRule`` naming ``field``."""
     if isinstance(value, bool):
         raise InvalidRule(field, f"expected a duration, got {value!r}; {EXAMPLES}")
-    if isinstance(value, timedelta):
-        result = value
-    elif isinstance(value, int | float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise InvalidRule(field, f"{value!r} is not a number of seconds; {EXAMPLES}")
-        result = timedelta(seconds=value)
-    elif isinstance(value, str):
-        result = _parse_text(value, field)
-    else:
-        raise InvalidRule(field, f"expected a duration, got {type(value).__name__}; {EXAMPLES}")
+    try:
+        if isinstance(value, timedelta):
+            result = value
+        elif isinstance(value, int | float):
+            if value != value or value in (float("inf"), float("-inf")):
+                raise InvalidRule(field, f"{value!r} is not a number of seconds; {EXAMPLES}")
+            result = timedelta(seconds=value)
+        elif isinstance(value, str):
+            result = _parse_text(value, field)
+        else:
+            raise InvalidRule(field, f"expected a duration, got {type(value).__name__}; {EXAMPLES}")
+    except OverflowError:  # timedelta refuses more than 999,999,999 days
+        raise InvalidRule(field, "must be at most 100 years", code="range") from None
     return _check(result, field)
 
 
 def _parse_text(value: str, field: str) -> timedelta:
     text = value.strip().lower().replace(" ", "")
-    if text.isdigit() and len(text) <= 12:
+    if text.isascii() and text.isdigit() and len(text) <= 12:
         return timedelta(seconds=int(text))
     if _COMPACT.match(text):
         return timedelta(seconds=sum(int(n) * _UNITS[u] for n, u in _PART.findall(text)))
-    iso = _ISO.match(text.upper()) if text.upper() not in ("P", "PT") else None
+    # ISO 8601 ends with a unit: not "P", "PT" or "P1DT" (a "T" with nothing after it).
+    iso = _ISO.match(text.upper()) if text.endswith(tuple(_UNITS)) else None
     if iso:
         weeks, days, hours, minutes, seconds = (int(g or 0) for g in iso.groups())
         return timedelta(weeks=weeks, days=days, hours=hours, minutes=minutes, seconds=seconds)

@@ -58,9 +58,11 @@ def previous_slot(timing: Timing, instant: datetime, *, inclusive: bool = True) 
     """The last slot at (``inclusive``) or before ``instant``; None when there is none."""
     instant = ensure_aware(instant, "instant")
     end = instant if inclusive else instant - _TICK
+    if timing.ends_at is not None and end > timing.ends_at:
+        end = timing.ends_at  # nothing later can be a slot; do not walk the years after it
     span = timedelta(hours=1)
     while True:
-        start = max(end - span, _EARLIEST)
+        start = end - span if end - _EARLIEST > span else _EARLIEST
         found = slots_between(timing, start, end)
         if found:
             return found[-1]
@@ -172,6 +174,7 @@ def _interval(rule: IntervalRule, zone: ZoneInfo, after: datetime) -> Iterator[R
 
 
 def _once(rule: OnceRule, zone: ZoneInfo, policy: DstPolicy, after: datetime) -> Iterator[Resolved]:
+    candidates: list[Resolved]
     if rule.at.tzinfo is not None:
         candidates = [(rule.at, rule.at.astimezone(zone).replace(tzinfo=None), None)]
     else:

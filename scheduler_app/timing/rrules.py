@@ -282,7 +282,7 @@ def _cached_rule(
     anchor: datetime,
 ) -> du.rrule:
     return du.rrule(
-        freq,
+        freq,  # type: ignore[arg-type]  # one of the FREQS values, checked by parse_rrule
         dtstart=anchor,
         interval=interval,
         count=count,

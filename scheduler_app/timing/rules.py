@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -63,7 +64,7 @@ class Timing:
 
     rule: Rule
     zone: ZoneInfo
-    dst: DstPolicy = DstPolicy()
+    dst: DstPolicy = dataclasses.field(default_factory=DstPolicy)
     starts_at: datetime | None = None
     ends_at: datetime | None = None
     max_count: int | None = None

@@ -117,7 +117,9 @@ def test_macros_fire_where_expected() -> None:
 def _days(expression: str, start: date, end: date) -> list[int]:
     """Days of the month on which ``expression`` fires between two dates (UTC)."""
     timing = cron(expression)
-    slots = window(timing, utc(start.year, start.month, start.day), utc(end.year, end.month, end.day))
+    slots = window(
+        timing, utc(start.year, start.month, start.day), utc(end.year, end.month, end.day)
+    )
     return [int(slot[8:10]) for slot in slots]
 
 
@@ -198,7 +200,6 @@ def test_day_31_skips_short_months_and_29_feb_waits_for_leap_years() -> None:
         (",1 * * * *", "cron.minute", "empty list item"),
         ("0 1, * * *", "cron.hour", "empty list item"),
         ("1-2-3 * * * *", "cron.minute", "not a number"),
-        ("0 0 * * *\n", "cron", None),  # trailing newline is stripped: valid, see below
         ("0\x000 * * * *", "cron", "control characters"),
         ("0 0 * * *\x07", "cron", "control characters"),
         ("0\t0 * * *", "cron", "control characters"),
@@ -211,15 +212,12 @@ def test_day_31_skips_short_months_and_29_feb_waits_for_leap_years() -> None:
         ("0 0 30,31 FEB *", "cron.day_of_month", "never fires"),
         ("0 0 30 2 */2", "cron.day_of_month", "never fires"),
         ("٣ * * * *", "cron.minute", "not a number"),
-        ("0 0 * * ＭＯＮ", "cron.day_of_week", "not a number"),
+        ("0 0 * * \uff2d\uff2f\uff2e", "cron.day_of_week", "not a number"),
     ],
 )
 def test_invalid_expressions_name_the_field_and_the_fix(
-    expression: str, field: str, hint: str | None
+    expression: str, field: str, hint: str
 ) -> None:
-    if hint is None:
-        parse_cron(expression)
-        return
     with pytest.raises(InvalidRule) as caught:
         parse_cron(expression)
     error = caught.value
@@ -249,6 +247,7 @@ def test_reachable_rare_rules_are_accepted() -> None:
     parse_cron("0 0 31 4,5 *")
     parse_cron("0 0 29 2 *")
     parse_cron("0 0 30 2 MON")
+    parse_cron("0 0 * * *\n")  # surrounding whitespace, a trailing newline included, is fine
 
 
 def test_fixed_time_and_star_flags() -> None:

@@ -31,16 +31,37 @@ ANCHOR = utc(2024, 1, 1, 9)  # a Monday
     [
         ("FREQ=DAILY", ["2024-01-02T09:00Z", "2024-01-03T09:00Z", "2024-01-04T09:00Z"]),
         ("FREQ=DAILY;INTERVAL=3", ["2024-01-04T09:00Z", "2024-01-07T09:00Z", "2024-01-10T09:00Z"]),
-        ("RRULE:freq=daily;byhour=7", ["2024-01-02T07:00Z", "2024-01-03T07:00Z", "2024-01-04T07:00Z"]),
+        (
+            "RRULE:freq=daily;byhour=7",
+            ["2024-01-02T07:00Z", "2024-01-03T07:00Z", "2024-01-04T07:00Z"],
+        ),
         ("FREQ=WEEKLY", ["2024-01-08T09:00Z", "2024-01-15T09:00Z", "2024-01-22T09:00Z"]),
-        ("FREQ=WEEKLY;BYDAY=TU,TH", ["2024-01-02T09:00Z", "2024-01-04T09:00Z", "2024-01-09T09:00Z"]),
+        (
+            "FREQ=WEEKLY;BYDAY=TU,TH",
+            ["2024-01-02T09:00Z", "2024-01-04T09:00Z", "2024-01-09T09:00Z"],
+        ),
         # First Monday and last Friday of the month.
         ("FREQ=MONTHLY;BYDAY=1MO", ["2024-02-05T09:00Z", "2024-03-04T09:00Z", "2024-04-01T09:00Z"]),
-        ("FREQ=MONTHLY;BYDAY=-1FR", ["2024-01-26T09:00Z", "2024-02-23T09:00Z", "2024-03-29T09:00Z"]),
-        ("FREQ=MONTHLY;BYDAY=+2WE", ["2024-01-10T09:00Z", "2024-02-14T09:00Z", "2024-03-13T09:00Z"]),
-        ("FREQ=MONTHLY;BYMONTHDAY=-1", ["2024-01-31T09:00Z", "2024-02-29T09:00Z", "2024-03-31T09:00Z"]),
-        ("FREQ=MONTHLY;BYMONTHDAY=-2,1", ["2024-01-30T09:00Z", "2024-02-01T09:00Z", "2024-02-28T09:00Z"]),
-        ("FREQ=YEARLY;BYMONTH=3,9", ["2024-03-01T09:00Z", "2024-09-01T09:00Z", "2025-03-01T09:00Z"]),
+        (
+            "FREQ=MONTHLY;BYDAY=-1FR",
+            ["2024-01-26T09:00Z", "2024-02-23T09:00Z", "2024-03-29T09:00Z"],
+        ),
+        (
+            "FREQ=MONTHLY;BYDAY=+2WE",
+            ["2024-01-10T09:00Z", "2024-02-14T09:00Z", "2024-03-13T09:00Z"],
+        ),
+        (
+            "FREQ=MONTHLY;BYMONTHDAY=-1",
+            ["2024-01-31T09:00Z", "2024-02-29T09:00Z", "2024-03-31T09:00Z"],
+        ),
+        (
+            "FREQ=MONTHLY;BYMONTHDAY=-2,1",
+            ["2024-01-30T09:00Z", "2024-02-01T09:00Z", "2024-02-28T09:00Z"],
+        ),
+        (
+            "FREQ=YEARLY;BYMONTH=3,9",
+            ["2024-03-01T09:00Z", "2024-09-01T09:00Z", "2025-03-01T09:00Z"],
+        ),
         (
             "FREQ=DAILY;BYHOUR=8,17;BYMINUTE=15,45;BYSECOND=30",
             ["2024-01-01T17:15Z", "2024-01-01T17:45Z", "2024-01-02T08:15Z"],
@@ -51,8 +72,14 @@ ANCHOR = utc(2024, 1, 1, 9)  # a Monday
             ["2024-01-31T09:00Z", "2024-02-29T09:00Z", "2024-03-29T09:00Z"],
         ),
         ("FREQ=HOURLY;INTERVAL=5", ["2024-01-01T14:00Z", "2024-01-01T19:00Z", "2024-01-02T00:00Z"]),
-        ("FREQ=MINUTELY;INTERVAL=20", ["2024-01-01T09:20Z", "2024-01-01T09:40Z", "2024-01-01T10:00Z"]),
-        ("FREQ=YEARLY;BYYEARDAY=100", ["2024-04-09T09:00Z", "2025-04-10T09:00Z", "2026-04-10T09:00Z"]),
+        (
+            "FREQ=MINUTELY;INTERVAL=20",
+            ["2024-01-01T09:20Z", "2024-01-01T09:40Z", "2024-01-01T10:00Z"],
+        ),
+        (
+            "FREQ=YEARLY;BYYEARDAY=100",
+            ["2024-04-09T09:00Z", "2025-04-10T09:00Z", "2026-04-10T09:00Z"],
+        ),
         # ISO week 1 of 2025 starts on Monday 2024-12-30, of 2026 on 2025-12-29.
         (
             "FREQ=YEARLY;BYWEEKNO=1;BYDAY=MO",
@@ -246,7 +273,9 @@ def _oracle(rule: str, anchor: datetime, zone: ZoneInfo, after: datetime, count:
 
 @pytest.mark.parametrize("rule", REANCHOR_RULES)
 @pytest.mark.parametrize("zone_name", ["UTC", "Europe/Riga", "America/New_York"])
-def test_reanchored_rule_equals_dateutil_from_the_original_anchor(rule: str, zone_name: str) -> None:
+def test_reanchored_rule_equals_dateutil_from_the_original_anchor(
+    rule: str, zone_name: str
+) -> None:
     zone = ZoneInfo(zone_name)
     for anchor in ANCHORS:
         timing = rrule(rule, anchor, zone_name)
@@ -259,3 +288,12 @@ def test_reanchored_rule_equals_dateutil_from_the_original_anchor(rule: str, zon
             utc(2025, 12, 31, 23),
         ):
             assert first(timing, after, 12) == _oracle(rule, anchor, zone, after, 12), (rule, after)
+
+
+def test_weekly_bysetpos_in_the_anchor_week_counts_from_the_anchor() -> None:
+    # Regression: dateutil's first WEEKLY set runs from DTSTART (Wed 2024-01-03) to the end of
+    # that week, so BYSETPOS=2 of {We, Fr} is Friday 01-05; re-anchoring at the week start
+    # (Mon) used to pick Wednesday and then skip to the next week.
+    timing = rrule("FREQ=WEEKLY;BYDAY=MO,WE,FR;BYSETPOS=2", utc(2024, 1, 3, 10))
+    assert next_after(timing, utc(2024, 1, 3, 11)) == utc(2024, 1, 5, 10)
+    assert next_after(timing, utc(2024, 1, 5, 10)) == utc(2024, 1, 10, 10)
