@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from dateutil import rrule as du
 
 from scheduler_app.errors import InvalidRule
+from scheduler_app.timing.cron import CronExpr
 
 FREQS = {
     "YEARLY": du.YEARLY,
@@ -62,6 +63,8 @@ class RRuleSpec:
     until_local: datetime | None
     options: tuple[tuple[str, Any], ...]
     anchor: datetime  # naive local wall time (DTSTART)
+    walker: CronExpr | None = None
+    """The same rule as a cron walker, for the simple rules where that is exact (fast path)."""
 
     @property
     def freq_name(self) -> str:
@@ -69,9 +72,63 @@ class RRuleSpec:
 
     def iter_local(self, start: datetime) -> Iterator[datetime]:
         """Every occurrence (naive wall time) at or after ``start``, in order."""
+        if self.walker is not None:
+            yield from self._walk(max(start, self.anchor), self.walker)
+            return
         anchor = self.anchor if self.count is not None else _realign(self, start)
         rule = _build(self, anchor)
         yield from rule.xafter(start, inc=True)
+
+    def _walk(self, start: datetime, walker: CronExpr) -> Iterator[datetime]:
+        until = self.until_local
+        for local in walker.iter_local(start):
+            if until is not None and local > until:
+                return
+            yield local
+
+
+_WALKABLE_PARTS = {"wkst", "byweekday", "bymonthday", "bymonth", "byhour", "byminute", "bysecond"}
+
+
+def _as_walker(
+    freq: int, interval: int, count: int | None, options: dict[str, Any]
+) -> CronExpr | None:
+    """A cron walker equal to the rule, or None when the rule needs dateutil.
+
+    Exact for INTERVAL=1 DAILY/WEEKLY/MONTHLY/YEARLY rules without COUNT, BYSETPOS, BYWEEKNO,
+    BYYEARDAY, numbered weekdays or negative month days, at second 0: each period then
+    contributes every matching day, and BYxxx parts intersect (cron's AND form).
+    """
+    if (
+        count is not None
+        or interval != 1
+        or freq not in (du.YEARLY, du.MONTHLY, du.WEEKLY, du.DAILY)
+    ):
+        return None
+    if set(options) - _WALKABLE_PARTS or tuple(options.get("bysecond", ())) != (0,):
+        return None
+    monthdays = options.get("bymonthday")
+    weekdays = options.get("byweekday")
+    if (monthdays and min(monthdays) < 1) or (weekdays and any(day.n for day in weekdays)):
+        return None
+    days = tuple(sorted(set(monthdays))) if monthdays else tuple(range(1, 32))
+    cron_weekdays = (
+        tuple(sorted({(day.weekday + 1) % 7 for day in weekdays})) if weekdays else tuple(range(7))
+    )
+    return CronExpr(
+        source="rrule",
+        minutes=tuple(sorted(set(options["byminute"]))),
+        hours=tuple(sorted(set(options["byhour"]))),
+        days=days,
+        months=tuple(sorted(set(options.get("bymonth") or range(1, 13)))),
+        weekdays=cron_weekdays,
+        dom_star=not monthdays or bool(weekdays),  # RRULE parts intersect: cron's AND form
+        dow_star=not weekdays,
+        minute_star=False,
+        hour_star=False,
+        day_set=frozenset(days),
+        weekday_set=frozenset(cron_weekdays),
+    )
 
 
 def parse_rrule(text: str, anchor: datetime, zone: ZoneInfo) -> RRuleSpec:
@@ -108,6 +165,7 @@ def parse_rrule(text: str, anchor: datetime, zone: ZoneInfo) -> RRuleSpec:
         until_local=until,
         options=tuple(sorted(options.items())),
         anchor=local_anchor,
+        walker=_as_walker(freq, interval, count, options),
     )
     _check_builds(spec)
     return spec

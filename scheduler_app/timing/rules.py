@@ -6,6 +6,7 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from zoneinfo import ZoneInfo
 
 from scheduler_app.errors import InvalidRule
@@ -78,7 +79,7 @@ class Timing:
             OnceRule: Kind.ONCE,
         }[type(self.rule)]
 
-    @property
+    @cached_property
     def effective_dst(self) -> DstPolicy:
         """The DST policy with ``auto`` replaced by the rule kind's standard."""
         rule = self.rule
