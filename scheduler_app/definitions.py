@@ -20,6 +20,7 @@ from scheduler_app.models import (
 )
 from scheduler_app.policies import MisfireRules
 from scheduler_app.timing import Kind, Timing, build_timing, parse_duration
+from scheduler_app.timing.rules import IntervalRule
 
 _OCCURRENCE_NAMESPACE = uuid.UUID("6f1d3c1e-1b7e-4d55-9a55-2f5b8f0a7c11")
 
@@ -51,17 +52,7 @@ def _timing(
     ends_at: datetime | None,
     max_count: int | None,
 ) -> Timing:
-    raw_rule: str | timedelta = rule
-    if kind == Kind.INTERVAL:
-        raw_rule = parse_duration(rule, "rule")
-        minimum = get_settings().MIN_INTERVAL
-        if raw_rule < timedelta(seconds=minimum):
-            raise ScheduleValidationError(
-                "rule",
-                f"interval {rule}s is shorter than the minimum of {minimum}s "
-                "(SCHEDULER_MIN_INTERVAL); use a longer interval",
-                code="too_frequent",
-            )
+    raw_rule: str | timedelta = parse_duration(rule, "rule") if kind == Kind.INTERVAL else rule
     return build_timing(
         kind=kind,
         rule=raw_rule,
@@ -140,7 +131,7 @@ def validate_definition(values: dict[str, Any]) -> Timing:
         raise ScheduleValidationError(
             "catch_up_limit", f"must be a whole number >= 1, got {limit!r}"
         )
-    return _timing(
+    timing = _timing(
         str(values["kind"]),
         str(values["rule"]),
         str(values.get("timezone", "UTC")),
@@ -151,6 +142,24 @@ def validate_definition(values: dict[str, Any]) -> Timing:
         values.get("ends_at"),
         values.get("max_count"),
     )
+    _check_min_interval(timing)
+    return timing
+
+
+def _check_min_interval(timing: Timing) -> None:
+    """Checked here, not in the cached ``_timing``: the setting may change between calls, and
+    a stored schedule must keep evaluating if the minimum is raised later."""
+    if not isinstance(timing.rule, IntervalRule):
+        return
+    minimum = get_settings().MIN_INTERVAL
+    every = timing.rule.every
+    if every < timedelta(seconds=minimum):
+        raise ScheduleValidationError(
+            "rule",
+            f"interval {int(every.total_seconds())}s is shorter than the minimum of {minimum}s "
+            "(SCHEDULER_MIN_INTERVAL); use a longer interval",
+            code="too_frequent",
+        )
 
 
 def _check_task(task: object) -> None:

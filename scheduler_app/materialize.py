@@ -118,20 +118,27 @@ def due_slots(schedule: Schedule, timing: Timing, now: datetime) -> tuple[list[d
     cut = now - horizon
     cap = get_settings().MAX_SLOTS_PER_TICK
     if start > cut:
-        return _recent(timing, start - _TICK, now, cap), 0
+        return _recent(timing, start - _TICK, now, cap)
     older = 0
     for older, _ in enumerate(_until(iter_slots(timing, start - _TICK), cut), start=1):
         if older >= cap:
             break
     last_old = previous_slot(timing, cut) if older else None
-    slots = ([last_old] if last_old is not None and last_old >= start else []) + _recent(
-        timing, cut, now, cap
-    )
-    return slots, max(older - 1, 0)
+    recent, dropped = _recent(timing, cut, now, cap)
+    slots = ([last_old] if last_old is not None and last_old >= start else []) + recent
+    return slots, max(older - 1, 0) + dropped
 
 
-def _recent(timing: Timing, after: datetime, until: datetime, cap: int) -> list[datetime]:
-    return list(deque(_until(iter_slots(timing, after), until), maxlen=cap))
+def _recent(
+    timing: Timing, after: datetime, until: datetime, cap: int
+) -> tuple[list[datetime], int]:
+    """The last ``cap`` slots in (after, until], and how many older ones were dropped."""
+    kept: deque[datetime] = deque(maxlen=cap)
+    seen = 0
+    for slot in _until(iter_slots(timing, after), until):
+        kept.append(slot)
+        seen += 1
+    return list(kept), seen - len(kept)
 
 
 def _until(slots: Iterable[datetime], until: datetime) -> Iterator[datetime]:

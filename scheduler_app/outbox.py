@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from scheduler_app.models import Occurrence, OccurrenceState
 
@@ -67,13 +67,24 @@ def _iso(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+def _publishable(now: datetime) -> QuerySet[Occurrence]:
+    """Pending rows whose publish lease (if any) has run out."""
+    return Occurrence.objects.filter(state=OccurrenceState.PENDING).filter(
+        Q(publish_lease_until__isnull=True) | Q(publish_lease_until__lt=now)
+    )
+
+
+def has_publishable(now: datetime) -> bool:
+    """One cheap query, no transaction: lets an idle tick skip the claim entirely."""
+    return _publishable(now).exists()
+
+
 def claim_pending(now: datetime, limit: int, lease: timedelta) -> list[Occurrence]:
     """Take up to ``limit`` pending occurrences that no other beat is publishing."""
     with transaction.atomic():
         rows = list(
-            Occurrence.objects.select_for_update(skip_locked=True)
-            .filter(state=OccurrenceState.PENDING)
-            .filter(Q(publish_lease_until__isnull=True) | Q(publish_lease_until__lt=now))
+            _publishable(now)
+            .select_for_update(skip_locked=True)
             .order_by("created_at")
             .select_related("schedule_version")[:limit]
         )

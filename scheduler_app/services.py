@@ -124,17 +124,36 @@ def update_schedule(
         current = {name: getattr(schedule, name) for name in SEMANTIC_FIELDS}
         values = _normalize({**current, **{k: v for k, v in changes.items() if k in current}}, now)
         semantic = {k: v for k, v in values.items() if v != current[k]}
+        due_rows: list[Occurrence] = []
+        if semantic:
+            timing = validate_definition(values)
+            due_rows = _flush_due(schedule, now)
         for name, value in {**semantic, **_descriptive(changes)}.items():
             setattr(schedule, name, value)
         if semantic:
-            timing = validate_definition(values)
             schedule.version += 1
             _restart(schedule, timing, now)
         schedule.updated_at = now
         schedule.save()
         if semantic:
             _snapshot(schedule, now)
+        Occurrence.objects.bulk_create(due_rows, ignore_conflicts=True)
     return schedule
+
+
+def _flush_due(schedule: Schedule, now: datetime) -> list[Occurrence]:
+    """Slots already due under the current version are materialized with it before an edit:
+    the restart from ``now`` must not drop them silently (a tick could have run first)."""
+    if (
+        schedule.status != ScheduleStatus.ACTIVE
+        or schedule.next_run_at is None
+        or schedule.next_run_at > now
+    ):
+        return []
+    rows = plan_schedule(schedule, now)
+    # Completion (or parking) under the old definition is moot: ``_restart`` decides anew.
+    schedule.status = ScheduleStatus.ACTIVE
+    return rows
 
 
 def _restart(schedule: Schedule, timing: Timing, now: datetime) -> None:

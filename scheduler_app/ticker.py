@@ -19,7 +19,7 @@ from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import SchedulerSettings, get_settings
 from scheduler_app.materialize import earliest_due, materialize_batch
 from scheduler_app.models import SchedulerLease
-from scheduler_app.outbox import Publisher, dispatch_batch
+from scheduler_app.outbox import Publisher, dispatch_batch, has_publishable
 
 logger = logging.getLogger("scheduler_app.ticker")
 LEASE_NAME = "beat"
@@ -60,26 +60,34 @@ class Ticker:
         return not connection.features.has_select_for_update_skip_locked
 
     def tick(self) -> TickResult:
+        """One tick. When idle it runs a fixed number of queries whatever the schedule count:
+        [the SQLite lease] + the earliest due instant + an outbox probe."""
         now = self.clock.now()
         if self.needs_lease and not self.hold_lease(now):
             return TickResult(0, 0, self.settings.MAX_INTERVAL, leader=False)
-        created = self.materialize(now)
-        published, failed = self.dispatch(now)
-        return TickResult(created, published, self.sleep_after(now), broker_failed=failed)
-
-    def materialize(self, now: datetime) -> int:
         due = earliest_due()
-        created = 0
+        created, claimed = self.materialize(now, due)
+        published, failed = self.dispatch(now)
+        if claimed:
+            due = earliest_due()
+        return TickResult(created, published, self.sleep_until(due), broker_failed=failed)
+
+    def materialize(self, now: datetime, due: datetime | None) -> tuple[int, int]:
+        """Materialize every schedule due at ``now``; return (occurrences created, claimed)."""
+        created = claimed = 0
         while due is not None and due <= now:
             batch = materialize_batch(now, self.settings.BATCH_SIZE)
             created += batch.created
+            claimed += batch.claimed
             if batch.claimed < self.settings.BATCH_SIZE:
                 break
-        return created
+        return created, claimed
 
     def dispatch(self, now: datetime) -> tuple[int, bool]:
         lease = timedelta(seconds=self.settings.PUBLISH_LEASE)
         published = 0
+        if not has_publishable(now):
+            return 0, False
         while True:
             result = dispatch_batch(
                 now,
@@ -92,9 +100,8 @@ class Ticker:
             if result.failed or result.claimed < self.settings.BATCH_SIZE:
                 return published, result.failed
 
-    def sleep_after(self, now: datetime) -> float:
-        """Seconds until the earliest next_run_at, within [0, MAX_INTERVAL]."""
-        due = earliest_due()
+    def sleep_until(self, due: datetime | None) -> float:
+        """Seconds until ``due`` (the earliest next_run_at), within [0, MAX_INTERVAL]."""
         if due is None:
             return self.settings.MAX_INTERVAL
         wait = (due - self.clock.now()).total_seconds()

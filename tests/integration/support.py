@@ -1,0 +1,67 @@
+"""Shared pieces for the scheduler integration tests: a fake broker, a ticker, row helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler_app.clock import FakeClock
+from scheduler_app.conf import SchedulerSettings
+from scheduler_app.models import Occurrence, Schedule
+from scheduler_app.outbox import PartialPublish
+from scheduler_app.services import create_schedule
+from scheduler_app.ticker import Ticker
+
+# A Monday, well clear of any DST transition.
+START = datetime(2026, 1, 5, 0, 0, 10, tzinfo=UTC)
+TASK = "demo.ping"
+
+
+class MemoryPublisher:
+    """A broker in a list. ``down`` refuses everything; ``fail_after`` fails midway."""
+
+    def __init__(self) -> None:
+        self.sent: list[Occurrence] = []
+        self.down = False
+        self.fail_after: int | None = None
+
+    def publish(self, occurrences: Sequence[Occurrence]) -> list[Occurrence]:
+        if self.down:
+            raise PartialPublish(published=[], cause="broker down")
+        batch = list(occurrences)
+        if self.fail_after is not None and len(batch) > self.fail_after:
+            done = batch[: self.fail_after]
+            self.sent.extend(done)
+            raise PartialPublish(published=done, cause="connection lost midway")
+        self.sent.extend(batch)
+        return batch
+
+    @property
+    def ids(self) -> list[str]:
+        return [str(row.id) for row in self.sent]
+
+
+def ticker(
+    publisher: MemoryPublisher, clock: FakeClock, owner: str = "test-beat", **settings: Any
+) -> Ticker:
+    return Ticker(publisher, clock=clock, settings=SchedulerSettings(**settings), owner=owner)
+
+
+def schedule(clock: FakeClock, **fields: Any) -> Schedule:
+    """``create_schedule`` with the demo task unless told otherwise."""
+    fields.setdefault("task", TASK)
+    return create_schedule(clock=clock, **fields)
+
+
+def rows(target: Schedule) -> list[Occurrence]:
+    """The schedule's occurrences, oldest slot first."""
+    return list(Occurrence.objects.filter(schedule=target).order_by("scheduled_for"))
+
+
+def slots(target: Schedule) -> list[datetime]:
+    return [row.scheduled_for for row in rows(target)]
+
+
+def reload(target: Schedule) -> Schedule:
+    return Schedule.objects.get(pk=target.pk)

@@ -1,0 +1,73 @@
+"""Idempotency keys and occurrence ids: derived from the schedule id and the UTC slot only."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from scheduler_app.clock import FakeClock
+from scheduler_app.definitions import idempotency_key, occurrence_id
+from scheduler_app.materialize import plan_schedule
+from scheduler_app.models import Occurrence
+from scheduler_app.services import update_schedule
+from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
+
+SCHEDULE_ID = uuid.UUID("0b5f3b4e-8a59-4a5e-9a8a-2c6e3b1f0d11")
+SLOT = datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
+
+
+def test_the_key_is_the_schedule_id_and_the_utc_slot() -> None:
+    key = idempotency_key(SCHEDULE_ID, SLOT)
+    assert key == f"{SCHEDULE_ID}:2026-03-29T01:00:00.000000Z"
+    assert idempotency_key(str(SCHEDULE_ID), SLOT) == key
+
+
+def test_the_same_instant_in_any_zone_gives_the_same_key_and_id() -> None:
+    riga = SLOT.astimezone(ZoneInfo("Europe/Riga"))
+    assert idempotency_key(SCHEDULE_ID, riga) == idempotency_key(SCHEDULE_ID, SLOT)
+    assert occurrence_id(idempotency_key(SCHEDULE_ID, riga)) == occurrence_id(
+        idempotency_key(SCHEDULE_ID, SLOT)
+    )
+
+
+def test_keys_and_ids_are_stable_and_distinct() -> None:
+    key = idempotency_key(SCHEDULE_ID, SLOT)
+    assert {occurrence_id(key) for _ in range(5)} == {occurrence_id(key)}
+    others = {
+        idempotency_key(uuid.uuid4(), SLOT),
+        idempotency_key(SCHEDULE_ID, SLOT + timedelta(microseconds=1)),
+        idempotency_key(SCHEDULE_ID, SLOT + timedelta(hours=1)),
+    }
+    assert key not in others
+    assert occurrence_id(key) not in {occurrence_id(other) for other in others}
+
+
+@pytest.mark.django_db
+def test_stored_rows_use_the_derived_key_and_id_across_versions() -> None:
+    clock = FakeClock(START)
+    target = schedule(clock, kind="cron", rule="0 * * * *")
+    beat = ticker(MemoryPublisher(), clock)
+    clock.set(datetime(2026, 1, 5, 1, 0, 1, tzinfo=UTC))
+    beat.tick()
+    update_schedule(target.id, expected_version=1, clock=clock, kwargs={"v": 2})
+    clock.set(datetime(2026, 1, 5, 2, 0, 1, tzinfo=UTC))
+    beat.tick()
+    for row in rows(target):
+        assert row.idempotency_key == idempotency_key(target.id, row.scheduled_for)
+        assert row.id == occurrence_id(row.idempotency_key)
+    assert [r.schedule_version.version for r in rows(target)] == [1, 2]
+
+
+@pytest.mark.django_db
+def test_two_beats_planning_the_same_slot_store_one_row() -> None:
+    clock = FakeClock(START)
+    target = schedule(clock, kind="cron", rule="0 * * * *")
+    now = datetime(2026, 1, 5, 1, 0, 1, tzinfo=UTC)
+    first, second = plan_schedule(reload(target), now), plan_schedule(reload(target), now)
+    assert [r.id for r in first] == [r.id for r in second]
+    Occurrence.objects.bulk_create(first, ignore_conflicts=True)
+    Occurrence.objects.bulk_create(second, ignore_conflicts=True)
+    assert Occurrence.objects.count() == 1

@@ -1,0 +1,59 @@
+"""An idle tick costs a constant number of SQL queries (<= 3), whatever the number of schedules."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from scheduler_app.clock import FakeClock
+from scheduler_app.models import Schedule
+from tests.integration.support import START, TASK, MemoryPublisher, ticker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+FIRST_DUE = START + timedelta(hours=1)
+
+
+def add_schedules(count: int) -> None:
+    """``count`` active schedules, none due before FIRST_DUE (no service call: speed)."""
+    Schedule.objects.bulk_create(
+        (
+            Schedule(
+                task=TASK,
+                kind="cron",
+                rule="0 * * * *",
+                next_run_at=FIRST_DUE + timedelta(seconds=i % 3600),
+                created_at=START,
+                updated_at=START,
+            )
+            for i in range(count)
+        ),
+        batch_size=1000,
+    )
+
+
+def idle_tick_queries(count: int) -> list[str]:
+    add_schedules(count)
+    clock = FakeClock(START)
+    beat = ticker(MemoryPublisher(), clock, MAX_INTERVAL=7200.0)
+    beat.tick()  # the first tick takes the SQLite lease; later ones only renew it
+    clock.advance(60)
+    with CaptureQueriesContext(connection) as captured:
+        result = beat.tick()
+    assert (result.created, result.published, result.leader) == (0, 0, True)
+    assert result.sleep == (FIRST_DUE - clock.now()).total_seconds()
+    return [query["sql"] for query in captured.captured_queries]
+
+
+@pytest.mark.parametrize("count", [10, 10_000])
+def test_an_idle_tick_runs_at_most_three_queries(count: int) -> None:
+    queries = idle_tick_queries(count)
+    assert len(queries) <= 3, "\n".join(queries)
+
+
+def test_the_idle_query_count_does_not_grow_with_the_schedules() -> None:
+    small = idle_tick_queries(10)
+    Schedule.objects.all().delete()
+    assert len(idle_tick_queries(10_000)) == len(small)
