@@ -393,7 +393,8 @@ def render(
         f" and is timed alone (`perf_counter_ns`, timer overhead of {OVERHEAD_NS} ns subtracted,"
         " GC off). Median and p10/p90 are with the engine's per-rule memo caches cleared before"
         " every call (per-zone data, loaded once per zone and year and shared by all schedules"
-        ' in it, stays warm; "cold": what a scheduler advancing many schedules sees); "warm" makes the same'
+        ' in it, stays warm; "cold": what a scheduler advancing many schedules sees);'
+        ' "warm" makes the same'
         " call once, untimed, just before (the caches hold what it needs: the best case)."
         ' Verdicts use the cold median. "best round" is the lowest of the per-round medians:'
         " on a shared VM the speed changes in phases, and it shows the quiet-phase cost."
