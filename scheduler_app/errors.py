@@ -41,3 +41,11 @@ class StaleVersion(SchedulerError):
 
 class ScheduleStateError(SchedulerError):
     """An operation that the schedule's current status does not allow."""
+
+
+class PermanentTaskError(SchedulerError):
+    """Raise from a task to fail its occurrence at once, without retries."""
+
+
+class OccurrenceCancelled(SchedulerError):
+    """Raised inside a task that was asked to stop (``cancel_previous``, an operator)."""
