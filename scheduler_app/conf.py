@@ -26,6 +26,15 @@ class SchedulerSettings:
     MAX_SLOTS_PER_TICK: int = 10_000
     """Cap on the late slots examined for one schedule in one tick (counters stop there)."""
 
+    PERMISSION_CHECK: str = "scheduler_app.permissions.owner_may_run"
+    """Dotted path to ``check(schedule) -> bool``, asked before every attempt."""
+    WORKER_LEASE: float = 60.0
+    """Seconds a running attempt owns its occurrence; a heartbeat renews it every third."""
+    RECONCILE_INTERVAL: float = 60.0
+    """Seconds between reconciler passes run by the beat."""
+    RETRY_PUBLISH_GRACE: float = 60.0
+    """A retry whose message never arrived is republished this long after it was due."""
+
 
 def get_settings() -> SchedulerSettings:
     values = {

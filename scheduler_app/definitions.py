@@ -12,6 +12,7 @@ from typing import Any
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import (
+    IntervalMode,
     MisfirePolicy,
     OverlapPolicy,
     PauseBehaviour,
@@ -103,6 +104,7 @@ _CHOICES = {
     "overlap_policy": OverlapPolicy,
     "on_pause": PauseBehaviour,
     "mode": ScheduleMode,
+    "interval_mode": IntervalMode,
 }
 
 
@@ -118,7 +120,14 @@ def validate_definition(values: dict[str, Any]) -> Timing:
                 f"unknown value {values[field]!r}; use one of: {allowed}",
                 code="invalid_choice",
             )
-    for field in ("max_lateness", "catch_up_window", "jitter", "deadline"):
+    for field in (
+        "max_lateness",
+        "catch_up_window",
+        "jitter",
+        "deadline",
+        "retry_delay",
+        "cancel_grace",
+    ):
         value = values.get(field)
         if value is not None and (
             not isinstance(value, int) or isinstance(value, bool) or value < 0
@@ -126,10 +135,13 @@ def validate_definition(values: dict[str, Any]) -> Timing:
             raise ScheduleValidationError(
                 field, f"must be a whole number of seconds >= 0, got {value!r}"
             )
-    limit = values.get("catch_up_limit", 12)
-    if not isinstance(limit, int) or limit < 1:
+    for field in ("catch_up_limit", "max_attempts"):
+        count = values.get(field, 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ScheduleValidationError(field, f"must be a whole number >= 1, got {count!r}")
+    if values.get("interval_mode", "fixed_rate") != "fixed_rate" and values["kind"] != "interval":
         raise ScheduleValidationError(
-            "catch_up_limit", f"must be a whole number >= 1, got {limit!r}"
+            "interval_mode", "fixed_delay applies to interval rules only; use kind='interval'"
         )
     timing = _timing(
         str(values["kind"]),

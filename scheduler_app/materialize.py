@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from uuid import UUID
 
 from django.db import transaction
-from django.db.models import Min
+from django.db.models import Count, Min
 
 from scheduler_app.conf import get_settings
 from scheduler_app.definitions import (
@@ -22,14 +23,18 @@ from scheduler_app.definitions import (
 )
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import (
+    ACTIVE_STATES,
+    IntervalMode,
     Occurrence,
     OccurrenceState,
+    OverlapPolicy,
     Schedule,
     ScheduleMode,
     ScheduleStatus,
     Trigger,
 )
-from scheduler_app.policies import MisfireDecision, decide_misfire
+from scheduler_app.overlap import decide_overlap
+from scheduler_app.policies import MisfireDecision, PlannedSlot, decide_misfire
 from scheduler_app.timing import Kind, Timing, iter_slots, next_after, previous_slot
 
 logger = logging.getLogger("scheduler_app.materialize")
@@ -61,8 +66,15 @@ def earliest_due() -> datetime | None:
     return value
 
 
-def materialize_batch(now: datetime, batch_size: int) -> BatchResult:
-    """Claim up to ``batch_size`` due schedules (SKIP LOCKED) and materialize their slots."""
+Revoker = Callable[[list[str]], None]
+
+
+def materialize_batch(now: datetime, batch_size: int, revoke: Revoker | None = None) -> BatchResult:
+    """Claim up to ``batch_size`` due schedules (SKIP LOCKED) and materialize their slots.
+
+    ``revoke`` is called after commit with the ids of running occurrences that a
+    ``cancel_previous`` schedule asked to stop.
+    """
     with transaction.atomic():
         schedules = list(
             Schedule.objects.select_for_update(skip_locked=True)
@@ -71,11 +83,13 @@ def materialize_batch(now: datetime, batch_size: int) -> BatchResult:
         )
         if not schedules:
             return BatchResult(0, 0)
-        rows: list[Occurrence] = []
-        for schedule in schedules:
-            rows.extend(plan_schedule(schedule, now))
+        planned = {schedule.id: plan_schedule(schedule, now) for schedule in schedules}
+        to_stop = apply_overlap(schedules, planned, now)
+        rows = [row for group in planned.values() for row in group]
         created = Occurrence.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
         Schedule.objects.bulk_update(schedules, ADVANCE_FIELDS, batch_size=1000)
+        if to_stop and revoke is not None:
+            transaction.on_commit(lambda: revoke(to_stop))
     return BatchResult(len(schedules), len(created))
 
 
@@ -83,6 +97,8 @@ def plan_schedule(schedule: Schedule, now: datetime) -> list[Occurrence]:
     """Decide this schedule's due slots, advance its fields in memory, return the new rows."""
     try:
         timing = timing_for(schedule)
+        if schedule.interval_mode == IntervalMode.FIXED_DELAY:
+            return _plan_fixed_delay(schedule, timing, now)
         slots, uncounted = due_slots(schedule, timing, now)
         decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=uncounted)
         rows = build_occurrences(schedule, timing, slots, decision, now)
@@ -93,6 +109,93 @@ def plan_schedule(schedule: Schedule, now: datetime) -> list[Occurrence]:
         park(schedule, exc, now)
         return []
     return rows
+
+
+def _plan_fixed_delay(schedule: Schedule, timing: Timing, now: datetime) -> list[Occurrence]:
+    """One slot at a time; the next one is set when this one finishes (``lifecycle.end``)."""
+    slot = schedule.next_run_at
+    if slot is None:
+        return []
+    decision = MisfireDecision(emit=(PlannedSlot(slot, False),), late=0, skipped=0)
+    rows = build_occurrences(schedule, timing, [slot], decision, now)
+    schedule.last_scheduled_for = slot
+    schedule.occurrence_count += 1
+    schedule.next_run_at = None
+    if schedule.mode == ScheduleMode.SHADOW:  # nothing will finish: keep the cadence here
+        schedule.next_run_at = now + timedelta(seconds=int(schedule.rule))
+    schedule.updated_at = now
+    return rows
+
+
+def apply_overlap(
+    schedules: list[Schedule], planned: dict[UUID, list[Occurrence]], now: datetime
+) -> list[str]:
+    """Set each new occurrence's state by its schedule's overlap policy (schedules locked).
+
+    Returns the ids of open occurrences that ``cancel_previous`` asks to stop.
+    """
+    guarded = [
+        s.id for s in schedules if s.overlap_policy != OverlapPolicy.ALLOW and _fresh(planned[s.id])
+    ]
+    counts = _open_counts(guarded)
+    superseded: list[UUID] = []
+    stopping: list[UUID] = []
+    for schedule in schedules:
+        fresh = _fresh(planned[schedule.id])
+        if not fresh:
+            continue
+        active, buffered = counts.get(schedule.id, (0, 0))
+        decision = decide_overlap(
+            schedule.overlap_policy, active=active, buffered=buffered, new=len(fresh)
+        )
+        for row, state in zip(fresh, decision.states, strict=True):
+            row.state = state
+            row.reason = "overlap" if state == OccurrenceState.SKIPPED else ""
+        if decision.supersede_buffered:
+            superseded.append(schedule.id)
+        if decision.cancel_active:
+            stopping.append(schedule.id)
+    if superseded:
+        Occurrence.objects.filter(
+            schedule_id__in=superseded, state=OccurrenceState.BUFFERED
+        ).update(state=OccurrenceState.CANCELLED, reason="superseded", finished_at=now)
+    return _request_stop(stopping, now)
+
+
+def _fresh(rows: list[Occurrence]) -> list[Occurrence]:
+    return [row for row in rows if row.state == OccurrenceState.PENDING]
+
+
+def _open_counts(schedule_ids: list[UUID]) -> dict[UUID, tuple[int, int]]:
+    """(active, buffered) occurrences per schedule, in one query."""
+    if not schedule_ids:
+        return {}
+    counts: dict[UUID, tuple[int, int]] = {}
+    rows = (
+        Occurrence.objects.filter(
+            schedule_id__in=schedule_ids, state__in=(*ACTIVE_STATES, OccurrenceState.BUFFERED)
+        )
+        .values_list("schedule_id", "state")
+        .annotate(n=Count("id"))
+    )
+    for schedule_id, state, n in rows:
+        active, buffered = counts.get(schedule_id, (0, 0))
+        if state == OccurrenceState.BUFFERED:
+            counts[schedule_id] = (active, buffered + n)
+        else:
+            counts[schedule_id] = (active + n, buffered)
+    return counts
+
+
+def _request_stop(schedule_ids: list[UUID], now: datetime) -> list[str]:
+    if not schedule_ids:
+        return []
+    running = Occurrence.objects.filter(
+        schedule_id__in=schedule_ids, state__in=ACTIVE_STATES, cancel_requested_at__isnull=True
+    )
+    ids = [str(pk) for pk in running.values_list("pk", flat=True)]
+    running.update(cancel_requested_at=now)
+    return ids
 
 
 def park(schedule: Schedule, error: Exception, now: datetime) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -42,6 +43,11 @@ class PauseBehaviour(models.TextChoices):
     CANCEL = "cancel", "cancel: pending occurrences are cancelled"
 
 
+class IntervalMode(models.TextChoices):
+    FIXED_RATE = "fixed_rate", "fixed rate: slots on a grid, whatever the run length"
+    FIXED_DELAY = "fixed_delay", "fixed delay: the next slot is the previous completion + N"
+
+
 class Trigger(models.TextChoices):
     SCHEDULED = "scheduled", "scheduled: the rule's slot, on time"
     CATCH_UP = "catch_up", "catch up: a slot run late by the misfire policy"
@@ -63,6 +69,13 @@ class OccurrenceState(models.TextChoices):
 
 
 RULE_TRIGGERS = (Trigger.SCHEDULED, Trigger.CATCH_UP)
+ACTIVE_STATES = (
+    OccurrenceState.PENDING,
+    OccurrenceState.DISPATCHED,
+    OccurrenceState.RUNNING,
+    OccurrenceState.RETRYING,
+)
+"""States in which an occurrence counts as running for the overlap policy."""
 OPEN_STATES = (
     OccurrenceState.PENDING,
     OccurrenceState.DISPATCHED,
@@ -91,6 +104,10 @@ SEMANTIC_FIELDS = (
     "catch_up_limit",
     "overlap_policy",
     "on_pause",
+    "interval_mode",
+    "max_attempts",
+    "retry_delay",
+    "cancel_grace",
     "deadline",
     "jitter",
     "mode",
@@ -138,6 +155,18 @@ class Schedule(models.Model):
     on_pause = models.CharField(
         max_length=8, choices=PauseBehaviour.choices, default=PauseBehaviour.KEEP
     )
+    interval_mode = models.CharField(
+        max_length=12, choices=IntervalMode.choices, default=IntervalMode.FIXED_RATE
+    )
+    max_attempts = models.PositiveIntegerField(
+        default=3, help_text="Attempts in all, retries included."
+    )
+    retry_delay = models.PositiveIntegerField(
+        default=10, help_text="Seconds before the first retry; doubles each time, with jitter."
+    )
+    cancel_grace = models.PositiveIntegerField(
+        default=60, help_text="cancel_previous: seconds the old run gets to stop."
+    )
     deadline = models.PositiveIntegerField(
         null=True, blank=True, help_text="Freshness budget after scheduled_for, in seconds."
     )
@@ -161,6 +190,7 @@ class Schedule(models.Model):
     updated_at = models.DateTimeField()
 
     class Meta:
+        permissions = [("run_schedule", "Can own schedules that run tasks")]
         indexes = [
             models.Index(
                 fields=["next_run_at"],
@@ -177,10 +207,13 @@ class Schedule(models.Model):
                 name="sched_ends_after_starts",
             ),
             models.CheckConstraint(
-                condition=~Q(status="active") | Q(next_run_at__isnull=False),
+                condition=~Q(status="active")
+                | Q(next_run_at__isnull=False)
+                | Q(interval_mode="fixed_delay"),
                 name="sched_active_has_next_run",
             ),
             models.CheckConstraint(condition=Q(catch_up_limit__gte=1), name="sched_catch_up_limit"),
+            models.CheckConstraint(condition=Q(max_attempts__gte=1), name="sched_max_attempts"),
         ]
 
     def __str__(self) -> str:
@@ -227,6 +260,8 @@ class Occurrence(models.Model):
         max_length=10, choices=OccurrenceState.choices, default=OccurrenceState.PENDING
     )
     reason = models.CharField(max_length=40, blank=True, default="")
+    last_error = models.TextField(blank=True, default="")
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     publish_lease_until = models.DateTimeField(null=True, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True, default="")
@@ -243,6 +278,30 @@ class Occurrence(models.Model):
                 fields=["created_at"], name="occ_outbox_idx", condition=Q(state="pending")
             ),
             models.Index(fields=["schedule", "-scheduled_for"], name="occ_schedule_idx"),
+            # The overlap check and the reconciler look only at open rows: keep them small.
+            models.Index(
+                fields=["schedule", "state"],
+                name="occ_open_idx",
+                condition=Q(state__in=["pending", "dispatched", "running", "retrying", "buffered"]),
+            ),
+            models.Index(
+                fields=["lease_expires_at"], name="occ_running_idx", condition=Q(state="running")
+            ),
+            models.Index(
+                fields=["deadline_at"],
+                name="occ_deadline_idx",
+                condition=Q(
+                    state__in=["pending", "dispatched", "retrying"], deadline_at__isnull=False
+                ),
+            ),
+            models.Index(
+                fields=["not_before"], name="occ_retry_idx", condition=Q(state="retrying")
+            ),
+            models.Index(
+                fields=["cancel_requested_at"],
+                name="occ_cancel_idx",
+                condition=Q(cancel_requested_at__isnull=False),
+            ),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -266,6 +325,13 @@ class Occurrence(models.Model):
     @property
     def catch_up(self) -> bool:
         return self.trigger == Trigger.CATCH_UP
+
+    @property
+    def task_result(self) -> Any:
+        """The django-celery-results row of this occurrence (task id = occurrence id)."""
+        from django_celery_results.models import TaskResult
+
+        return TaskResult.objects.filter(task_id=str(self.id)).first()
 
     @property
     def dispatch_lateness(self) -> float | None:

@@ -6,6 +6,7 @@ and a fake publisher.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -20,6 +21,7 @@ from scheduler_app.conf import SchedulerSettings, get_settings
 from scheduler_app.materialize import earliest_due, materialize_batch
 from scheduler_app.models import SchedulerLease
 from scheduler_app.outbox import Publisher, dispatch_batch, has_publishable
+from scheduler_app.reconcile import reconcile
 
 logger = logging.getLogger("scheduler_app.ticker")
 LEASE_NAME = "beat"
@@ -53,6 +55,7 @@ class Ticker:
         self.clock = clock or SystemClock()
         self.settings = settings or get_settings()
         self.owner = owner or default_owner()
+        self._next_reconcile: datetime | None = None
 
     @property
     def needs_lease(self) -> bool:
@@ -67,8 +70,9 @@ class Ticker:
             return TickResult(0, 0, self.settings.MAX_INTERVAL, leader=False)
         due = earliest_due()
         created, claimed = self.materialize(now, due)
+        reconciled = self.maybe_reconcile(now)
         published, failed = self.dispatch(now)
-        if claimed:
+        if claimed or reconciled:
             due = earliest_due()
         return TickResult(created, published, self.sleep_until(due), broker_failed=failed)
 
@@ -76,12 +80,37 @@ class Ticker:
         """Materialize every schedule due at ``now``; return (occurrences created, claimed)."""
         created = claimed = 0
         while due is not None and due <= now:
-            batch = materialize_batch(now, self.settings.BATCH_SIZE)
+            batch = materialize_batch(now, self.settings.BATCH_SIZE, self.revoke)
             created += batch.created
             claimed += batch.claimed
             if batch.claimed < self.settings.BATCH_SIZE:
                 break
         return created, claimed
+
+    def revoke(self, occurrence_ids: list[str]) -> None:
+        """Ask Celery to drop or stop these occurrences (``cancel_previous``), if it can."""
+        revoke = getattr(self.publisher, "revoke", None)
+        if revoke is not None:
+            revoke(occurrence_ids)
+
+    def maybe_reconcile(self, now: datetime) -> int:
+        """Run the reconciler every ``RECONCILE_INTERVAL`` seconds (not on every tick)."""
+        interval = timedelta(seconds=self.settings.RECONCILE_INTERVAL)
+        if self._next_reconcile is None:
+            self._next_reconcile = now + interval
+        if now < self._next_reconcile:
+            return 0
+        self._next_reconcile = now + interval
+        report = reconcile(
+            now,
+            retry_grace=timedelta(seconds=self.settings.RETRY_PUBLISH_GRACE),
+        )
+        if report.total:
+            logger.info(
+                "reconciled",
+                extra={"action": "reconcile.done", **dataclasses.asdict(report)},
+            )
+        return report.total
 
     def dispatch(self, now: datetime) -> tuple[int, bool]:
         lease = timedelta(seconds=self.settings.PUBLISH_LEASE)

@@ -49,8 +49,13 @@ def ticker(
 
 
 def schedule(clock: FakeClock, **fields: Any) -> Schedule:
-    """``create_schedule`` with the demo task unless told otherwise."""
+    """``create_schedule`` with the demo task unless told otherwise.
+
+    Overlap is ``allow`` unless a test asks otherwise: these tests are about misfire and the
+    outbox; the overlap policies have their own tests.
+    """
     fields.setdefault("task", TASK)
+    fields.setdefault("overlap_policy", "allow")
     return create_schedule(clock=clock, **fields)
 
 

@@ -1,0 +1,193 @@
+"""Occurrence transitions made by workers and the reconciler.
+
+Every transition is a compare-and-set on the old state (and, once running, on the fencing
+token), so a late or duplicate actor cannot overwrite a newer result. Transitions that end
+an occurrence take the schedule's row lock first (the same order as the beat) and release
+the next buffered occurrence in the same transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from uuid import UUID
+
+from django.db import transaction
+from django.db.models import F
+
+from scheduler_app.models import (
+    ACTIVE_STATES,
+    IntervalMode,
+    Occurrence,
+    OccurrenceState,
+    Schedule,
+    ScheduleStatus,
+)
+from scheduler_app.permissions import may_run
+
+logger = logging.getLogger("scheduler_app.lifecycle")
+
+CLAIMABLE = (OccurrenceState.PENDING, OccurrenceState.DISPATCHED, OccurrenceState.RETRYING)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The result of a worker's attempt to start an occurrence."""
+
+    claimed: bool
+    reason: str = ""
+    token: int = 0
+    attempt: int = 0
+    occurrence: Occurrence | None = None
+
+
+def claim(occurrence_id: UUID | str, *, owner: str, now: datetime, lease: timedelta) -> Claim:
+    """``pending/dispatched/retrying -> running``, or why not (duplicate, expired, forbidden)."""
+    occurrence = (
+        Occurrence.objects.select_related("schedule", "schedule__owner")
+        .filter(pk=occurrence_id)
+        .first()
+    )
+    if occurrence is None:
+        return Claim(False, "unknown_occurrence")
+    if occurrence.state not in CLAIMABLE:
+        return Claim(False, f"already_{occurrence.state}")
+    if occurrence.deadline_at is not None and now >= occurrence.deadline_at:
+        end(occurrence, OccurrenceState.EXPIRED, "deadline", now, from_states=CLAIMABLE)
+        return Claim(False, "expired")
+    if not may_run(occurrence.schedule):
+        end(occurrence, OccurrenceState.FAILED, "forbidden", now, from_states=CLAIMABLE)
+        return Claim(False, "forbidden")
+    token = occurrence.fencing_token + 1
+    won = Occurrence.objects.filter(
+        pk=occurrence.pk, state__in=CLAIMABLE, fencing_token=occurrence.fencing_token
+    ).update(
+        state=OccurrenceState.RUNNING,
+        fencing_token=token,
+        attempts=F("attempts") + 1,
+        lease_owner=owner,
+        lease_expires_at=now + lease,
+        started_at=now,
+    )
+    if not won:
+        return Claim(False, "claimed_by_another")
+    return Claim(True, "", token, occurrence.attempts + 1, occurrence)
+
+
+def heartbeat(occurrence_id: UUID | str, *, token: int, now: datetime, lease: timedelta) -> bool:
+    """Extend the lease of a running attempt; False when the attempt lost its lease."""
+    return bool(
+        Occurrence.objects.filter(
+            pk=occurrence_id, state=OccurrenceState.RUNNING, fencing_token=token
+        ).update(lease_expires_at=now + lease)
+    )
+
+
+def finish(
+    occurrence_id: UUID | str,
+    *,
+    token: int,
+    state: str,
+    reason: str,
+    now: datetime,
+    error: str = "",
+) -> bool:
+    """End a running attempt (succeeded, failed, cancelled, expired), if it still holds it."""
+    occurrence = Occurrence.objects.filter(pk=occurrence_id).first()
+    if occurrence is None:
+        return False
+    return end(
+        occurrence,
+        state,
+        reason,
+        now,
+        from_states=(OccurrenceState.RUNNING,),
+        token=token,
+        error=error,
+    )
+
+
+def retry_later(
+    occurrence_id: UUID | str, *, token: int, at: datetime, now: datetime, error: str
+) -> bool:
+    """``running -> retrying`` until ``at``; the same occurrence, key and slot, a new attempt."""
+    return bool(
+        Occurrence.objects.filter(
+            pk=occurrence_id, state=OccurrenceState.RUNNING, fencing_token=token
+        ).update(
+            state=OccurrenceState.RETRYING,
+            not_before=at,
+            reason="retry",
+            last_error=error[:4000],
+            lease_expires_at=None,
+        )
+    )
+
+
+def end(
+    occurrence: Occurrence,
+    state: str,
+    reason: str,
+    now: datetime,
+    *,
+    from_states: tuple[str, ...],
+    token: int | None = None,
+    error: str = "",
+) -> bool:
+    """Move ``occurrence`` to a final ``state`` (CAS) and release the next buffered one."""
+    with transaction.atomic():
+        schedule = Schedule.objects.select_for_update().get(pk=occurrence.schedule_id)
+        rows = Occurrence.objects.filter(pk=occurrence.pk, state__in=from_states)
+        if token is not None:
+            rows = rows.filter(fencing_token=token)
+        changes: dict[str, object] = {"state": state, "reason": reason, "finished_at": now}
+        if error:
+            changes["last_error"] = error[:4000]
+        if not rows.update(**changes, lease_expires_at=None):
+            return False
+        release_next(schedule, now)
+        _after_fixed_delay_run(schedule, now)
+    logger.info(
+        "occurrence ended",
+        extra={
+            "action": f"occurrence.{state}",
+            "occurrence_id": str(occurrence.pk),
+            "schedule_id": str(occurrence.schedule_id),
+            "reason": reason,
+        },
+    )
+    return True
+
+
+def release_next(schedule: Schedule, now: datetime) -> Occurrence | None:
+    """Start the oldest buffered occurrence when nothing of the schedule is active.
+
+    Call with the schedule's row lock held.
+    """
+    occurrences = Occurrence.objects.filter(schedule=schedule)
+    if occurrences.filter(state__in=ACTIVE_STATES).exists():
+        return None
+    waiting = occurrences.filter(state=OccurrenceState.BUFFERED).order_by("scheduled_for").first()
+    if waiting is None:
+        return None
+    Occurrence.objects.filter(pk=waiting.pk, state=OccurrenceState.BUFFERED).update(
+        state=OccurrenceState.PENDING, reason="released"
+    )
+    return waiting
+
+
+def _after_fixed_delay_run(schedule: Schedule, now: datetime) -> None:
+    """``fixed_delay`` intervals: the next slot is this completion plus the interval."""
+    if schedule.interval_mode != IntervalMode.FIXED_DELAY:
+        return
+    if schedule.status != ScheduleStatus.ACTIVE or schedule.next_run_at is not None:
+        return
+    schedule.next_run_at = now + timedelta(seconds=int(schedule.rule))
+    schedule.updated_at = now
+    schedule.save(update_fields=["next_run_at", "updated_at"])
+
+
+def cancellation_requested(occurrence_id: UUID | str) -> bool:
+    """True when an operator or ``cancel_previous`` asked this occurrence to stop."""
+    return Occurrence.objects.filter(pk=occurrence_id, cancel_requested_at__isnull=False).exists()
