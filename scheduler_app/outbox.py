@@ -84,7 +84,7 @@ def claim_pending(now: datetime, limit: int, lease: timedelta) -> list[Occurrenc
     with transaction.atomic():
         rows = list(
             _publishable(now)
-            .select_for_update(skip_locked=True)
+            .select_for_update(skip_locked=True, of=("self",))
             .order_by("created_at")
             .select_related("schedule_version")[:limit]
         )

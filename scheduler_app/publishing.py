@@ -6,6 +6,7 @@ import logging
 from collections.abc import Sequence
 
 from celery import Celery
+from kombu import Producer
 from kombu.exceptions import KombuError
 
 from scheduler_app.models import Occurrence
@@ -35,7 +36,7 @@ class CeleryPublisher:
             raise PartialPublish(published=published, cause=repr(exc)) from exc
         return published
 
-    def _send(self, occurrence: Occurrence, producer: object) -> None:
+    def _send(self, occurrence: Occurrence, producer: Producer) -> None:
         eta = occurrence.not_before if occurrence.not_before > occurrence.scheduled_for else None
         self.app.send_task(
             occurrence.task,
