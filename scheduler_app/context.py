@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -45,11 +48,19 @@ class OccurrenceContext:
             attempt=attempt,
         )
 
-    def remaining(self, now: datetime) -> float | None:
-        """Seconds left before the deadline (None when there is no deadline)."""
+    @property
+    def window(self) -> tuple[datetime, datetime]:
+        """The business period this run covers: (previous slot, this slot)."""
+        return self.window_start, self.window_end
+
+    def remaining(self, now: datetime | None = None) -> float | None:
+        """Seconds left before the deadline (None when there is no deadline).
+
+        Ask before an expensive step; ``now`` defaults to the wall clock (tests pass one).
+        """
         if self.deadline_at is None:
             return None
-        return (self.deadline_at - now).total_seconds()
+        return (self.deadline_at - (now or datetime.now(UTC))).total_seconds()
 
 
 def _parse(value: str) -> datetime:
@@ -66,8 +77,28 @@ def context_from_request(request: Any) -> OccurrenceContext | None:
     return OccurrenceContext.from_header(header, attempt=(getattr(request, "retries", 0) or 0) + 1)
 
 
+_CURRENT: ContextVar[OccurrenceContext | None] = ContextVar("scheduler_occurrence", default=None)
+
+
+@contextmanager
+def use_occurrence(context: OccurrenceContext) -> Iterator[OccurrenceContext]:
+    """Make ``context`` the current occurrence (set by the task base class while it runs)."""
+    token = _CURRENT.set(context)
+    try:
+        yield context
+    finally:
+        _CURRENT.reset(token)
+
+
 def current_occurrence() -> OccurrenceContext | None:
-    """The occurrence of the task running in this worker thread, if it was scheduled by us."""
+    """The occurrence of the task running here, if it was scheduled by us.
+
+    Inside a task run by ``OccurrenceTask`` this includes the attempt number recorded by the
+    claim; otherwise it is read from the Celery request's headers.
+    """
+    claimed = _CURRENT.get()
+    if claimed is not None:
+        return claimed
     task = current_task
     if task is None:
         return None

@@ -29,6 +29,7 @@ from scheduler_app.permissions import may_run
 logger = logging.getLogger("scheduler_app.lifecycle")
 
 CLAIMABLE = (OccurrenceState.PENDING, OccurrenceState.DISPATCHED, OccurrenceState.RETRYING)
+EARLY = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,10 @@ def claim(occurrence_id: UUID | str, *, owner: str, now: datetime, lease: timede
         return Claim(False, "unknown_occurrence")
     if occurrence.state not in CLAIMABLE:
         return Claim(False, f"already_{occurrence.state}")
+    if occurrence.state == OccurrenceState.RETRYING and now + EARLY < occurrence.not_before:
+        return Claim(False, "retry_not_due")  # an old delivery; the retry's own message follows
     if occurrence.deadline_at is not None and now >= occurrence.deadline_at:
-        end(occurrence, OccurrenceState.EXPIRED, "deadline", now, from_states=CLAIMABLE)
+        end(occurrence, OccurrenceState.EXPIRED, "deadline_passed", now, from_states=CLAIMABLE)
         return Claim(False, "expired")
     if not may_run(occurrence.schedule):
         end(occurrence, OccurrenceState.FAILED, "forbidden", now, from_states=CLAIMABLE)
@@ -121,6 +124,8 @@ def retry_later(
             reason="retry",
             last_error=error[:4000],
             lease_expires_at=None,
+            dispatched_at=None,  # back in the outbox: the beat publishes it with eta=at
+            publish_lease_until=None,
         )
     )
 

@@ -67,9 +67,15 @@ def _iso(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+UNPUBLISHED = Q(state=OccurrenceState.PENDING) | Q(
+    state=OccurrenceState.RETRYING, dispatched_at__isnull=True
+)
+"""The outbox: new occurrences, and retries whose next attempt is not published yet."""
+
+
 def _publishable(now: datetime) -> QuerySet[Occurrence]:
-    """Pending rows whose publish lease (if any) has run out."""
-    return Occurrence.objects.filter(state=OccurrenceState.PENDING).filter(
+    """Unpublished rows whose publish lease (if any) has run out."""
+    return Occurrence.objects.filter(UNPUBLISHED).filter(
         Q(publish_lease_until__isnull=True) | Q(publish_lease_until__lt=now)
     )
 
@@ -96,20 +102,29 @@ def claim_pending(now: datetime, limit: int, lease: timedelta) -> list[Occurrenc
 
 
 def mark_dispatched(occurrences: Sequence[Occurrence], at: datetime) -> int:
-    """pending -> dispatched (compare-and-set: a row another actor moved on is left alone)."""
+    """pending -> dispatched; a retry stays ``retrying`` with its publish time recorded.
+
+    Compare-and-set: a row another actor moved on is left alone.
+    """
     if not occurrences:
         return 0
-    return Occurrence.objects.filter(
-        pk__in=[row.pk for row in occurrences], state=OccurrenceState.PENDING
-    ).update(state=OccurrenceState.DISPATCHED, dispatched_at=at, publish_lease_until=None)
+    ids = [row.pk for row in occurrences]
+    marked = Occurrence.objects.filter(pk__in=ids, state=OccurrenceState.PENDING).update(
+        state=OccurrenceState.DISPATCHED, dispatched_at=at, publish_lease_until=None
+    )
+    if any(row.state == OccurrenceState.RETRYING for row in occurrences):
+        marked += Occurrence.objects.filter(
+            pk__in=ids, state=OccurrenceState.RETRYING, dispatched_at__isnull=True
+        ).update(dispatched_at=at, publish_lease_until=None)
+    return marked
 
 
 def release(occurrences: Sequence[Occurrence]) -> None:
     """Give unpublished rows back to the outbox at once (broker down: retry next tick)."""
     if occurrences:
-        Occurrence.objects.filter(
-            pk__in=[row.pk for row in occurrences], state=OccurrenceState.PENDING
-        ).update(publish_lease_until=None)
+        Occurrence.objects.filter(UNPUBLISHED, pk__in=[row.pk for row in occurrences]).update(
+            publish_lease_until=None
+        )
 
 
 @dataclass(frozen=True)

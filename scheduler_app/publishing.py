@@ -36,6 +36,17 @@ class CeleryPublisher:
             raise PartialPublish(published=published, cause=repr(exc)) from exc
         return published
 
+    def revoke(self, occurrence_ids: list[str]) -> None:
+        """Tell workers to drop these task ids if they have not started them (best effort:
+        a running task stops cooperatively through ``check_cancelled()``)."""
+        try:
+            self.app.control.revoke(occurrence_ids)
+        except (KombuError, OSError, ConnectionError):
+            logger.warning(
+                "revoke not sent; the cancellation flag still stands",
+                extra={"action": "outbox.revoke_failed", "count": len(occurrence_ids)},
+            )
+
     def _send(self, occurrence: Occurrence, producer: Producer) -> None:
         eta = occurrence.not_before if occurrence.not_before > occurrence.scheduled_for else None
         self.app.send_task(

@@ -91,15 +91,17 @@ def _expired(now: datetime) -> int:
     count = 0
     overdue = Occurrence.objects.filter(state__in=WAITING, deadline_at__lte=now)[:BATCH]
     for occurrence in overdue:
-        count += end(occurrence, OccurrenceState.EXPIRED, "deadline", now, from_states=WAITING)
+        count += end(
+            occurrence, OccurrenceState.EXPIRED, "deadline_passed", now, from_states=WAITING
+        )
     return count
 
 
 def _lost_retries(now: datetime, grace: timedelta) -> int:
     """``retrying`` long past its retry time: the retry message was lost; publish it again."""
     return Occurrence.objects.filter(
-        state=OccurrenceState.RETRYING, not_before__lt=now - grace
-    ).update(state=OccurrenceState.PENDING, publish_lease_until=None)
+        state=OccurrenceState.RETRYING, dispatched_at__isnull=False, not_before__lt=now - grace
+    ).update(dispatched_at=None, publish_lease_until=None)
 
 
 def _stuck_cancellations(now: datetime) -> int:

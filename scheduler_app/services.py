@@ -276,10 +276,20 @@ def _locked(schedule_id: UUID | str) -> Schedule:
         ) from None
 
 
+WAITING_STATES = (
+    OccurrenceState.PENDING,
+    OccurrenceState.BUFFERED,
+    OccurrenceState.DISPATCHED,
+    OccurrenceState.RETRYING,
+)
+"""Occurrences not started yet: pause (on_pause=cancel) and cancel stop them; a running one
+finishes normally and its result is recorded."""
+
+
 def _cancel_waiting(schedule: Schedule, reason: str, now: datetime) -> int:
-    return Occurrence.objects.filter(
-        schedule=schedule, state__in=[OccurrenceState.PENDING, OccurrenceState.BUFFERED]
-    ).update(state=OccurrenceState.CANCELLED, reason=reason, finished_at=now)
+    return Occurrence.objects.filter(schedule=schedule, state__in=WAITING_STATES).update(
+        state=OccurrenceState.CANCELLED, reason=reason, finished_at=now
+    )
 
 
 def _snapshot(schedule: Schedule, now: datetime) -> ScheduleVersion:
@@ -325,3 +335,58 @@ def _normalize(values: dict[str, Any], now: datetime) -> dict[str, Any]:
     if result.get("kwargs") is None:
         result["kwargs"] = {}
     return result
+
+
+REPLAYABLE = (OccurrenceState.FAILED, OccurrenceState.EXPIRED, OccurrenceState.CANCELLED)
+
+
+def replay_occurrence(
+    occurrence_id: UUID | str, *, force: bool = False, clock: Clock | None = None
+) -> Occurrence:
+    """Run a failed (dead-letter), expired or cancelled occurrence again.
+
+    The same occurrence, key and ``scheduled_for``: the next attempt, its history kept.
+    Replaying a succeeded occurrence needs ``force=True``. The deadline no longer applies.
+    """
+    now = _clock(clock).now()
+    allowed = (*REPLAYABLE, OccurrenceState.SUCCEEDED) if force else REPLAYABLE
+    with transaction.atomic():
+        occurrence = (
+            Occurrence.objects.select_for_update().filter(pk=occurrence_id).first()
+            if _is_uuid(occurrence_id)
+            else None
+        )
+        if occurrence is None:
+            raise ScheduleValidationError(
+                "occurrence_id", f"no occurrence with id {occurrence_id}", code="not_found"
+            )
+        if occurrence.state not in allowed:
+            hint = " (pass force=True / --force to run a succeeded one again)" * (
+                occurrence.state == OccurrenceState.SUCCEEDED
+            )
+            raise ScheduleStateError(
+                f"occurrence {occurrence.pk} is {occurrence.state}; only failed, expired or "
+                f"cancelled occurrences can be replayed{hint}"
+            )
+        occurrence.state = OccurrenceState.PENDING
+        occurrence.reason = "replay"
+        occurrence.deadline_at = None
+        occurrence.not_before = now
+        occurrence.finished_at = None
+        occurrence.dispatched_at = None
+        occurrence.publish_lease_until = None
+        occurrence.cancel_requested_at = None
+        occurrence.save()
+    logger.info(
+        "occurrence replayed",
+        extra={"action": "occurrence.replayed", "occurrence_id": str(occurrence.pk)},
+    )
+    return occurrence
+
+
+def _is_uuid(value: UUID | str) -> bool:
+    try:
+        UUID(str(value))
+    except ValueError:
+        return False
+    return True

@@ -3,98 +3,200 @@
 Set it once for the whole app (``Celery(..., task_cls="scheduler_app.tasks:OccurrenceTask")``)
 or per task (``@app.task(base=OccurrenceTask)``). Tasks not started by the scheduler run
 unchanged.
+
+For a scheduled task it:
+1. claims the occurrence (compare-and-set, lease, fencing token); a duplicate delivery,
+   an expired deadline or a revoked permission ends here (``Ignore``: the message is
+   acknowledged, the real run's stored result is kept);
+2. runs the task with ``current_occurrence()`` / ``self.occurrence`` set, renewing the lease
+   from a heartbeat thread;
+3. records the outcome: ``succeeded``; ``retrying`` (exponential backoff with jitter, bounded
+   by the deadline and ``max_attempts``; the beat publishes the next attempt); ``failed``
+   (permanent error or retries used up: the dead-letter state); ``cancelled``.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+import os
+import socket
+import threading
+from dataclasses import replace
+from datetime import timedelta
+from types import TracebackType
 from typing import Any
 
 from celery import Task
-from celery.exceptions import Ignore, Retry
-from django.db import close_old_connections
-from django.db.models import Q
+from celery.exceptions import Ignore
+from django.db import close_old_connections, connection
 
+from scheduler_app import lifecycle
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.context import OccurrenceContext, context_from_request
-from scheduler_app.models import Occurrence, OccurrenceState
+from scheduler_app.conf import get_settings
+from scheduler_app.context import (
+    OccurrenceContext,
+    context_from_request,
+    current_occurrence,
+    use_occurrence,
+)
+from scheduler_app.errors import OccurrenceCancelled
+from scheduler_app.models import OccurrenceState
+from scheduler_app.retrying import RetryPolicy, decide_retry
 
 logger = logging.getLogger("scheduler_app.tasks")
-CLAIMABLE = (OccurrenceState.PENDING, OccurrenceState.DISPATCHED)
+
+
+def worker_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
 
 
 class OccurrenceTask(Task):
-    """Claims the occurrence before running, records the outcome, refuses duplicates.
-
-    A duplicate delivery (same task id, occurrence already claimed or finished) raises
-    ``Ignore``: the message is acknowledged and the stored result of the real run is kept.
-    """
+    """Claims the occurrence before running, records the outcome, refuses duplicates."""
 
     clock: Clock = SystemClock()
+    permanent_exceptions: tuple[type[BaseException], ...] = ()
+    """Exceptions that fail the occurrence at once, besides validation and permission errors."""
 
     @property
     def occurrence(self) -> OccurrenceContext | None:
-        return context_from_request(self.request)
+        """The running occurrence's context (with its attempt number), or None."""
+        return current_occurrence() or context_from_request(self.request)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        context = self.occurrence
-        if context is None:
+        delivered = context_from_request(self.request)
+        if delivered is None:
             return super().__call__(*args, **kwargs)
         if not self.request.is_eager:
             # A worker between tasks: drop a connection that died or aged out. Never when
             # run eagerly, where the caller's transaction may be open on this connection.
             close_old_connections()
-        now = self.clock.now()
-        if context.deadline_at is not None and now > context.deadline_at:
-            expire(context, now)
-            raise Ignore()
-        if not claim(context, now):
+        lease = timedelta(seconds=get_settings().WORKER_LEASE)
+        claim = lifecycle.claim(
+            delivered.occurrence_id, owner=worker_owner(), now=self.clock.now(), lease=lease
+        )
+        if not claim.claimed:
             logger.info(
-                "duplicate delivery ignored",
-                extra={"action": "occurrence.duplicate", "occurrence_id": context.occurrence_id},
+                "delivery not run",
+                extra={
+                    "action": "occurrence.refused",
+                    "occurrence_id": delivered.occurrence_id,
+                    "reason": claim.reason,
+                },
             )
             raise Ignore()
-        try:
-            result = super().__call__(*args, **kwargs)
-        except Retry:
-            finish(context, OccurrenceState.RETRYING, "retry", None)
-            raise
-        except Exception:
-            finish(context, OccurrenceState.FAILED, "error", self.clock.now())
-            raise
-        finish(context, OccurrenceState.SUCCEEDED, "", self.clock.now())
+        context = replace(delivered, attempt=claim.attempt)
+        with use_occurrence(context), Heartbeat(context.occurrence_id, claim, lease, self.clock):
+            try:
+                result = super().__call__(*args, **kwargs)
+            except OccurrenceCancelled:
+                self._end(claim, OccurrenceState.CANCELLED, "cancel_requested")
+                raise Ignore() from None
+            except Exception as exc:
+                self._failed(exc, context, claim)
+                raise
+        self._end(claim, OccurrenceState.SUCCEEDED, "")
         return result
 
+    def _end(self, claim: lifecycle.Claim, state: str, reason: str, error: str = "") -> None:
+        if claim.occurrence is None:
+            return
+        ended = lifecycle.finish(
+            claim.occurrence.pk,
+            token=claim.token,
+            state=state,
+            reason=reason,
+            now=self.clock.now(),
+            error=error,
+        )
+        if not ended:
+            logger.warning(
+                "outcome not recorded: the attempt lost its lease",
+                extra={"action": "occurrence.fenced", "occurrence_id": str(claim.occurrence.pk)},
+            )
 
-def claim(context: OccurrenceContext, now: datetime) -> bool:
-    """pending/dispatched (or retrying, by a later attempt) -> running, compare-and-set.
+    def _failed(self, exc: Exception, context: OccurrenceContext, claim: lifecycle.Claim) -> None:
+        """Retry later (then ``Ignore``) or record ``failed``; the caller re-raises."""
+        if claim.occurrence is None:
+            return
+        schedule = claim.occurrence.schedule
+        now = self.clock.now()
+        decision = decide_retry(
+            exc,
+            attempt=claim.attempt,
+            now=now,
+            deadline_at=context.deadline_at,
+            policy=RetryPolicy(max_attempts=schedule.max_attempts, base_delay=schedule.retry_delay),
+            extra_permanent=self.permanent_exceptions,
+        )
+        error = f"{type(exc).__name__}: {exc}"
+        if decision.retry and decision.at is not None:
+            lifecycle.retry_later(
+                claim.occurrence.pk, token=claim.token, at=decision.at, now=now, error=error
+            )
+            logger.info(
+                "attempt failed; retrying",
+                extra={
+                    "action": "occurrence.retrying",
+                    "occurrence_id": context.occurrence_id,
+                    "attempt": claim.attempt,
+                },
+            )
+            raise Ignore() from exc
+        self._end(claim, OccurrenceState.FAILED, decision.reason, error)
 
-    False if someone else got there: a duplicate delivery of a claimed or finished occurrence.
+
+class Heartbeat:
+    """Renews a running attempt's lease every third of it, from a daemon thread."""
+
+    def __init__(
+        self, occurrence_id: str, claim: lifecycle.Claim, lease: timedelta, clock: Clock
+    ) -> None:
+        self.occurrence_id = occurrence_id
+        self.token = claim.token
+        self.lease = lease
+        self.clock = clock
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="occurrence-heartbeat")
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        interval = self.lease.total_seconds() / 3
+        try:
+            while not self._stop.wait(interval):
+                alive = lifecycle.heartbeat(
+                    self.occurrence_id, token=self.token, now=self.clock.now(), lease=self.lease
+                )
+                if not alive:
+                    logger.warning(
+                        "lease lost while running",
+                        extra={
+                            "action": "occurrence.lease_lost",
+                            "occurrence_id": self.occurrence_id,
+                        },
+                    )
+                    return
+        finally:
+            connection.close()  # this thread's own connection
+
+
+def check_cancelled() -> None:
+    """Raise ``OccurrenceCancelled`` when the running occurrence was asked to stop.
+
+    Call it between expensive steps; a task that never calls it runs to completion
+    (``cancel_previous`` then starts the next run after the schedule's ``cancel_grace``).
     """
-    claimable = Q(state__in=CLAIMABLE) | Q(
-        state=OccurrenceState.RETRYING, attempts__lt=context.attempt
-    )
-    return bool(
-        Occurrence.objects.filter(claimable, pk=context.occurrence_id).update(
-            state=OccurrenceState.RUNNING, started_at=now, attempts=context.attempt
-        )
-    )
-
-
-def expire(context: OccurrenceContext, now: datetime) -> bool:
-    """Not started before its deadline: pending/dispatched/retrying -> expired."""
-    return bool(
-        Occurrence.objects.filter(
-            pk=context.occurrence_id, state__in=(*CLAIMABLE, OccurrenceState.RETRYING)
-        ).update(state=OccurrenceState.EXPIRED, reason="deadline_passed", finished_at=now)
-    )
-
-
-def finish(context: OccurrenceContext, state: str, reason: str, now: datetime | None) -> bool:
-    """running -> ``state`` (compare-and-set); ``now`` is the finish time, None if not final."""
-    return bool(
-        Occurrence.objects.filter(pk=context.occurrence_id, state=OccurrenceState.RUNNING).update(
-            state=state, reason=reason, finished_at=now
-        )
-    )
+    context = current_occurrence()
+    if context is not None and lifecycle.cancellation_requested(context.occurrence_id):
+        raise OccurrenceCancelled(f"occurrence {context.occurrence_id} was asked to stop")
