@@ -1,0 +1,154 @@
+"""The admin goes through the service layer: field errors, versions, actions, read-only rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from scheduler_app import services
+from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleStatus
+
+pytestmark = pytest.mark.django_db
+
+ADD_URL = reverse("admin:scheduler_app_schedule_add")
+
+
+@pytest.fixture
+def client() -> Client:
+    user = User.objects.create_superuser("admin", "admin@example.com", "pw")
+    browser = Client()
+    browser.force_login(user)
+    return browser
+
+
+def form(**overrides: Any) -> dict[str, Any]:
+    data = {
+        "name": "daily report",
+        "tenant": "",
+        "task": "demo.ping",
+        "kwargs": "{}",
+        "objective": "",
+        "kind": "cron",
+        "rule": "0 8 * * MON-FRI",
+        "timezone": "Europe/Paris",
+        "dst_nonexistent": "auto",
+        "dst_ambiguous": "auto",
+        "misfire_policy": "catch_up",
+        "max_lateness": 60,
+        "catch_up_window": 86400,
+        "catch_up_limit": 12,
+        "overlap_policy": "skip",
+        "on_pause": "keep",
+        "interval_mode": "fixed_rate",
+        "max_attempts": 3,
+        "retry_delay": 10,
+        "cancel_grace": 60,
+        "jitter": 0,
+        "mode": "live",
+        "expected_version": 0,
+    }
+    data.update(overrides)
+    return {key: value for key, value in data.items() if value is not None}
+
+
+def test_the_changelist_and_add_form_render(client: Client) -> None:
+    services.create_schedule(task="demo.ping", kind="cron", rule="*/5 * * * *", name="five")
+    assert client.get(reverse("admin:scheduler_app_schedule_changelist")).status_code == 200
+    assert client.get(ADD_URL).status_code == 200
+
+
+def test_adding_a_valid_schedule_creates_version_one(client: Client) -> None:
+    response = client.post(ADD_URL, form())
+    assert response.status_code == 302, response.content.decode()[:2000]
+    schedule = Schedule.objects.get()
+    assert (schedule.version, schedule.versions.count(), schedule.timezone) == (
+        1,
+        1,
+        "Europe/Paris",
+    )
+    assert schedule.next_run_at is not None
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("rule", "61 * * * *", "out of range"),
+        ("timezone", "Mars/Olympus", "unknown time zone"),
+        ("task", "no.such.task", "unknown task"),
+    ],
+)
+def test_bad_input_is_a_field_error_and_stores_nothing(
+    client: Client, field: str, value: str, message: str
+) -> None:
+    response = client.post(ADD_URL, form(**{field: value}))
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    assert not Schedule.objects.exists()
+
+
+def test_an_edit_makes_a_new_version_and_a_stale_edit_is_refused(client: Client) -> None:
+    schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
+    url = reverse("admin:scheduler_app_schedule_change", args=[schedule.pk])
+    response = client.post(url, form(rule="30 8 * * *", expected_version=1))
+    assert response.status_code == 302
+    schedule.refresh_from_db()
+    assert (schedule.version, schedule.rule) == (2, "30 8 * * *")
+
+    stale = client.post(url, form(rule="45 8 * * *", expected_version=1))
+    assert stale.status_code == 200
+    assert "Someone changed this schedule" in stale.content.decode()
+    schedule.refresh_from_db()
+    assert schedule.rule == "30 8 * * *"
+
+
+def test_the_change_page_shows_the_next_slots(client: Client) -> None:
+    schedule = services.create_schedule(
+        task="demo.ping", kind="cron", rule="30 2 * * *", timezone="Europe/Riga"
+    )
+    page = client.get(reverse("admin:scheduler_app_schedule_change", args=[schedule.pk]))
+    assert "Next slots" in page.content.decode()
+    assert "02:30" in page.content.decode()
+
+
+def test_pause_and_resume_actions(client: Client) -> None:
+    schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
+    url = reverse("admin:scheduler_app_schedule_changelist")
+    client.post(url, {"action": "pause", "_selected_action": [schedule.pk]})
+    schedule.refresh_from_db()
+    assert schedule.status == ScheduleStatus.PAUSED
+    client.post(url, {"action": "resume", "_selected_action": [schedule.pk]})
+    schedule.refresh_from_db()
+    assert schedule.status == ScheduleStatus.ACTIVE
+
+
+def test_code_declared_schedules_are_read_only(client: Client) -> None:
+    schedule = services.create_schedule(
+        task="demo.ping", kind="cron", rule="0 8 * * *", key="code:demo.ping:daily"
+    )
+    page = client.get(reverse("admin:scheduler_app_schedule_change", args=[schedule.pk]))
+    assert 'name="rule"' not in page.content.decode()
+
+
+def test_occurrences_are_read_only_and_failed_ones_can_be_replayed(client: Client) -> None:
+    from datetime import timedelta
+
+    from scheduler_app.clock import FakeClock
+    from scheduler_app.ticker import Ticker
+    from tests.integration.support import MemoryPublisher
+
+    schedule = services.create_schedule(task="demo.ping", kind="interval", rule="60s")
+    clock = FakeClock(schedule.next_run_at + timedelta(seconds=1))
+    Ticker(MemoryPublisher(), clock=clock).tick()
+    occurrence = Occurrence.objects.get()
+    Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
+    url = reverse("admin:scheduler_app_occurrence_changelist")
+    assert client.get(url).status_code == 200
+    change = client.get(reverse("admin:scheduler_app_occurrence_change", args=[occurrence.pk]))
+    assert 'type="submit" value="Save"' not in change.content.decode()
+    client.post(url, {"action": "replay", "_selected_action": [occurrence.pk]})
+    occurrence.refresh_from_db()
+    assert (occurrence.state, occurrence.reason) == (OccurrenceState.PENDING, "replay")
