@@ -44,7 +44,8 @@ class Claim:
 
 
 def claim(occurrence_id: UUID | str, *, owner: str, now: datetime, lease: timedelta) -> Claim:
-    """``pending/dispatched/retrying -> running``, or why not (duplicate, expired, forbidden)."""
+    """``pending/dispatched/retrying -> running``, or why not (duplicate, cancelled, expired,
+    forbidden)."""
     occurrence = (
         Occurrence.objects.select_related("schedule", "schedule__owner")
         .filter(pk=occurrence_id)
@@ -56,6 +57,11 @@ def claim(occurrence_id: UUID | str, *, owner: str, now: datetime, lease: timede
         return Claim(False, f"already_{occurrence.state}")
     if occurrence.state == OccurrenceState.RETRYING and now + EARLY < occurrence.not_before:
         return Claim(False, "retry_not_due")  # an old delivery; the retry's own message follows
+    if occurrence.cancel_requested_at is not None:
+        # Asked to stop before it started (``cancel_previous`` or an operator) and the revoke
+        # did not reach the worker: never start it, let the newer one go.
+        end(occurrence, OccurrenceState.CANCELLED, "cancel_requested", now, from_states=CLAIMABLE)
+        return Claim(False, "cancel_requested")
     if occurrence.deadline_at is not None and now >= occurrence.deadline_at:
         end(occurrence, OccurrenceState.EXPIRED, "deadline_passed", now, from_states=CLAIMABLE)
         return Claim(False, "expired")

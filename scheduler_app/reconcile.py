@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Q
 
 from scheduler_app.lifecycle import end, release_next
 from scheduler_app.models import (
+    ACTIVE_STATES,
     Occurrence,
     OccurrenceState,
     OverlapPolicy,
@@ -50,14 +52,26 @@ def reconcile(now: datetime, *, retry_grace: timedelta) -> ReconcileReport:
 
 
 def _lost_workers(now: datetime) -> tuple[int, int]:
-    """``running`` whose lease ran out: the worker died. Retry if allowed, else ``failed: lost``."""
+    """``running`` whose lease ran out: the worker died. Retry if allowed, else ``failed: lost``
+    (``cancelled`` when it had been asked to stop: counted as lost)."""
     lost = requeued = 0
     stale = Occurrence.objects.filter(
         state=OccurrenceState.RUNNING, lease_expires_at__lt=now
     ).select_related("schedule")[:BATCH]
     for occurrence in stale:
         deadline_ok = occurrence.deadline_at is None or now < occurrence.deadline_at
-        if occurrence.attempts < occurrence.schedule.max_attempts and deadline_ok:
+        if occurrence.cancel_requested_at is not None:
+            # It was asked to stop anyway: do not run it again, let the next one start.
+            lost += end(
+                occurrence,
+                OccurrenceState.CANCELLED,
+                "cancel_requested",
+                now,
+                from_states=(OccurrenceState.RUNNING,),
+                token=occurrence.fencing_token,
+                error="the worker stopped heartbeating after it was asked to stop",
+            )
+        elif occurrence.attempts < occurrence.schedule.max_attempts and deadline_ok:
             requeued += _requeue(occurrence, now)
         else:
             lost += end(
@@ -87,12 +101,14 @@ def _requeue(occurrence: Occurrence, now: datetime) -> int:
 
 
 def _expired(now: datetime) -> int:
-    """Not started before the deadline: ``expired``, never run late."""
+    """Not started before the deadline (waiting in the outbox, the broker, a retry or behind
+    the overlap policy): ``expired``, never run late."""
     count = 0
-    overdue = Occurrence.objects.filter(state__in=WAITING, deadline_at__lte=now)[:BATCH]
+    waiting = (*WAITING, OccurrenceState.BUFFERED)
+    overdue = Occurrence.objects.filter(state__in=waiting, deadline_at__lte=now)[:BATCH]
     for occurrence in overdue:
         count += end(
-            occurrence, OccurrenceState.EXPIRED, "deadline_passed", now, from_states=WAITING
+            occurrence, OccurrenceState.EXPIRED, "deadline_passed", now, from_states=waiting
         )
     return count
 
@@ -105,22 +121,23 @@ def _lost_retries(now: datetime, grace: timedelta) -> int:
 
 
 def _stuck_cancellations(now: datetime) -> int:
-    """``cancel_previous``: start the waiting occurrence once the old one had its grace period
-    (the schedule's ``cancel_grace``)."""
+    """``cancel_previous``: start the waiting occurrence once every open one was asked to stop
+    and had its grace period (the schedule's ``cancel_grace``)."""
     released = 0
-    asked = Occurrence.objects.filter(
-        state__in=(*WAITING, OccurrenceState.RUNNING),
-        cancel_requested_at__isnull=False,
-        schedule__overlap_policy=OverlapPolicy.CANCEL_PREVIOUS,
-    ).values_list("schedule_id", "cancel_requested_at", "schedule__cancel_grace")[:BATCH]
-    stuck = {
-        schedule_id
-        for schedule_id, asked_at, grace in asked
-        if isinstance(asked_at, datetime) and asked_at + timedelta(seconds=int(grace)) < now
-    }
-    for schedule_id in stuck:
+    asked = (
+        Occurrence.objects.filter(
+            state__in=ACTIVE_STATES,
+            cancel_requested_at__isnull=False,
+            schedule__overlap_policy=OverlapPolicy.CANCEL_PREVIOUS,
+        )
+        .values_list("schedule_id", flat=True)
+        .distinct()[:BATCH]
+    )
+    for schedule_id in set(asked):
         with transaction.atomic():
             schedule = Schedule.objects.select_for_update().get(pk=schedule_id)
+            if _within_grace(schedule, now):
+                continue
             waiting = (
                 Occurrence.objects.filter(schedule=schedule, state=OccurrenceState.BUFFERED)
                 .order_by("scheduled_for")
@@ -131,6 +148,20 @@ def _stuck_cancellations(now: datetime) -> int:
                     pk=waiting.pk, state=OccurrenceState.BUFFERED
                 ).update(state=OccurrenceState.PENDING, reason="released_after_grace")
     return released
+
+
+def _within_grace(schedule: Schedule, now: datetime) -> bool:
+    """An open occurrence not asked to stop, or asked less than ``cancel_grace`` ago: wait.
+
+    Each one gets its own grace: an older run that ignores the request must not cut short
+    the grace of a newer one asked later.
+    """
+    asked_before = now - timedelta(seconds=int(schedule.cancel_grace))
+    return (
+        Occurrence.objects.filter(schedule=schedule, state__in=ACTIVE_STATES)
+        .filter(Q(cancel_requested_at__isnull=True) | Q(cancel_requested_at__gte=asked_before))
+        .exists()
+    )
 
 
 __all__ = ["ReconcileReport", "reconcile", "release_next"]

@@ -1,0 +1,190 @@
+"""The worker-side lifecycle run in-process: claim, heartbeat, finish, fencing, duplicates.
+
+No broker and no worker: transitions are called directly (``lifecycle``) or through
+``OccurrenceTask`` with ``task.apply``; every instant comes from a ``FakeClock``.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import pytest
+
+from project.demo.tasks import ping
+from scheduler_app import lifecycle
+from scheduler_app.clock import FakeClock
+from scheduler_app.context import OccurrenceContext
+from scheduler_app.models import Occurrence, OccurrenceState, Trigger
+from scheduler_app.reconcile import reconcile
+from tests.integration.support import START, MemoryPublisher, schedule, ticker
+from tests.integration.worker_support import context_task, due_one, fetch, run
+
+pytestmark = pytest.mark.django_db
+LEASE = timedelta(seconds=60)
+GRACE = timedelta(seconds=60)
+
+
+def refusals(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    return [
+        (str(getattr(r, "occurrence_id", "")), str(getattr(r, "reason", "")))
+        for r in caplog.records
+        if getattr(r, "action", "") == "occurrence.refused"
+    ]
+
+
+def test_claim_takes_a_lease_and_a_fencing_token() -> None:
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+    assert occurrence.state == OccurrenceState.DISPATCHED
+    now = clock.advance(2)
+
+    claim = lifecycle.claim(occurrence.pk, owner="host:1", now=now, lease=LEASE)
+
+    assert (claim.claimed, claim.token, claim.attempt) == (True, 1, 1)
+    row = fetch(occurrence)
+    assert (row.state, row.attempts, row.fencing_token) == (OccurrenceState.RUNNING, 1, 1)
+    assert (row.lease_owner, row.lease_expires_at, row.started_at) == ("host:1", now + LEASE, now)
+    assert row.finished_at is None
+
+
+def test_a_second_claim_is_refused_with_its_reason() -> None:
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+    assert lifecycle.claim(occurrence.pk, owner="a", now=clock.now(), lease=LEASE).claimed
+    again = lifecycle.claim(occurrence.pk, owner="b", now=clock.now(), lease=LEASE)
+    assert (again.claimed, again.reason) == (False, "already_running")
+    assert fetch(occurrence).lease_owner == "a"
+    unknown = lifecycle.claim(
+        "00000000-0000-0000-0000-000000000000", owner="b", now=clock.now(), lease=LEASE
+    )
+    assert (unknown.claimed, unknown.reason) == (False, "unknown_occurrence")
+
+
+def test_heartbeat_extends_only_the_current_attempt() -> None:
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+    claim = lifecycle.claim(occurrence.pk, owner="a", now=clock.now(), lease=LEASE)
+    later = clock.advance(20)
+    assert lifecycle.heartbeat(occurrence.pk, token=claim.token, now=later, lease=LEASE)
+    assert fetch(occurrence).lease_expires_at == later + LEASE
+    assert not lifecycle.heartbeat(occurrence.pk, token=claim.token + 1, now=later, lease=LEASE)
+
+
+def test_a_late_writer_with_an_old_token_cannot_overwrite_a_newer_attempt() -> None:
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+    old = lifecycle.claim(occurrence.pk, owner="slow", now=clock.now(), lease=LEASE)
+    # The slow worker stops heartbeating; the reconciler hands the occurrence to another.
+    clock.advance(LEASE + timedelta(seconds=1))
+    assert reconcile(clock.now(), retry_grace=GRACE).requeued == 1
+    new = lifecycle.claim(occurrence.pk, owner="fast", now=clock.now(), lease=LEASE)
+    assert (new.claimed, new.token, new.attempt) == (True, 2, 2)
+
+    now = clock.advance(5)
+    assert not lifecycle.finish(
+        occurrence.pk, token=old.token, state=OccurrenceState.SUCCEEDED, reason="", now=now
+    )
+    assert not lifecycle.retry_later(
+        occurrence.pk, token=old.token, at=now + LEASE, now=now, error="late"
+    )
+    assert not lifecycle.heartbeat(occurrence.pk, token=old.token, now=now, lease=LEASE)
+    row = fetch(occurrence)
+    assert (row.state, row.lease_owner, row.fencing_token) == (OccurrenceState.RUNNING, "fast", 2)
+
+    assert lifecycle.finish(
+        occurrence.pk, token=new.token, state=OccurrenceState.FAILED, reason="boom", now=now
+    )
+    # Once ended, even the token that ended it cannot rewrite the outcome.
+    assert not lifecycle.finish(
+        occurrence.pk, token=new.token, state=OccurrenceState.SUCCEEDED, reason="", now=now
+    )
+    row = fetch(occurrence)
+    assert (row.state, row.reason, row.attempts) == (OccurrenceState.FAILED, "boom", 2)
+
+
+def test_task_records_attempt_and_timestamps() -> None:
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+    started = clock.advance(3)
+
+    result = run(ping, occurrence, clock)
+
+    assert (result.state, result.result) == ("SUCCESS", "pong")
+    row = fetch(occurrence)
+    assert (row.state, row.reason, row.attempts) == (OccurrenceState.SUCCEEDED, "", 1)
+    assert (row.started_at, row.finished_at) == (started, started)
+    assert row.lease_expires_at is None
+    assert row.dispatched_at is not None and row.dispatched_at <= started
+
+
+def test_duplicate_delivery_after_success_is_ignored_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+    assert run(ping, occurrence, clock).state == "SUCCESS"
+    finished = fetch(occurrence).finished_at
+    clock.advance(30)
+
+    with caplog.at_level(logging.INFO, logger="scheduler_app"):
+        again = run(ping, occurrence, clock)
+
+    assert again.state == "IGNORED"
+    assert refusals(caplog) == [(str(occurrence.pk), "already_succeeded")]
+    row = fetch(occurrence)
+    assert (row.state, row.attempts, row.finished_at) == (OccurrenceState.SUCCEEDED, 1, finished)
+
+
+def test_duplicate_delivery_while_running_is_ignored_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+    first = lifecycle.claim(occurrence.pk, owner="other-worker", now=clock.now(), lease=LEASE)
+
+    with caplog.at_level(logging.INFO, logger="scheduler_app"):
+        duplicate = run(ping, occurrence, clock)
+
+    assert duplicate.state == "IGNORED"
+    assert refusals(caplog) == [(str(occurrence.pk), "already_running")]
+    row = fetch(occurrence)
+    assert (row.state, row.attempts, row.fencing_token) == (OccurrenceState.RUNNING, 1, first.token)
+    assert row.lease_owner == "other-worker"
+
+
+def test_context_is_one_frozen_object_with_the_claimed_attempt() -> None:
+    clock = FakeClock(START)
+    target = schedule(
+        clock, kind="interval", rule="60s", timezone="Europe/Paris", objective="fresh", deadline=300
+    )
+    assert target.next_run_at is not None
+    broker = MemoryPublisher()
+    beat = ticker(broker, clock)
+    for slot in (target.next_run_at, target.next_run_at + timedelta(seconds=60)):
+        clock.set(slot)  # two slots: the second one's window starts at the first
+        beat.tick()
+    first, second = Occurrence.objects.filter(schedule=target).order_by("scheduled_for")
+    # The first attempt of the second slot was lost: the next delivery is attempt 2.
+    lifecycle.claim(second.pk, owner="died", now=clock.now(), lease=LEASE)
+    clock.advance(LEASE + timedelta(seconds=1))
+    reconcile(clock.now(), retry_grace=GRACE)
+    second = fetch(second)
+    checked_at = second.scheduled_for + timedelta(seconds=100)
+
+    result = run(context_task, second, clock, at=checked_at.isoformat())
+    assert result.state == "SUCCESS", result.traceback
+    context: OccurrenceContext = result.result["context"]
+    assert context.attempt == 2
+    assert (context.occurrence_id, context.idempotency_key) == (
+        str(second.pk),
+        second.idempotency_key,
+    )
+    assert context.window == (first.scheduled_for, second.scheduled_for)
+    assert (context.timezone, context.objective) == ("Europe/Paris", "fresh")
+    assert (context.trigger, context.catch_up) == (Trigger.SCHEDULED, False)
+    assert (context.schedule_id, context.schedule_version) == (str(target.pk), 1)
+    assert context.deadline_at == second.scheduled_for + timedelta(seconds=300)
+    assert result.result["remaining"] == 200.0
+    with pytest.raises(AttributeError):
+        context.attempt = 3  # type: ignore[misc]
