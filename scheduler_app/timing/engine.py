@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 from scheduler_app.errors import InvalidRule
 from scheduler_app.timing.rules import CronRule, IntervalRule, OnceRule, RRuleRule, Timing
+from scheduler_app.timing.windows import ActiveWindows, apply_windows
 from scheduler_app.timing.zones import (
     DstPolicy,
     Resolved,
@@ -76,7 +77,7 @@ def iter_annotated(timing: Timing, after: datetime) -> Iterator[Resolved]:
     after = ensure_aware(after, "after")
     if timing.starts_at is not None and timing.starts_at > after:
         after = timing.starts_at - _TICK
-    items = _counted(timing, after) if timing.max_count is not None else _raw(timing, after)
+    items = _counted(timing, after) if timing.max_count is not None else _effective(timing, after)
     if timing.ends_at is None:
         return items
     ends_at = timing.ends_at
@@ -102,10 +103,32 @@ def _counted(timing: Timing, after: datetime) -> Iterator[Resolved]:
     if origin is None or timing.max_count is None:
         raise InvalidRule("max_count", "max_count needs starts_at to count slots from")
     remaining = timing.max_count
-    for item in _raw(timing, min(after, origin - _TICK)):
+    for item in _effective(timing, min(after, origin - _TICK)):
         if remaining == 0:
             return
         remaining -= 1
+        if item[0] > after:
+            yield item
+
+
+def _effective(timing: Timing, after: datetime) -> Iterator[Resolved]:
+    """The rule's slots, passed through the active windows when the timing has some."""
+    if timing.window is None:
+        return _raw(timing, after)
+    return _windowed(timing, timing.window, after)
+
+
+def _windowed(timing: Timing, windows: ActiveWindows, after: datetime) -> Iterator[Resolved]:
+    # A slot from the closed period that contains ``after`` is deferred past ``after``:
+    # start the rule from where that period began.
+    start = after
+    wall = after.astimezone(timing.zone).replace(tzinfo=None)
+    if not windows.contains(wall):
+        since = windows.closed_since(wall).replace(tzinfo=timing.zone).astimezone(UTC)
+        start = min(after, since - _TICK)
+        if timing.starts_at is not None:
+            start = max(start, timing.starts_at - _TICK)
+    for item in apply_windows(_raw(timing, start), windows, timing.zone):
         if item[0] > after:
             yield item
 

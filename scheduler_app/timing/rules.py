@@ -13,6 +13,7 @@ from scheduler_app.errors import InvalidRule
 from scheduler_app.timing.cron import CronExpr, parse_cron
 from scheduler_app.timing.durations import parse_duration
 from scheduler_app.timing.rrules import RRuleSpec, parse_rrule
+from scheduler_app.timing.windows import ActiveWindows, parse_windows
 from scheduler_app.timing.zones import (
     Ambiguous,
     DstPolicy,
@@ -69,6 +70,8 @@ class Timing:
     starts_at: datetime | None = None
     ends_at: datetime | None = None
     max_count: int | None = None
+    window: ActiveWindows | None = None
+    """Active windows: slots outside are deferred to the next opening or skipped."""
 
     @property
     def kind(self) -> Kind:
@@ -110,6 +113,8 @@ def build_timing(
     starts_at: datetime | None = None,
     ends_at: datetime | None = None,
     max_count: int | None = None,
+    window: str | None = None,
+    window_policy: str = "defer",
 ) -> Timing:
     """Validate raw inputs and build a ``Timing``; every problem is a ``ScheduleValidationError``.
 
@@ -132,6 +137,7 @@ def build_timing(
         starts_at=ensure_aware(starts_at, "starts_at") if starts_at is not None else None,
         ends_at=ensure_aware(ends_at, "ends_at") if ends_at is not None else None,
         max_count=_check_max_count(max_count),
+        window=parse_windows(window, window_policy) if window else None,
     )
     _check_bounds(timing)
     return timing
