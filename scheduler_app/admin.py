@@ -15,7 +15,7 @@ from django.utils.html import format_html_join
 from scheduler_app import services
 from scheduler_app.definitions import timing_for, validate_definition
 from scheduler_app.errors import SchedulerError, ScheduleValidationError, StaleVersion
-from scheduler_app.models import SEMANTIC_FIELDS, Occurrence, Schedule
+from scheduler_app.models import SEMANTIC_FIELDS, Occurrence, Schedule, ScheduleOrigin
 from scheduler_app.timing import iter_annotated
 
 PREVIEW_COUNT = 5
@@ -25,7 +25,7 @@ EDITABLE = ("name", "tenant", "owner", *SEMANTIC_FIELDS)
 
 def is_code_declared(schedule: Schedule) -> bool:
     """Schedules declared with ``@scheduled`` are owned by code: only pause/resume here."""
-    return bool(schedule.key and schedule.key.startswith("code:"))
+    return schedule.origin == ScheduleOrigin.CODE
 
 
 class ScheduleForm(forms.ModelForm):

@@ -15,6 +15,7 @@ from celery.beat import Scheduler
 from django.db import DatabaseError, close_old_connections, connection
 
 from scheduler_app.publishing import CeleryPublisher
+from scheduler_app.sync import sync_schedules
 from scheduler_app.ticker import Ticker
 
 logger = logging.getLogger("scheduler_app.beat")
@@ -36,9 +37,31 @@ class DurableScheduler(Scheduler):
     def setup_schedule(self) -> None:
         # Only shown in beat's banner: ``tick`` returns its own sleep, bounded by MAX_INTERVAL.
         self.max_interval = math.ceil(self.ticker.settings.MAX_INTERVAL)
+        if self.ticker.settings.SYNC_ON_BEAT_START:
+            self.sync_declared()
         logger.info(
             "durable scheduler ready", extra={"action": "beat.start", "owner": self.ticker.owner}
         )
+
+    def sync_declared(self) -> None:
+        """Write the ``@scheduled`` declarations to the database; a failure is logged and
+        the beat starts anyway, with the schedules already stored."""
+        try:
+            report = sync_schedules(app=self.app)
+        except Exception:  # a task module that fails to import must not keep the beat down
+            logger.exception(
+                "syncing the @scheduled declarations failed; running the stored schedules",
+                extra={"action": "beat.sync_failed"},
+            )
+            close_old_connections()
+            return
+        if not report.ok:
+            logger.error(
+                "%d @scheduled declaration(s) could not be synced: %s",
+                len(report.errors),
+                "; ".join(f"{entry.key}: {entry.detail}" for entry in report.errors),
+                extra={"action": "beat.sync_failed"},
+            )
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         close_old_connections()

@@ -34,6 +34,8 @@ class SchedulerSettings:
     """Seconds between reconciler passes run by the beat."""
     RETRY_PUBLISH_GRACE: float = 60.0
     """A retry whose message never arrived is republished this long after it was due."""
+    SYNC_ON_BEAT_START: bool = True
+    """Write the ``@scheduled`` declarations to the database when the beat starts."""
 
 
 def get_settings() -> SchedulerSettings:

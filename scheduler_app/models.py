@@ -48,6 +48,11 @@ class IntervalMode(models.TextChoices):
     FIXED_DELAY = "fixed_delay", "fixed delay: the next slot is the previous completion + N"
 
 
+class ScheduleOrigin(models.TextChoices):
+    API = "api", "api: defined through the service layer, the admin or a command"
+    CODE = "code", "code: declared with @scheduled and kept in step by sync_schedules"
+
+
 class Trigger(models.TextChoices):
     SCHEDULED = "scheduled", "scheduled: the rule's slot, on time"
     CATCH_UP = "catch_up", "catch up: a slot run late by the misfire policy"
@@ -111,6 +116,7 @@ SEMANTIC_FIELDS = (
     "deadline",
     "jitter",
     "mode",
+    "expected_every",
 )
 
 
@@ -175,6 +181,17 @@ class Schedule(models.Model):
         max_length=10, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE
     )
     mode = models.CharField(max_length=8, choices=ScheduleMode.choices, default=ScheduleMode.LIVE)
+    expected_every = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Monitoring: a successful run is expected at least this often, in seconds.",
+    )
+    origin = models.CharField(
+        max_length=4,
+        choices=ScheduleOrigin.choices,
+        default=ScheduleOrigin.API,
+        help_text="code: declared with @scheduled; sync_schedules owns its definition.",
+    )
     version = models.PositiveIntegerField(default=1)
     next_run_at = models.DateTimeField(null=True, blank=True)
     last_scheduled_for = models.DateTimeField(

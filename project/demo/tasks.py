@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from celery import shared_task
 
 from scheduler_app.context import current_occurrence
+from scheduler_app.declarations import scheduled
 
 logger = logging.getLogger(__name__)
 
@@ -35,3 +37,66 @@ def record_context(record_to: str | None = None, **kwargs: object) -> dict[str, 
         with Path(record_to).open("a", encoding="utf-8") as out:
             out.write(json.dumps({"kwargs": kwargs, "occurrence": seen}) + "\n")
     return seen
+
+
+# -- schedules declared in code (synced at beat start and by `manage.py sync_schedules`) ------
+
+
+BRIEFING_PERIODS = {"daily": "yesterday", "weekly": "the past week"}
+
+
+@scheduled(
+    cron="0 8 * * MON-FRI",
+    timezone="Europe/Paris",
+    objective="daily",
+    misfire="fire_once",
+    deadline="2h",
+    expect_success_every="26h",
+)
+@scheduled(
+    cron="0 9 * * MON",
+    timezone="Europe/Paris",
+    objective="weekly",
+    misfire="fire_once",
+    deadline="4h",
+)
+@shared_task(name="demo.briefing")
+def briefing() -> str:
+    """One task, two schedules: the objective says which briefing this run is."""
+    occurrence = current_occurrence()
+    objective = occurrence.objective if occurrence else "daily"
+    logger.info("demo.briefing: %s briefing covering %s", objective, BRIEFING_PERIODS[objective])
+    return f"{objective} briefing"
+
+
+@scheduled(
+    every="1h",
+    anchor=datetime(2026, 1, 1, tzinfo=UTC),  # on the hour, not an hour after the first sync
+    misfire="fire_once",
+    overlap="skip",
+    jitter="30s",
+    expect_success_every="3h",
+)
+@shared_task(name="demo.hourly_sync")
+def hourly_sync() -> str:
+    """After downtime, one run catches everything up: late slots collapse into the last one."""
+    occurrence = current_occurrence()
+    window = occurrence.window if occurrence else None
+    logger.info("demo.hourly_sync: syncing changes in %s", window)
+    return "synced"
+
+
+@scheduled(
+    cron="30 6 * * SUN",
+    timezone="UTC",
+    misfire="skip",
+    max_attempts=5,
+    retry_delay="5m",
+    kwargs={"checks": ["disk", "certificates", "backups"]},
+)
+@shared_task(name="demo.infrastructure_check")
+def infrastructure_check(checks: list[str] | None = None) -> dict[str, str]:
+    """The weekly infrastructure check; a missed week is not run late (misfire skip)."""
+    results = {check: "ok" for check in checks or []}
+    logger.info("demo.infrastructure_check: %s", results)
+    return results

@@ -126,9 +126,8 @@ def test_pause_and_resume_actions(client: Client) -> None:
 
 
 def test_code_declared_schedules_are_read_only(client: Client) -> None:
-    schedule = services.create_schedule(
-        task="demo.ping", kind="cron", rule="0 8 * * *", key="code:demo.ping:daily"
-    )
+    schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
+    Schedule.objects.filter(pk=schedule.pk).update(origin="code")
     page = client.get(reverse("admin:scheduler_app_schedule_change", args=[schedule.pk]))
     assert 'name="rule"' not in page.content.decode()
 

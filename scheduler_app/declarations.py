@@ -1,0 +1,561 @@
+"""``@scheduled``: schedules declared in code next to the Celery task they run.
+
+Every option is checked when the decorator runs, i.e. when the task module is imported: a bad
+rule, zone, policy name or duration, or a key declared twice, raises ``ScheduleValidationError``
+there, with the offending parameter as ``field``. What needs the database or the Celery app's
+registry (the task name, the payload size limit, the minimum interval) is checked by
+``sync_schedules``, which writes the declarations to the database (see docs/decorator.md).
+
+    @scheduled(cron="0 8 * * MON-FRI", timezone="Europe/Paris", objective="daily")
+    @scheduled(cron="0 9 * * MON", timezone="Europe/Paris", objective="weekly")
+    @shared_task(name="reports.briefing")
+    def briefing() -> None: ...
+
+``@scheduled`` goes *above* ``@app.task`` / ``@shared_task``: it needs the task (for its name)
+and returns it unchanged, so any number of them can be stacked.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Never, TypeVar, overload
+
+from scheduler_app.errors import InvalidRule, ScheduleValidationError
+from scheduler_app.models import (
+    IntervalMode,
+    MisfirePolicy,
+    OverlapPolicy,
+    PauseBehaviour,
+    ScheduleMode,
+)
+from scheduler_app.timing import Ambiguous, Kind, Nonexistent, build_timing, ensure_aware
+from scheduler_app.timing.durations import parse_duration
+
+TaskT = TypeVar("TaskT")
+Duration = timedelta | int | str
+"""A ``timedelta``, a whole number of seconds or a text such as ``"15m"``, ``"1h30m"``."""
+
+MAX_KEY_LENGTH = 150  # the column holds 200: room for the suffix a replaced retired key gets
+MAX_OBJECTIVE_LENGTH = 100
+MAX_TASK_NAME_LENGTH = 200
+RULE_PARAMETERS = ("cron", "rrule", "every", "at")
+# Only to validate an RRULE or interval without an anchor at import time; the stored anchor of
+# such a schedule is the instant it is first synced (see docs/decorator.md).
+_PLACEHOLDER_ANCHOR = datetime(2000, 1, 3, tzinfo=UTC)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleOptions:
+    """One ``@scheduled(...)`` call, validated and in canonical form (the stored form).
+
+    ``None`` means "the store's default" (see ``services.DEFAULTS``), so the default can
+    change without every declaration changing with it.
+    """
+
+    kind: str
+    rule: str
+    """Cron or RRULE text, interval seconds, or the one-time instant in ISO 8601 (UTC)."""
+    anchor: datetime | None = None
+    timezone: str = "UTC"
+    objective: str = ""
+    kwargs_json: str = "{}"
+    """The payload as canonical JSON (sorted keys), so equal payloads compare equal."""
+    dst_nonexistent: str | None = None
+    dst_ambiguous: str | None = None
+    starts_at: datetime | None = None
+    ends_at: datetime | None = None
+    max_count: int | None = None
+    misfire_policy: str | None = None
+    max_lateness: int | None = None
+    catch_up_window: int | None = None
+    catch_up_limit: int | None = None
+    overlap_policy: str | None = None
+    on_pause: str | None = None
+    interval_mode: str | None = None
+    max_attempts: int | None = None
+    retry_delay: int | None = None
+    cancel_grace: int | None = None
+    deadline: int | None = None
+    jitter: int | None = None
+    mode: str | None = None
+    expected_every: int | None = None
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(self.kwargs_json)
+        return loaded
+
+    def schedule_fields(self) -> dict[str, Any]:
+        """The schedule fields this declaration sets (model names), defaults left out."""
+        values: dict[str, Any] = {
+            name: getattr(self, name) for name in _OPTION_FIELDS if getattr(self, name) is not None
+        }
+        values["kwargs"] = self.kwargs
+        return values
+
+
+_OPTION_FIELDS = tuple(
+    name for name in ScheduleOptions.__dataclass_fields__ if name not in ("kwargs_json",)
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Declaration:
+    """A schedule declared in code: which task, under which stable key, with which options."""
+
+    key: str
+    task: str
+    options: ScheduleOptions
+    source: str = field(default="", compare=False)
+    """Where the decorator was written (``module:line``), for error messages."""
+
+    def schedule_fields(self) -> dict[str, Any]:
+        return {"task": self.task, "key": self.key, **self.options.schedule_fields()}
+
+
+class ScheduleRegistry:
+    """The declarations of one process, by key. Thread-safe; iteration is sorted by key."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, Declaration] = {}
+        self._lock = threading.Lock()
+
+    def add(self, declaration: Declaration) -> None:
+        """Register; the same declaration twice (a module imported twice) is a no-op."""
+        with self._lock:
+            known = self._by_key.get(declaration.key)
+            if known is not None and known != declaration:
+                raise ScheduleValidationError(
+                    "key",
+                    f"schedule key {declaration.key!r} is declared twice: for task {known.task!r} "
+                    f"at {known.source or '?'} and for task {declaration.task!r} at "
+                    f"{declaration.source or '?'}; give each @scheduled a distinct objective= "
+                    "or key=",
+                    code="duplicate_key",
+                )
+            self._by_key.setdefault(declaration.key, declaration)
+
+    def declarations(self) -> tuple[Declaration, ...]:
+        with self._lock:
+            return tuple(self._by_key[key] for key in sorted(self._by_key))
+
+    def for_task(self, task: str) -> tuple[Declaration, ...]:
+        return tuple(d for d in self.declarations() if d.task == task)
+
+    def get(self, key: str) -> Declaration | None:
+        with self._lock:
+            return self._by_key.get(key)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._by_key)
+
+    def __iter__(self) -> Iterator[Declaration]:
+        return iter(self.declarations())
+
+
+_default_registry = ScheduleRegistry()
+_active_registry = _default_registry
+
+
+def registry() -> ScheduleRegistry:
+    """The registry ``@scheduled`` writes to and ``sync_schedules`` reads by default."""
+    return _active_registry
+
+
+@contextmanager
+def isolated_registry() -> Iterator[ScheduleRegistry]:
+    """Use a fresh, empty registry inside the block (tests): nothing leaks in or out.
+
+    Modules imported for the first time inside the block register into it, and are not
+    imported again afterwards: import task modules before entering.
+    """
+    global _active_registry
+    previous, fresh = _active_registry, ScheduleRegistry()
+    _active_registry = fresh
+    try:
+        yield fresh
+    finally:
+        _active_registry = previous
+
+
+# -- the decorator ---------------------------------------------------------------------------
+
+
+@overload
+def scheduled(task: TaskT, /) -> Never: ...
+
+
+@overload
+def scheduled(
+    *,
+    cron: str | None = None,
+    rrule: str | None = None,
+    every: Duration | None = None,
+    at: datetime | None = None,
+    anchor: datetime | None = None,
+    interval_mode: str | None = None,
+    timezone: str | None = None,
+    objective: str = "",
+    key: str | None = None,
+    kwargs: dict[str, Any] | None = None,
+    nonexistent: str | None = None,
+    ambiguous: str | None = None,
+    starts_at: datetime | None = None,
+    ends_at: datetime | None = None,
+    max_count: int | None = None,
+    misfire: str | None = None,
+    max_lateness: Duration | None = None,
+    catch_up_window: Duration | None = None,
+    catch_up_limit: int | None = None,
+    overlap: str | None = None,
+    on_pause: str | None = None,
+    deadline: Duration | None = None,
+    jitter: Duration | None = None,
+    max_attempts: int | None = None,
+    retry_delay: Duration | None = None,
+    cancel_grace: Duration | None = None,
+    mode: str | None = None,
+    expect_success_every: Duration | None = None,
+) -> Callable[[TaskT], TaskT]: ...
+
+
+def scheduled(
+    task: object = None,
+    /,
+    *,
+    cron: str | None = None,
+    rrule: str | None = None,
+    every: Duration | None = None,
+    at: datetime | None = None,
+    anchor: datetime | None = None,
+    interval_mode: str | None = None,
+    timezone: str | None = None,
+    objective: str = "",
+    key: str | None = None,
+    kwargs: dict[str, Any] | None = None,
+    nonexistent: str | None = None,
+    ambiguous: str | None = None,
+    starts_at: datetime | None = None,
+    ends_at: datetime | None = None,
+    max_count: int | None = None,
+    misfire: str | None = None,
+    max_lateness: Duration | None = None,
+    catch_up_window: Duration | None = None,
+    catch_up_limit: int | None = None,
+    overlap: str | None = None,
+    on_pause: str | None = None,
+    deadline: Duration | None = None,
+    jitter: Duration | None = None,
+    max_attempts: int | None = None,
+    retry_delay: Duration | None = None,
+    cancel_grace: Duration | None = None,
+    mode: str | None = None,
+    expect_success_every: Duration | None = None,
+) -> Any:
+    """Declare a schedule for the Celery task below; stack several for several schedules.
+
+    Exactly one rule: ``cron=``, ``rrule=`` (with ``anchor=``), ``every=`` (with ``anchor=``,
+    ``interval_mode=``) or ``at=``. Schedules of one task are told apart by ``objective``
+    (the task reads it from ``current_occurrence().objective``); ``key`` defaults to
+    ``"<task name>:<objective or 'default'>"``. Every parameter is described in
+    docs/decorator.md. Raises ``ScheduleValidationError`` at once when an option is wrong.
+    """
+    if task is not None:
+        _refuse_positional(task)
+    options = ScheduleOptions(
+        **_rule(cron=cron, rrule=rrule, every=every, at=at, anchor=anchor),
+        timezone=_text(timezone, "timezone") or "UTC",
+        objective=_objective(objective),
+        kwargs_json=_payload(kwargs),
+        dst_nonexistent=_choice(nonexistent, "nonexistent", Nonexistent),
+        dst_ambiguous=_choice(ambiguous, "ambiguous", Ambiguous),
+        starts_at=_instant(starts_at, "starts_at"),
+        ends_at=_instant(ends_at, "ends_at"),
+        max_count=_count(max_count, "max_count"),
+        misfire_policy=_choice(misfire, "misfire", MisfirePolicy),
+        max_lateness=_seconds(max_lateness, "max_lateness"),
+        catch_up_window=_seconds(catch_up_window, "catch_up_window"),
+        catch_up_limit=_count(catch_up_limit, "catch_up_limit"),
+        overlap_policy=_choice(overlap, "overlap", OverlapPolicy),
+        on_pause=_choice(on_pause, "on_pause", PauseBehaviour),
+        interval_mode=_interval_mode(interval_mode, every),
+        max_attempts=_count(max_attempts, "max_attempts"),
+        retry_delay=_seconds(retry_delay, "retry_delay"),
+        cancel_grace=_seconds(cancel_grace, "cancel_grace"),
+        deadline=_seconds(deadline, "deadline", positive=True),
+        jitter=_seconds(jitter, "jitter"),
+        mode=_choice(mode, "mode", ScheduleMode),
+        expected_every=_seconds(expect_success_every, "expect_success_every", positive=True),
+    )
+    _check_timing(options)
+    if key is not None:
+        _check_key(key)
+    source = _caller()
+
+    def register(target: TaskT) -> TaskT:
+        name = task_name_of(target)
+        declaration = Declaration(
+            key=key if key is not None else f"{name}:{options.objective or 'default'}",
+            task=name,
+            options=options,
+            source=source,
+        )
+        _check_key(declaration.key)
+        registry().add(declaration)
+        return target
+
+    return register
+
+
+def _refuse_positional(task: object) -> Never:
+    if isinstance(task, str):
+        raise ScheduleValidationError(
+            "rule",
+            f"@scheduled({task!r}): pass the rule by keyword, e.g. @scheduled(cron={task!r})",
+            code="positional_rule",
+        )
+    raise ScheduleValidationError(
+        "rule",
+        "@scheduled needs a rule: write @scheduled(cron=...), @scheduled(rrule=..., anchor=...), "
+        "@scheduled(every=...) or @scheduled(at=...) above the task",
+        code="missing_rule",
+    )
+
+
+# -- option checks (each raises ScheduleValidationError naming the parameter) -----------------
+
+
+def _rule(
+    *,
+    cron: str | None,
+    rrule: str | None,
+    every: Duration | None,
+    at: datetime | None,
+    anchor: datetime | None,
+) -> dict[str, Any]:
+    given = {
+        name: value
+        for name, value in (("cron", cron), ("rrule", rrule), ("every", every), ("at", at))
+        if value is not None
+    }
+    if len(given) != 1:
+        problem = "no rule" if not given else f"{len(given)} rules ({', '.join(given)})"
+        raise ScheduleValidationError(
+            "rule",
+            f"@scheduled got {problem}; pass exactly one of cron=, rrule=, every=, at=",
+            code="missing_rule" if not given else "several_rules",
+        )
+    [name] = given
+    if anchor is not None and name not in ("rrule", "every"):
+        raise ScheduleValidationError(
+            "anchor", f"anchor= applies to rrule= and every= only, not to {name}="
+        )
+    checked_anchor = _instant(anchor, "anchor")
+    if cron is not None:
+        return {"kind": Kind.CRON.value, "rule": _text(cron, "cron")}
+    if rrule is not None:
+        return {"kind": Kind.RRULE.value, "rule": _text(rrule, "rrule"), "anchor": checked_anchor}
+    if every is not None:
+        seconds = int(parse_duration(every, "every").total_seconds())
+        return {"kind": Kind.INTERVAL.value, "rule": str(seconds), "anchor": checked_anchor}
+    return {"kind": Kind.ONCE.value, "rule": _once(at)}
+
+
+def _once(value: object) -> str:
+    if not isinstance(value, datetime):
+        raise InvalidRule(
+            "at", f"expected a datetime, got {type(value).__name__}; e.g. datetime(2026, 1, 1, 9)"
+        )
+    # The stored form (services normalize it so): an aware instant in UTC, or a naive local
+    # wall time read in the schedule's zone.
+    return (value.astimezone(UTC) if value.tzinfo else value).isoformat()
+
+
+def _text(value: object, name: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        raise ScheduleValidationError(name, f"expected a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _objective(value: object) -> str:
+    if not isinstance(value, str):
+        raise ScheduleValidationError("objective", f"expected a string, got {value!r}")
+    if len(value) > MAX_OBJECTIVE_LENGTH:
+        raise ScheduleValidationError(
+            "objective", f"is {len(value)} characters long; at most {MAX_OBJECTIVE_LENGTH}"
+        )
+    return value.strip()
+
+
+def _payload(kwargs: object) -> str:
+    if kwargs is None:
+        return "{}"
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise ScheduleValidationError(
+            "kwargs", "the payload must be a dict of keyword arguments with string keys"
+        )
+    try:
+        return json.dumps(kwargs, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ScheduleValidationError(
+            "kwargs", f"the payload is not JSON-serializable ({exc}); pass plain JSON values"
+        ) from None
+
+
+def _choice(value: str | None, name: str, choices: Any) -> str | None:
+    if value is None:
+        return None
+    allowed = [str(member.value) for member in choices]
+    text = value.strip().lower() if isinstance(value, str) else value
+    if text not in allowed:
+        raise ScheduleValidationError(
+            name,
+            f"unknown value {value!r}; use one of: {', '.join(allowed)}",
+            code="invalid_choice",
+        )
+    return str(text)
+
+
+def _instant(value: object, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise ScheduleValidationError(
+            name, f"expected an aware datetime, got {type(value).__name__}"
+        )
+    return ensure_aware(value, name).replace(microsecond=0)
+
+
+def _count(value: object, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ScheduleValidationError(name, f"must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _seconds(value: Duration | None, name: str, *, positive: bool = False) -> int | None:
+    """A duration in whole seconds; ``0`` is allowed unless ``positive``."""
+    if value is None:
+        return None
+    if not positive and not isinstance(value, bool) and value in (0, "0", timedelta(0)):
+        return 0
+    return int(parse_duration(value, name).total_seconds())
+
+
+def _interval_mode(value: str | None, every: object) -> str | None:
+    mode = _choice(value, "interval_mode", IntervalMode)
+    if mode is not None and every is None:
+        raise ScheduleValidationError(
+            "interval_mode", "interval_mode= applies to every= schedules only"
+        )
+    return mode
+
+
+def _check_timing(options: ScheduleOptions) -> None:
+    """Parse the rule with its zone, DST choices and bounds as the engine will."""
+    rule: str | timedelta | datetime = options.rule
+    if options.kind == Kind.INTERVAL:
+        rule = timedelta(seconds=int(options.rule))
+    elif options.kind == Kind.ONCE:
+        rule = datetime.fromisoformat(options.rule)
+    anchor = options.anchor
+    if anchor is None and options.kind in (Kind.RRULE, Kind.INTERVAL):
+        anchor = _PLACEHOLDER_ANCHOR
+    build_timing(
+        kind=options.kind,
+        rule=rule,
+        timezone=options.timezone,
+        anchor=anchor,
+        nonexistent=options.dst_nonexistent,
+        ambiguous=options.dst_ambiguous,
+        starts_at=options.starts_at,
+        ends_at=options.ends_at,
+        max_count=options.max_count,
+    )
+
+
+def _check_key(key: object) -> None:
+    if not isinstance(key, str) or not key.strip() or key != key.strip():
+        raise ScheduleValidationError(
+            "key", f"expected a non-empty string without surrounding spaces, got {key!r}"
+        )
+    if len(key) > MAX_KEY_LENGTH:
+        raise ScheduleValidationError(
+            "key", f"{key[:40]!r}... is {len(key)} characters long; at most {MAX_KEY_LENGTH}"
+        )
+
+
+def _caller() -> str:
+    """``module:line`` of the ``@scheduled(...)`` expression (two frames up)."""
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_back if frame and frame.f_back else None
+    if caller is None:
+        return ""
+    return f"{caller.f_globals.get('__name__', '?')}:{caller.f_lineno}"
+
+
+# -- task names --------------------------------------------------------------------------------
+
+
+def task_name_of(target: object) -> str:
+    """The Celery task name of ``target``, without creating the task if it is still lazy.
+
+    ``@shared_task`` and ``@app.task`` (before the app is finalized) return proxies that build
+    the task on first use; using one at import time would finalize the app early, so the
+    name is read from what the proxy was given (falling back to building the task).
+    """
+    from celery import Task
+    from celery.local import Proxy
+
+    if issubclass(type(target), Proxy):  # not isinstance: that would evaluate the proxy
+        name = _lazy_task_name(target) or getattr(target, "name", None)
+    elif isinstance(target, Task) or (isinstance(target, type) and issubclass(target, Task)):
+        name = target.name
+    else:
+        raise ScheduleValidationError(
+            "task",
+            f"@scheduled must decorate a Celery task, got {target!r}; put it above "
+            "@app.task / @shared_task (decorators apply bottom-up)",
+            code="not_a_task",
+        )
+    if not isinstance(name, str) or not name or len(name) > MAX_TASK_NAME_LENGTH:
+        raise ScheduleValidationError("task", f"the task has no usable name ({name!r})")
+    return name
+
+
+def _lazy_task_name(proxy: object) -> str | None:
+    from celery import current_app
+
+    evaluated = getattr(type(proxy), "__evaluated__", None)
+    if evaluated is not None and evaluated(proxy):
+        return None  # built already: reading .name is free
+    local = object.__getattribute__(proxy, "_Proxy__local")
+    args = object.__getattribute__(proxy, "_Proxy__args")
+    options = object.__getattribute__(proxy, "_Proxy__kwargs")
+    fun: Any = args[0] if args else None
+    name: Any = options.get("name")
+    app: Any = getattr(local, "__self__", None)  # @app.task: app._task_from_fun
+    if app is None and getattr(local, "__closure__", None):  # @shared_task: task_by_cons
+        cells = dict(
+            zip(
+                local.__code__.co_freevars,
+                (c.cell_contents for c in local.__closure__),
+                strict=True,
+            )
+        )
+        fun, name, app = cells.get("fun"), cells.get("name"), current_app
+    if name:
+        return str(name)
+    if callable(fun) and app is not None and hasattr(app, "gen_task_name"):
+        return str(app.gen_task_name(fun.__name__, fun.__module__))
+    return None
