@@ -1,0 +1,284 @@
+"""Upsert planning shared by the contract import and the Celery beat migration.
+
+An importer turns its source into ``Desired`` schedules; ``plan`` compares them with the
+database without writing (a question: it returns changes and problems), ``apply`` carries a
+plan out through the service layer. Callers wrap ``apply`` in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.db import transaction
+
+from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.definitions import validate_definition, version_id
+from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
+from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleStatus, ScheduleVersion
+from scheduler_app.services import (
+    DEFAULTS,
+    _normalize,
+    cancel_schedule,
+    create_schedule,
+    pause_schedule,
+    resume_schedule,
+    update_schedule,
+)
+from scheduler_app.timing import next_after
+
+logger = logging.getLogger("scheduler_app.importing")
+DESCRIPTIVE = ("name", "key", "tenant", "owner")
+SETTABLE_STATUSES = ("active", "paused", "cancelled", "completed")
+_TICK = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Desired:
+    """One schedule as a source wants it, in model field names."""
+
+    label: str
+    """Where it came from, for messages: ``schedules[3]``, ``celery-beat:nightly``."""
+    fields: dict[str, Any]
+    """Semantic fields (absent ones take the service defaults) and descriptive ones."""
+    status: str = "active"
+    schedule_id: UUID | None = None
+    keep_existing: frozenset[str] = frozenset()
+    """Fields whose stored value wins on update (e.g. an anchor the source leaves open)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A reason a desired schedule cannot be applied; ``path`` locates it in the source."""
+
+    label: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.label}.{self.path}" if self.path else self.label
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Change:
+    """What applying one desired schedule does: ``create``, ``update`` or ``unchanged``."""
+
+    desired: Desired
+    action: str
+    values: dict[str, Any]
+    existing: Schedule | None = None
+    changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    status_from: str | None = None
+
+    @property
+    def status_changes(self) -> bool:
+        return self.status_from is not None and self.status_from != self.desired.status
+
+
+@dataclass(frozen=True)
+class Plan:
+    changes: tuple[Change, ...]
+    problems: tuple[Problem, ...]
+
+    def count(self, action: str) -> int:
+        return sum(1 for change in self.changes if change.action == action)
+
+
+FieldPath = dict[str, str]
+
+
+def plan(
+    desired: Sequence[Desired], now: datetime, *, field_paths: FieldPath | None = None
+) -> Plan:
+    """Compare every desired schedule with the database; write nothing."""
+    paths = field_paths or {}
+    changes: list[Change] = []
+    problems: list[Problem] = list(_duplicates(desired))
+    for item in desired:
+        try:
+            changes.append(_plan_one(item, now))
+        except ScheduleValidationError as exc:
+            problems.append(Problem(item.label, paths.get(_root(exc.field), exc.field), _msg(exc)))
+        except ScheduleStateError as exc:
+            problems.append(Problem(item.label, "status", str(exc)))
+    return Plan(tuple(changes), tuple(problems))
+
+
+def _root(name: str) -> str:
+    return name.split(".", 1)[0]
+
+
+def _msg(exc: ScheduleValidationError) -> str:
+    """Keep the engine's own sub-field (``cron.minute``) when it says more than the path."""
+    return exc.message if "." not in exc.field else f"{exc.field}: {exc.message}"
+
+
+def _duplicates(desired: Sequence[Desired]) -> Iterable[Problem]:
+    seen: dict[tuple[str, str], str] = {}
+    for item in desired:
+        identities = [("schedule_id", str(item.schedule_id))] if item.schedule_id else []
+        if item.fields.get("key"):
+            identities.append(("key", str(item.fields["key"])))
+        for kind, value in identities:
+            first = seen.setdefault((kind, value), item.label)
+            if first != item.label:
+                yield Problem(item.label, kind, f"{value!r} is also used by {first}")
+
+
+def _find(item: Desired) -> Schedule | None:
+    if item.schedule_id is not None:
+        found = Schedule.objects.filter(pk=item.schedule_id).first()
+        if found is not None:
+            return found
+    key = item.fields.get("key")
+    return Schedule.objects.filter(key=key).first() if key else None
+
+
+def _plan_one(item: Desired, now: datetime) -> Change:
+    existing = _find(item)
+    semantic = {k: v for k, v in item.fields.items() if k in SEMANTIC_FIELDS}
+    if existing is not None:
+        for name in item.keep_existing:
+            semantic[name] = getattr(existing, name)
+    values = _normalize({**DEFAULTS, **semantic}, now)
+    timing = validate_definition(values)
+    descriptive = {k: v for k, v in item.fields.items() if k in DESCRIPTIVE}
+    if item.status not in SETTABLE_STATUSES:
+        raise ScheduleValidationError(
+            "status", f"unknown status {item.status!r}; use one of: {', '.join(SETTABLE_STATUSES)}"
+        )
+    if existing is None:
+        if next_after(timing, now - _TICK) is None:
+            raise ScheduleValidationError(
+                "rule",
+                "the rule has no slot at or after now; pick a future time",
+                code="no_future_slot",
+            )
+        return Change(item, "create", {**values, **descriptive})
+    if existing.key and item.fields.get("key") and existing.key != item.fields["key"]:
+        _check_key_free(item.fields["key"], existing)
+    changed = {
+        name: (getattr(existing, name), value)
+        for name, value in {**values, **descriptive}.items()
+        if getattr(existing, name) != value
+    }
+    _check_status(existing, item.status, bool(changed))
+    status_from = existing.status if _wants_status(existing.status, item.status) else None
+    action = "update" if changed or status_from else "unchanged"
+    return Change(item, action, {**values, **descriptive}, existing, changed, status_from)
+
+
+def _check_key_free(key: str, existing: Schedule) -> None:
+    if Schedule.objects.filter(key=key).exclude(pk=existing.pk).exists():
+        raise ScheduleValidationError(
+            "key", f"key {key!r} belongs to another schedule than {existing.pk}", code="conflict"
+        )
+
+
+def _wants_status(current: str, wanted: str) -> bool:
+    """``completed`` is the engine's verdict, not an order: it is never applied."""
+    if wanted == ScheduleStatus.COMPLETED or current == wanted:
+        return False
+    return not (current == ScheduleStatus.COMPLETED and wanted == ScheduleStatus.ACTIVE)
+
+
+def _check_status(existing: Schedule, wanted: str, redefined: bool) -> None:
+    if existing.status != ScheduleStatus.CANCELLED:
+        if wanted == ScheduleStatus.PAUSED and existing.status == ScheduleStatus.COMPLETED:
+            raise ScheduleStateError(
+                f"schedule {existing.pk} is completed and cannot be paused; drop the status"
+            )
+        return
+    if redefined or wanted not in (ScheduleStatus.CANCELLED, ScheduleStatus.COMPLETED):
+        raise ScheduleStateError(
+            f"schedule {existing.pk} is cancelled and cannot be changed or reactivated; "
+            "remove schedule_id and key from the document to create a new schedule"
+        )
+
+
+def apply(changes: Sequence[Change], *, clock: Clock | None = None) -> list[Schedule]:
+    """Carry out a plan through the services. Call inside ``transaction.atomic()``."""
+    clock = clock or SystemClock()
+    return [_apply_one(change, clock) for change in changes if change.action != "unchanged"]
+
+
+def _apply_one(change: Change, clock: Clock) -> Schedule:
+    if change.action == "create":
+        schedule = create_schedule(clock=clock, **change.values)
+        if change.desired.schedule_id is not None:
+            schedule = _adopt_id(schedule, change.desired.schedule_id)
+        current = ScheduleStatus.ACTIVE.value
+    else:
+        existing = change.existing
+        if existing is None:  # pragma: no cover - a Change("update") always has one
+            raise ValueError("an update needs the existing schedule")
+        schedule = existing
+        current = existing.status
+        if change.changed:
+            updates = {name: new for name, (_old, new) in change.changed.items()}
+            schedule = update_schedule(
+                existing.pk, expected_version=existing.version, clock=clock, **updates
+            )
+    _set_status(schedule.pk, current, change.desired.status, clock)
+    logger.info(
+        "schedule imported",
+        extra={
+            "action": f"schedule.import.{change.action}",
+            "schedule_id": str(schedule.pk),
+            "source": change.desired.label,
+        },
+    )
+    return schedule
+
+
+def _set_status(schedule_id: UUID, current: str, wanted: str, clock: Clock) -> None:
+    if not _wants_status(current, wanted):
+        return
+    if wanted == ScheduleStatus.PAUSED:
+        pause_schedule(schedule_id, clock=clock)
+    elif wanted == ScheduleStatus.ACTIVE:
+        resume_schedule(schedule_id, clock=clock)
+    elif wanted == ScheduleStatus.CANCELLED:
+        cancel_schedule(schedule_id, clock=clock)
+
+
+def _adopt_id(schedule: Schedule, wanted: UUID) -> Schedule:
+    """Give a just-created schedule the id its document carries, so re-imports match it.
+
+    The service creates with a fresh id; the new row has only its version-1 snapshot and no
+    occurrences yet, so moving both to the wanted id inside the caller's transaction is safe.
+    """
+    with transaction.atomic():
+        [snapshot] = ScheduleVersion.objects.filter(schedule=schedule)
+        ScheduleVersion.objects.filter(pk=snapshot.pk).delete()
+        Schedule.objects.filter(pk=schedule.pk).delete()
+        schedule.pk = wanted
+        schedule.save(force_insert=True)
+        ScheduleVersion.objects.create(
+            id=version_id(wanted, snapshot.version),
+            schedule=schedule,
+            version=snapshot.version,
+            definition=snapshot.definition,
+            created_at=snapshot.created_at,
+        )
+    return schedule
+
+
+def describe_change(change: Change) -> str:
+    """One human line per change, for ``--dry-run`` and the command's report."""
+    target = change.existing.pk if change.existing else change.desired.schedule_id
+    head = f"{change.action:<9} {change.desired.label}" + (f" ({target})" if target else "")
+    if change.action == "create":
+        values = change.values
+        return (
+            f"{head}: {values['task']} {values['kind']} {values['rule']!r} in {values['timezone']}"
+        )
+    parts = [f"{name}: {old!r} -> {new!r}" for name, (old, new) in sorted(change.changed.items())]
+    if change.status_changes:
+        parts.append(f"status: {change.status_from} -> {change.desired.status}")
+    return head + (": " + "; ".join(parts) if parts else "")
