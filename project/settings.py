@@ -4,6 +4,7 @@ DATABASE_URL      database (default: SQLite file var/db.sqlite3)
 CELERY_BROKER_URL broker (default: kombu's filesystem transport under var/broker, no server needed)
 DJANGO_DEBUG      "1" for debug mode
 DJANGO_SECRET_KEY secret key (a development default is used when unset)
+SCHEDULER_WORKER_LEASE seconds a running attempt owns its occurrence (default: the app's, 60)
 """
 
 import os
@@ -98,6 +99,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SCHEDULER = "scheduler_app.beat:DurableScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+if os.environ.get("SCHEDULER_WORKER_LEASE"):
+    # The end-to-end tests kill a worker and want its lease to run out in seconds.
+    SCHEDULER_WORKER_LEASE = float(os.environ["SCHEDULER_WORKER_LEASE"])
 
 LOGGING = {
     "version": 1,

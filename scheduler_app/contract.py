@@ -19,11 +19,11 @@ from django.db import transaction
 
 from scheduler_app import importing
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.definitions import _CHOICES, validate_definition
+from scheduler_app.definitions import CHOICE_FIELDS, validate_definition
 from scheduler_app.errors import SchedulerError, ScheduleStateError, ScheduleValidationError
 from scheduler_app.importing import Desired, Plan, Problem
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule
-from scheduler_app.services import DEFAULTS, _normalize
+from scheduler_app.services import DEFAULTS, normalize_definition
 from scheduler_app.timing import get_zone, parse_duration
 
 CONTRACT = "schedule.v1"
@@ -235,7 +235,7 @@ def _check_the_rest(fields: dict[str, Any], out: _Collector) -> None:
         return
     values = {**DEFAULTS, **usable}
     try:
-        validate_definition(_normalize(values, _PLACEHOLDER_NOW))
+        validate_definition(normalize_definition(values, _PLACEHOLDER_NOW))
     except ScheduleValidationError as exc:
         path = FIELD_PATHS.get(exc.field.split(".", 1)[0], exc.field)
         if path not in reported:
@@ -310,7 +310,7 @@ def _policies(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> N
 
 
 def _choices(fields: dict[str, Any], out: _Collector) -> None:
-    for model, choices in _CHOICES.items():
+    for model, choices in CHOICE_FIELDS.items():
         value = fields.get(model)
         if isinstance(value, str) and value not in choices.values:
             allowed = ", ".join(choices.values)

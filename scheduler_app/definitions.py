@@ -38,6 +38,8 @@ def timing_for(schedule: Schedule) -> Timing:
         schedule.starts_at,
         schedule.ends_at,
         schedule.max_count,
+        schedule.active_window,
+        schedule.window_policy,
     )
 
 
@@ -52,6 +54,8 @@ def _timing(
     starts_at: datetime | None,
     ends_at: datetime | None,
     max_count: int | None,
+    active_window: str = "",
+    window_policy: str = "defer",
 ) -> Timing:
     raw_rule: str | timedelta = parse_duration(rule, "rule") if kind == Kind.INTERVAL else rule
     return build_timing(
@@ -64,6 +68,8 @@ def _timing(
         starts_at=starts_at,
         ends_at=ends_at,
         max_count=max_count,
+        window=active_window or None,
+        window_policy=window_policy or "defer",
     )
 
 
@@ -99,7 +105,7 @@ def jitter_for(key: str, jitter_seconds: int) -> timedelta:
     return timedelta(seconds=digest % (jitter_seconds + 1))
 
 
-_CHOICES = {
+CHOICE_FIELDS = {
     "misfire_policy": MisfirePolicy,
     "overlap_policy": OverlapPolicy,
     "on_pause": PauseBehaviour,
@@ -112,7 +118,7 @@ def validate_definition(values: dict[str, Any]) -> Timing:
     """Check a schedule definition; raise ``ScheduleValidationError`` for the first problem."""
     _check_task(values.get("task"))
     _check_payload(values.get("kwargs", {}))
-    for field, choices in _CHOICES.items():
+    for field, choices in CHOICE_FIELDS.items():
         if field in values and values[field] not in choices.values:
             allowed = ", ".join(choices.values)
             raise ScheduleValidationError(
@@ -153,6 +159,8 @@ def validate_definition(values: dict[str, Any]) -> Timing:
         values.get("starts_at"),
         values.get("ends_at"),
         values.get("max_count"),
+        str(values.get("active_window") or ""),
+        str(values.get("window_policy") or "defer"),
     )
     _check_min_interval(timing)
     return timing

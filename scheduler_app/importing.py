@@ -14,17 +14,15 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from django.db import transaction
-
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.definitions import validate_definition, version_id
+from scheduler_app.definitions import validate_definition
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
-from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleStatus, ScheduleVersion
+from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleStatus
 from scheduler_app.services import (
     DEFAULTS,
-    _normalize,
     cancel_schedule,
     create_schedule,
+    normalize_definition,
     pause_schedule,
     resume_schedule,
     update_schedule,
@@ -145,7 +143,7 @@ def _plan_one(item: Desired, now: datetime) -> Change:
     if existing is not None:
         for name in item.keep_existing:
             semantic[name] = getattr(existing, name)
-    values = _normalize({**DEFAULTS, **semantic}, now)
+    values = normalize_definition({**DEFAULTS, **semantic}, now)
     timing = validate_definition(values)
     descriptive = {k: v for k, v in item.fields.items() if k in DESCRIPTIVE}
     if item.status not in SETTABLE_STATUSES:
@@ -209,9 +207,8 @@ def apply(changes: Sequence[Change], *, clock: Clock | None = None) -> list[Sche
 
 def _apply_one(change: Change, clock: Clock) -> Schedule:
     if change.action == "create":
-        schedule = create_schedule(clock=clock, **change.values)
-        if change.desired.schedule_id is not None:
-            schedule = _adopt_id(schedule, change.desired.schedule_id)
+        wanted_id = {"id": change.desired.schedule_id} if change.desired.schedule_id else {}
+        schedule = create_schedule(clock=clock, **change.values, **wanted_id)
         current = ScheduleStatus.ACTIVE.value
     else:
         existing = change.existing
@@ -245,28 +242,6 @@ def _set_status(schedule_id: UUID, current: str, wanted: str, clock: Clock) -> N
         resume_schedule(schedule_id, clock=clock)
     elif wanted == ScheduleStatus.CANCELLED:
         cancel_schedule(schedule_id, clock=clock)
-
-
-def _adopt_id(schedule: Schedule, wanted: UUID) -> Schedule:
-    """Give a just-created schedule the id its document carries, so re-imports match it.
-
-    The service creates with a fresh id; the new row has only its version-1 snapshot and no
-    occurrences yet, so moving both to the wanted id inside the caller's transaction is safe.
-    """
-    with transaction.atomic():
-        [snapshot] = ScheduleVersion.objects.filter(schedule=schedule)
-        ScheduleVersion.objects.filter(pk=snapshot.pk).delete()
-        Schedule.objects.filter(pk=schedule.pk).delete()
-        schedule.pk = wanted
-        schedule.save(force_insert=True)
-        ScheduleVersion.objects.create(
-            id=version_id(wanted, snapshot.version),
-            schedule=schedule,
-            version=snapshot.version,
-            definition=snapshot.definition,
-            created_at=snapshot.created_at,
-        )
-    return schedule
 
 
 def describe_change(change: Change) -> str:

@@ -264,7 +264,7 @@ def build_occurrences(
     for planned in decision.emit:
         slot = planned.scheduled_for
         key = idempotency_key(schedule.id, slot)
-        window_start = slot if timing.kind is Kind.ONCE else previous.get(slot) or slot
+        window_start = _window_start(schedule, timing, slot, previous)
         rows.append(
             Occurrence(
                 id=occurrence_id(key),
@@ -288,6 +288,17 @@ def build_occurrences(
             )
         )
     return rows
+
+
+def _window_start(
+    schedule: Schedule, timing: Timing, slot: datetime, previous: dict[datetime, datetime | None]
+) -> datetime:
+    """The previous slot; for a one-time run its anchor when set (a debounce burst's first
+    call), else the slot itself."""
+    if timing.kind is Kind.ONCE:
+        anchor = schedule.anchor
+        return anchor if anchor is not None and anchor <= slot else slot
+    return previous.get(slot) or slot
 
 
 def _previous_slots(

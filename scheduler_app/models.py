@@ -113,6 +113,8 @@ SEMANTIC_FIELDS = (
     "max_attempts",
     "retry_delay",
     "cancel_grace",
+    "active_window",
+    "window_policy",
     "deadline",
     "jitter",
     "mode",
@@ -160,6 +162,17 @@ class Schedule(models.Model):
     )
     on_pause = models.CharField(
         max_length=8, choices=PauseBehaviour.choices, default=PauseBehaviour.KEEP
+    )
+    active_window = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="Only within these hours, e.g. 'MON-FRI 09:00-18:00' (the schedule's zone).",
+    )
+    window_policy = models.CharField(
+        max_length=8,
+        choices=[("defer", "defer: to the window's next opening"), ("skip", "skip: drop the slot")],
+        default="defer",
     )
     interval_mode = models.CharField(
         max_length=12, choices=IntervalMode.choices, default=IntervalMode.FIXED_RATE

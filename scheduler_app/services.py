@@ -33,6 +33,8 @@ from scheduler_app.timing import Kind, Timing, ensure_aware, next_after, parse_d
 logger = logging.getLogger("scheduler_app.services")
 _TICK = timedelta(microseconds=1)
 DESCRIPTIVE_FIELDS = ("name", "key", "tenant", "owner")
+CREATE_ONLY_FIELDS = ("id", "origin")
+"""Fields a caller may set when creating (an imported id, ``origin`` for code) but never change."""
 DEFAULTS: dict[str, Any] = {
     "kwargs": {},
     "objective": "",
@@ -53,6 +55,9 @@ DEFAULTS: dict[str, Any] = {
     "max_attempts": 3,
     "retry_delay": 10,
     "cancel_grace": 60,
+    "expected_every": None,
+    "active_window": "",
+    "window_policy": "defer",
     "deadline": None,
     "jitter": 0,
     "mode": "live",
@@ -70,7 +75,7 @@ def create_schedule(*, clock: Clock | None = None, **fields: Any) -> Schedule:
     rest. Raises ``ScheduleValidationError`` and stores nothing when anything is wrong.
     """
     now = _clock(clock).now()
-    unknown = set(fields) - set(SEMANTIC_FIELDS) - set(DESCRIPTIVE_FIELDS)
+    unknown = set(fields) - set(SEMANTIC_FIELDS) - set(DESCRIPTIVE_FIELDS) - set(CREATE_ONLY_FIELDS)
     if unknown:
         name = sorted(unknown)[0]
         raise ScheduleValidationError(
@@ -80,7 +85,7 @@ def create_schedule(*, clock: Clock | None = None, **fields: Any) -> Schedule:
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
     semantic = {k: v for k, v in fields.items() if k in SEMANTIC_FIELDS}
-    values = _normalize({**DEFAULTS, **semantic}, now)
+    values = normalize_definition({**DEFAULTS, **semantic}, now)
     timing = validate_definition(values)
     first = next_after(timing, now - _TICK)
     if first is None:
@@ -90,8 +95,14 @@ def create_schedule(*, clock: Clock | None = None, **fields: Any) -> Schedule:
             code="no_future_slot",
         )
     with transaction.atomic():
+        create_only = {name: fields[name] for name in CREATE_ONLY_FIELDS if fields.get(name)}
         schedule = Schedule(
-            **values, **_descriptive(fields), next_run_at=first, created_at=now, updated_at=now
+            **values,
+            **_descriptive(fields),
+            **create_only,
+            next_run_at=first,
+            created_at=now,
+            updated_at=now,
         )
         schedule.save(force_insert=True)
         _snapshot(schedule, now)
@@ -126,7 +137,9 @@ def update_schedule(
         if schedule.status == ScheduleStatus.CANCELLED:
             raise ScheduleStateError(f"schedule {schedule.id} is cancelled; create a new one")
         current = {name: getattr(schedule, name) for name in SEMANTIC_FIELDS}
-        values = _normalize({**current, **{k: v for k, v in changes.items() if k in current}}, now)
+        values = normalize_definition(
+            {**current, **{k: v for k, v in changes.items() if k in current}}, now
+        )
         semantic = {k: v for k, v in values.items() if v != current[k]}
         due_rows: list[Occurrence] = []
         if semantic:
@@ -311,7 +324,7 @@ def _descriptive(fields: dict[str, Any]) -> dict[str, Any]:
     return {name: fields[name] for name in DESCRIPTIVE_FIELDS if name in fields}
 
 
-def _normalize(values: dict[str, Any], now: datetime) -> dict[str, Any]:
+def normalize_definition(values: dict[str, Any], now: datetime) -> dict[str, Any]:
     """Store every field in one canonical form, so equal definitions compare equal."""
     result = dict(values)
     kind = str(result["kind"]).strip().lower()
@@ -328,7 +341,15 @@ def _normalize(values: dict[str, Any], now: datetime) -> dict[str, Any]:
         result["rule"] = (at.astimezone(UTC) if at.tzinfo else at).isoformat()
     elif isinstance(result["rule"], str):
         result["rule"] = result["rule"].strip()
-    for name in ("max_lateness", "catch_up_window", "deadline", "jitter"):
+    for name in (
+        "max_lateness",
+        "catch_up_window",
+        "deadline",
+        "jitter",
+        "retry_delay",
+        "cancel_grace",
+        "expected_every",
+    ):
         value = result.get(name)
         if isinstance(value, timedelta):
             result[name] = int(value.total_seconds())

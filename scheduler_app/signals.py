@@ -7,16 +7,21 @@ record it; ``task_revoked`` does.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery.signals import task_revoked
+from celery.worker import state as worker_state
 
 from scheduler_app import lifecycle
 from scheduler_app.clock import SystemClock
 from scheduler_app.context import context_from_request
 from scheduler_app.models import Occurrence, OccurrenceState
 
+logger = logging.getLogger("scheduler_app.signals")
 _clock = SystemClock()
+REPLAYED = "replay"
+"""The reason ``replay_occurrence`` gives an occurrence until its next attempt ends."""
 
 
 @task_revoked.connect
@@ -29,6 +34,9 @@ def record_revoked(
     occurrence = Occurrence.objects.filter(pk=context.occurrence_id).first()
     if occurrence is None:
         return
+    if not expired and _stale_revoke(occurrence):
+        _forget_revoke(occurrence, getattr(request, "id", None) or context.occurrence_id)
+        return
     state, reason = (
         (OccurrenceState.EXPIRED, "deadline_passed")
         if expired
@@ -40,4 +48,38 @@ def record_revoked(
         reason,
         _clock.now(),
         from_states=(*lifecycle.CLAIMABLE, OccurrenceState.RUNNING),
+    )
+
+
+def _stale_revoke(occurrence: Occurrence) -> bool:
+    """A revoke from an earlier life of this task id (= occurrence id).
+
+    Workers remember revoked ids for hours. An occurrence cancelled by ``cancel_previous``
+    (revoked) and then replayed comes back with the same task id, no cancellation request
+    and reason ``replay``: the old revoke must not drop it again.
+    """
+    return (
+        occurrence.reason == REPLAYED
+        and occurrence.cancel_requested_at is None
+        and occurrence.state in (OccurrenceState.PENDING, OccurrenceState.DISPATCHED)
+    )
+
+
+def _forget_revoke(occurrence: Occurrence, task_id: str) -> None:
+    """Drop the id from this worker's revoked set and give the occurrence back to the outbox:
+    the beat publishes it again and this time it runs."""
+    worker_state.revoked.discard(task_id)
+    requeued = Occurrence.objects.filter(
+        pk=occurrence.pk,
+        state__in=(OccurrenceState.PENDING, OccurrenceState.DISPATCHED),
+        reason=REPLAYED,
+        cancel_requested_at__isnull=True,
+    ).update(state=OccurrenceState.PENDING, dispatched_at=None, publish_lease_until=None)
+    logger.info(
+        "stale revoke of a replayed occurrence forgotten; publishing it again",
+        extra={
+            "action": "occurrence.revoke_forgotten",
+            "occurrence_id": str(occurrence.pk),
+            "requeued": requeued,
+        },
     )

@@ -46,6 +46,13 @@ from scheduler_app.retrying import RetryPolicy, decide_retry
 logger = logging.getLogger("scheduler_app.tasks")
 
 
+DUPLICATE = frozenset(
+    {"claimed_by_another", "retry_not_due"}
+    | {f"already_{state}" for state in OccurrenceState.values}
+)
+"""Claim refusals that mean "another delivery of this occurrence ran or runs it"."""
+
+
 def worker_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
 
@@ -75,8 +82,12 @@ class OccurrenceTask(Task):
             delivered.occurrence_id, owner=worker_owner(), now=self.clock.now(), lease=lease
         )
         if not claim.claimed:
+            # The reason goes in the message too: plain log formats do not show ``extra``.
             logger.info(
-                "delivery not run",
+                "%s: %s %s",
+                "duplicate delivery ignored" if claim.reason in DUPLICATE else "delivery not run",
+                delivered.occurrence_id,
+                claim.reason,
                 extra={
                     "action": "occurrence.refused",
                     "occurrence_id": delivered.occurrence_id,

@@ -1,28 +1,17 @@
 """End to end: the ticker publishes to Redis, a real Celery worker process runs the task.
 
-The worker is ``celery -A project worker`` in a subprocess, on the test database (the test is
-transactional, so what it writes is committed and visible to the worker) and on a queue of its
-own. PostgreSQL only: pytest-django's SQLite test database lives in memory, which another
-process cannot open.
+The worker is ``celery -A project worker`` in a subprocess (fixtures in ``conftest.py``,
+helpers in ``e2e.py``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
-import uuid
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-import redis
 from celery import Celery
-from django.db import connection
 from django_celery_results.models import TaskResult
 
 from scheduler_app import services
@@ -30,99 +19,13 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.publishing import CeleryPublisher
 from scheduler_app.ticker import Ticker
+from tests.acceptance.e2e import Workers, state_of, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT = 60.0
-
-
-def wait_for(condition: Callable[[], Any], what: str, worker: subprocess.Popen[bytes]) -> Any:
-    """Poll until ``condition()`` is truthy; fail with the worker's log on timeout."""
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        assert worker.poll() is None, f"the worker exited with {worker.returncode}"
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")
-
-
-def database_url() -> str:
-    """The test database pytest-django created, as a URL for the worker process."""
-    db = connection.settings_dict
-    user = db.get("USER") or "postgres"
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    host = db.get("HOST") or "127.0.0.1"
-    port = db.get("PORT") or 5432
-    return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
-
-
-@pytest.fixture
-def queue(redis_url: str) -> Iterator[str]:
-    name = f"scheduler-e2e-{uuid.uuid4().hex[:12]}"
-    yield name
-    redis.Redis.from_url(redis_url).delete(name)
-
-
-@pytest.fixture
-def worker(redis_url: str, queue: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url(),
-        "CELERY_BROKER_URL": redis_url,
-        "PROJECT_VAR_DIR": str(tmp_path / "var"),
-    }
-    log = (tmp_path / "worker.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "project",
-            "worker",
-            "--pool=solo",
-            "--loglevel=INFO",
-            f"--queues={queue}",
-            f"--hostname=e2e-{queue}@%h",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.terminate()  # warm shutdown
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-        log.close()
-        connection.close()
-    assert process.returncode is not None
-
-
-@pytest.fixture
-def publisher_app(redis_url: str, queue: str) -> Iterator[Celery]:
-    """A Celery app configured like the project's, but on Redis and the test's queue."""
-    app = Celery("scheduler-e2e", broker=redis_url, set_as_current=False)
-    app.conf.task_default_queue = queue
-    app.conf.broker_connection_retry_on_startup = True
-    yield app
-    app.close()
-
 
 def test_worker_runs_the_task_with_its_context_once(
-    worker: subprocess.Popen[bytes], publisher_app: Celery, tmp_path: Path
+    worker: Workers, publisher_app: Celery, tmp_path: Path
 ) -> None:
     record = tmp_path / "executions.jsonl"
     start = datetime.now(UTC).replace(microsecond=0)
@@ -142,9 +45,6 @@ def test_worker_runs_the_task_with_its_context_once(
     clock.set(schedule.next_run_at + timedelta(seconds=1))
     assert ticker.tick().published == 1
     occurrence = Occurrence.objects.select_related("schedule_version").get(schedule=schedule)
-
-    def state_of(pk: uuid.UUID) -> str:
-        return str(Occurrence.objects.values_list("state", flat=True).get(pk=pk))
 
     wait_for(lambda: state_of(occurrence.pk) == OccurrenceState.SUCCEEDED, "success", worker)
 
@@ -172,7 +72,10 @@ def test_worker_runs_the_task_with_its_context_once(
     occurrence.refresh_from_db()
     assert occurrence.attempts == 1
     assert occurrence.started_at is not None and occurrence.finished_at is not None
-    stored = TaskResult.objects.get(task_id=str(occurrence.id))
+    # The result backend stores the result after the task returned (after the outcome).
+    stored = wait_for(
+        lambda: TaskResult.objects.filter(task_id=str(occurrence.id)).first(), "the result", worker
+    )
     assert stored.status == "SUCCESS"
     assert json.loads(stored.result)["idempotency_key"] == occurrence.idempotency_key
 
@@ -193,4 +96,4 @@ def test_worker_runs_the_task_with_its_context_once(
     # The ignored duplicate did not overwrite the stored result of the real run.
     stored.refresh_from_db()
     assert json.loads(stored.result)["occurrence_id"] == str(occurrence.id)
-    assert "duplicate delivery ignored" in (tmp_path / "worker.log").read_text()
+    assert f"duplicate delivery ignored: {occurrence.id} already_succeeded" in worker.logs()

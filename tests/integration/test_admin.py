@@ -47,6 +47,8 @@ def form(**overrides: Any) -> dict[str, Any]:
         "max_attempts": 3,
         "retry_delay": 10,
         "cancel_grace": 60,
+        "active_window": "",
+        "window_policy": "defer",
         "jitter": 0,
         "mode": "live",
         "expected_version": 0,
