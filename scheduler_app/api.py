@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 
 from scheduler_app import services
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.errors import DuplicateKey, ScheduleValidationError
 from scheduler_app.models import Schedule, ScheduleStatus
 from scheduler_app.timing import ensure_aware, parse_duration
 
@@ -114,7 +114,7 @@ def debounce(
         try:
             with transaction.atomic():
                 return _debounce_once(task, schedule_key, fire_at, now, kwargs, timezone, clock)
-        except IntegrityError:
+        except (IntegrityError, DuplicateKey):
             continue  # another caller created it first: lock theirs and move it
     raise ScheduleValidationError("key", f"could not debounce {key!r}: too much contention")
 

@@ -49,3 +49,7 @@ class PermanentTaskError(SchedulerError):
 
 class OccurrenceCancelled(SchedulerError):
     """Raised inside a task that was asked to stop (``cancel_previous``, an operator)."""
+
+
+class DuplicateKey(ScheduleValidationError):
+    """A schedule with this key exists already (keys are unique)."""

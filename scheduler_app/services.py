@@ -8,11 +8,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definitions import misfire_rules, timing_for, validate_definition, version_id
 from scheduler_app.errors import (
+    DuplicateKey,
     ScheduleStateError,
     ScheduleValidationError,
     StaleVersion,
@@ -104,12 +105,30 @@ def create_schedule(*, clock: Clock | None = None, **fields: Any) -> Schedule:
             created_at=now,
             updated_at=now,
         )
-        schedule.save(force_insert=True)
+        _insert(schedule)
         _snapshot(schedule, now)
     logger.info(
         "schedule created", extra={"action": "schedule.created", "schedule_id": str(schedule.id)}
     )
     return schedule
+
+
+def _insert(schedule: Schedule) -> None:
+    """Insert, translating a key conflict (checked first, and raced by the constraint)."""
+    key_taken = DuplicateKey(
+        "key",
+        f"a schedule with key {schedule.key!r} exists already; pick another key or update it",
+        code="duplicate_key",
+    )
+    if schedule.key and Schedule.objects.filter(key=schedule.key).exists():
+        raise key_taken
+    try:
+        with transaction.atomic():
+            schedule.save(force_insert=True)
+    except IntegrityError:
+        if schedule.key and Schedule.objects.filter(key=schedule.key).exists():
+            raise key_taken from None
+        raise
 
 
 def update_schedule(

@@ -20,7 +20,12 @@ from django.db import IntegrityError, transaction
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.declarations import Declaration, ScheduleRegistry, registry
 from scheduler_app.definitions import validate_definition
-from scheduler_app.errors import SchedulerError, ScheduleValidationError, StaleVersion
+from scheduler_app.errors import (
+    DuplicateKey,
+    SchedulerError,
+    ScheduleValidationError,
+    StaleVersion,
+)
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleOrigin, ScheduleStatus
 from scheduler_app.services import DEFAULTS, cancel_schedule, create_schedule, update_schedule
 from scheduler_app.timing import Kind, next_after
@@ -127,7 +132,7 @@ def _sync_one(
     try:
         try:
             return _apply(declaration, row, now, clock, dry_run)
-        except (IntegrityError, StaleVersion):
+        except (IntegrityError, DuplicateKey, StaleVersion):
             # Another beat synced the same key at the same moment: look again, once.
             row = Schedule.objects.filter(key=declaration.key).first()
             return _apply(declaration, row, now, clock, dry_run)

@@ -165,3 +165,13 @@ def test_a_bad_active_window_is_refused() -> None:
         services.create_schedule(task=TASK, kind="cron", rule="0 * * * *", active_window="weekdays")
     assert error.value.field == "window"
     assert not Schedule.objects.exists()
+
+
+def test_a_key_used_twice_is_a_clear_error() -> None:
+    clock = FakeClock(START)
+    event = START + timedelta(days=1)
+    api.run_after(TASK, event_at=event, delay="7d", key="lead:42:d7", clock=clock)
+    with pytest.raises(ScheduleValidationError) as error:
+        api.run_after(TASK, event_at=event, delay="7d", key="lead:42:d7", clock=clock)
+    assert (error.value.field, error.value.code) == ("key", "duplicate_key")
+    assert Schedule.objects.count() == 1
