@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from project.demo.events import catalog_changed, lead_sent
 from scheduler_app import services
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.models import Schedule
@@ -54,4 +55,15 @@ def seed(clock: Clock | None = None) -> list[Schedule]:
             kwargs={"what": "once"},
         )
     )
+    # Application events: a lead sent almost 7 days ago (its D+7 reminder fires in 40 s) and a
+    # burst of catalog changes (one digest 20 s after the last one).
+    now = clock.now()
+    reminder = lead_sent(
+        lead_id=42, sent_at=now - timedelta(days=7) + timedelta(seconds=40), clock=clock
+    )
+    if reminder is not None:
+        created.append(reminder)
+    for _ in range(3):
+        digest = catalog_changed("catalog", quiet="20s", clock=clock)
+    created.append(digest)
     return created

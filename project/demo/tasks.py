@@ -8,6 +8,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from celery import shared_task
 
@@ -64,9 +65,19 @@ BRIEFING_PERIODS = {"daily": "yesterday", "weekly": "the past week"}
 def briefing() -> str:
     """One task, two schedules: the objective says which briefing this run is."""
     occurrence = current_occurrence()
-    objective = occurrence.objective if occurrence else "daily"
-    logger.info("demo.briefing: %s briefing covering %s", objective, BRIEFING_PERIODS[objective])
-    return f"{objective} briefing"
+    if occurrence is None:
+        return "daily briefing (not scheduled)"
+    # The business window: from the previous slot to this one, in the schedule's zone.
+    zone = ZoneInfo(occurrence.timezone)
+    start, end = (moment.astimezone(zone) for moment in occurrence.window)
+    logger.info(
+        "demo.briefing: %s briefing covering %s (%s .. %s)",
+        occurrence.objective,
+        BRIEFING_PERIODS.get(occurrence.objective, "the last period"),
+        start.isoformat(timespec="minutes"),
+        end.isoformat(timespec="minutes"),
+    )
+    return f"{occurrence.objective} briefing for {start:%Y-%m-%d %H:%M} .. {end:%Y-%m-%d %H:%M}"
 
 
 @scheduled(
@@ -100,3 +111,22 @@ def infrastructure_check(checks: list[str] | None = None) -> dict[str, str]:
     results = {check: "ok" for check in checks or []}
     logger.info("demo.infrastructure_check: %s", results)
     return results
+
+
+# -- one-time runs created by application events (see project/demo/events.py) -----------------
+
+
+@shared_task(name="demo.lead_reminder")
+def lead_reminder(lead_id: int) -> str:
+    """D+7 after a lead was sent: remind the salesperson (once per lead: the key says so)."""
+    logger.info("demo.lead_reminder: follow up lead %s", lead_id)
+    return f"reminded about lead {lead_id}"
+
+
+@shared_task(name="demo.digest")
+def digest(topic: str) -> str:
+    """Debounced: one digest after a burst of changes, covering the whole burst."""
+    occurrence = current_occurrence()
+    window = occurrence.window if occurrence else None
+    logger.info("demo.digest: changes to %s during %s", topic, window)
+    return f"digest of {topic}"
