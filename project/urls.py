@@ -1,4 +1,9 @@
 from django.contrib import admin
 from django.urls import path
 
-urlpatterns = [path("admin/", admin.site.urls)]
+from scheduler_app.views import metrics
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("metrics", metrics, name="metrics"),
+]

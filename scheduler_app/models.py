@@ -327,6 +327,7 @@ class Occurrence(models.Model):
             models.Index(
                 fields=["not_before"], name="occ_retry_idx", condition=Q(state="retrying")
             ),
+            models.Index(fields=["reason"], name="occ_failed_idx", condition=Q(state="failed")),
             models.Index(
                 fields=["cancel_requested_at"],
                 name="occ_cancel_idx",
