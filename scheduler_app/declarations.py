@@ -85,6 +85,8 @@ class ScheduleOptions:
     jitter: int | None = None
     mode: str | None = None
     expected_every: int | None = None
+    active_window: str | None = None
+    window_policy: str | None = None
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -223,6 +225,8 @@ def scheduled(
     cancel_grace: Duration | None = None,
     mode: str | None = None,
     expect_success_every: Duration | None = None,
+    window: str | None = None,
+    window_policy: str | None = None,
 ) -> Callable[[TaskT], TaskT]: ...
 
 
@@ -258,6 +262,8 @@ def scheduled(
     cancel_grace: Duration | None = None,
     mode: str | None = None,
     expect_success_every: Duration | None = None,
+    window: str | None = None,
+    window_policy: str | None = None,
 ) -> Any:
     """Declare a schedule for the Celery task below; stack several for several schedules.
 
@@ -293,6 +299,8 @@ def scheduled(
         jitter=_seconds(jitter, "jitter"),
         mode=_choice(mode, "mode", ScheduleMode),
         expected_every=_seconds(expect_success_every, "expect_success_every", positive=True),
+        active_window=_text(window, "window") or None,
+        window_policy=_text(window_policy, "window_policy") or None,
     )
     _check_timing(options)
     if key is not None:
@@ -481,6 +489,8 @@ def _check_timing(options: ScheduleOptions) -> None:
         starts_at=options.starts_at,
         ends_at=options.ends_at,
         max_count=options.max_count,
+        window=options.active_window,
+        window_policy=options.window_policy or "defer",
     )
 
 

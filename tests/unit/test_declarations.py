@@ -245,3 +245,19 @@ def test_task_names_are_read_without_building_lazy_tasks() -> None:
     assert task_name_of(shared) == "shared.named"
     assert not getattr(lazy_app, "finalized")  # noqa: B009 (not in the stubs)
     assert task_name_of(report) == "tests.report"
+
+
+def test_an_active_window_is_declared_and_validated_at_import() -> None:
+    from scheduler_app.declarations import isolated_registry, scheduled
+
+    with isolated_registry() as declared:
+
+        @scheduled(cron="0 * * * *", timezone="Europe/Paris", window="MON-FRI 09:00-18:00")
+        @shared_task(name="tests.windowed")
+        def windowed() -> None: ...
+
+        [declaration] = declared.declarations()
+        assert declaration.options.active_window == "MON-FRI 09:00-18:00"
+        with pytest.raises(ScheduleValidationError) as error:
+            scheduled(cron="0 * * * *", window="weekdays")
+        assert error.value.field == "window"
