@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_URL ?= redis://127.0.0.1:6379/15
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -n 2
 
 .PHONY: install test lint typecheck migrations-check test-sqlite test-postgres demo bench-timing bench docs clean
 
@@ -39,6 +39,9 @@ demo: install
 
 bench-timing: install
 	$(PY) -m bench.timing
+
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -52,7 +52,7 @@ import io
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -109,7 +109,10 @@ def blocks(path: Path) -> list[Block]:
             end = index + 1
             while not lines[end].strip().startswith("```"):
                 end += 1
-            body = [text[len(indent) :] if text.startswith(indent) else text for text in lines[index + 1 : end]]
+            body = [
+                text[len(indent) :] if text.startswith(indent) else text
+                for text in lines[index + 1 : end]
+            ]
             if output_next:
                 found.append(Block("output", index + 2, "\n".join(body)))
             elif fence["lang"] in ("python", "pycon", "console"):
@@ -133,6 +136,24 @@ def test_every_python_block_is_collected() -> None:
 def test_the_manual_has_examples() -> None:
     counted = {path.name: len(blocks(path)) for path in FILES}
     assert sum(counted.values()) > 30, counted
+
+
+def test_the_reference_lists_every_setting_and_schedule_field() -> None:
+    reference = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    for setting in fields(SchedulerSettings):
+        default = setting.default
+        shown = f'"{default}"' if isinstance(default, str) else str(default)
+        row = f"| `SCHEDULER_{setting.name}` | `{shown}` |"
+        assert row in reference, f"docs/reference.md lacks {row}"
+    for field in Schedule._meta.concrete_fields:
+        assert f"`{field.name}`" in reference, f"docs/reference.md lacks the field {field.name}"
+
+
+def test_operations_lists_every_command() -> None:
+    operations = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    commands = ROOT / "scheduler_app" / "management" / "commands"
+    for module in commands.glob("[!_]*.py"):
+        assert f"### `{module.stem}`" in operations, module.stem
 
 
 # -- running a file ------------------------------------------------------------------------
