@@ -6,7 +6,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_URL ?= redis://127.0.0.1:6379/15
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install test lint typecheck migrations-check test-sqlite test-postgres demo bench-timing bench docs clean
+.PHONY: install test lint typecheck migrations-check test-sqlite test-postgres demo bench-timing docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,7 +32,7 @@ test-sqlite: install
 test-postgres: install
 	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest tests/integration tests/acceptance $(PYTEST_ARGS)
 
-test: lint typecheck migrations-check test-sqlite test-postgres
+test: lint typecheck migrations-check docs test-sqlite test-postgres
 
 demo: install
 	$(PY) -m project.demo.run
