@@ -22,6 +22,7 @@ from scheduler_app.definitions import (
     version_id,
 )
 from scheduler_app.errors import SchedulerError
+from scheduler_app.locking import lock_in_order, update_in_order
 from scheduler_app.models import (
     ACTIVE_STATES,
     IntervalMode,
@@ -156,9 +157,12 @@ def apply_overlap(
         if decision.cancel_active:
             stopping.append(schedule.id)
     if superseded:
-        Occurrence.objects.filter(
-            schedule_id__in=superseded, state=OccurrenceState.BUFFERED
-        ).update(state=OccurrenceState.CANCELLED, reason="superseded", finished_at=now)
+        update_in_order(
+            Occurrence.objects.filter(schedule_id__in=superseded, state=OccurrenceState.BUFFERED),
+            state=OccurrenceState.CANCELLED,
+            reason="superseded",
+            finished_at=now,
+        )
     return _request_stop(stopping, now)
 
 
@@ -193,9 +197,9 @@ def _request_stop(schedule_ids: list[UUID], now: datetime) -> list[str]:
     running = Occurrence.objects.filter(
         schedule_id__in=schedule_ids, state__in=ACTIVE_STATES, cancel_requested_at__isnull=True
     )
-    ids = [str(pk) for pk in running.values_list("pk", flat=True)]
-    running.update(cancel_requested_at=now)
-    return ids
+    locked = lock_in_order(running)
+    Occurrence.objects.filter(pk__in=locked).update(cancel_requested_at=now)
+    return [str(pk) for pk in locked]
 
 
 def park(schedule: Schedule, error: Exception, now: datetime) -> None:

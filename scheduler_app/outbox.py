@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
+from scheduler_app.locking import update_in_order
 from scheduler_app.models import Occurrence, OccurrenceState
 
 logger = logging.getLogger("scheduler_app.outbox")
@@ -109,21 +110,29 @@ def mark_dispatched(occurrences: Sequence[Occurrence], at: datetime) -> int:
     if not occurrences:
         return 0
     ids = [row.pk for row in occurrences]
-    marked = Occurrence.objects.filter(pk__in=ids, state=OccurrenceState.PENDING).update(
-        state=OccurrenceState.DISPATCHED, dispatched_at=at, publish_lease_until=None
+    marked = update_in_order(
+        Occurrence.objects.filter(pk__in=ids, state=OccurrenceState.PENDING),
+        state=OccurrenceState.DISPATCHED,
+        dispatched_at=at,
+        publish_lease_until=None,
     )
     if any(row.state == OccurrenceState.RETRYING for row in occurrences):
-        marked += Occurrence.objects.filter(
-            pk__in=ids, state=OccurrenceState.RETRYING, dispatched_at__isnull=True
-        ).update(dispatched_at=at, publish_lease_until=None)
+        marked += update_in_order(
+            Occurrence.objects.filter(
+                pk__in=ids, state=OccurrenceState.RETRYING, dispatched_at__isnull=True
+            ),
+            dispatched_at=at,
+            publish_lease_until=None,
+        )
     return marked
 
 
 def release(occurrences: Sequence[Occurrence]) -> None:
     """Give unpublished rows back to the outbox at once (broker down: retry next tick)."""
     if occurrences:
-        Occurrence.objects.filter(UNPUBLISHED, pk__in=[row.pk for row in occurrences]).update(
-            publish_lease_until=None
+        update_in_order(
+            Occurrence.objects.filter(UNPUBLISHED, pk__in=[row.pk for row in occurrences]),
+            publish_lease_until=None,
         )
 
 

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from scheduler_app.lifecycle import end, release_next
+from scheduler_app.locking import update_in_order
 from scheduler_app.models import (
     ACTIVE_STATES,
     Occurrence,
@@ -115,9 +116,13 @@ def _expired(now: datetime) -> int:
 
 def _lost_retries(now: datetime, grace: timedelta) -> int:
     """``retrying`` long past its retry time: the retry message was lost; publish it again."""
-    return Occurrence.objects.filter(
-        state=OccurrenceState.RETRYING, dispatched_at__isnull=False, not_before__lt=now - grace
-    ).update(dispatched_at=None, publish_lease_until=None)
+    return update_in_order(
+        Occurrence.objects.filter(
+            state=OccurrenceState.RETRYING, dispatched_at__isnull=False, not_before__lt=now - grace
+        ),
+        dispatched_at=None,
+        publish_lease_until=None,
+    )
 
 
 def _stuck_cancellations(now: datetime) -> int:

@@ -18,6 +18,7 @@ from scheduler_app.errors import (
     ScheduleValidationError,
     StaleVersion,
 )
+from scheduler_app.locking import update_in_order
 from scheduler_app.materialize import due_slots, plan_schedule
 from scheduler_app.models import (
     SEMANTIC_FIELDS,
@@ -319,8 +320,11 @@ finishes normally and its result is recorded."""
 
 
 def _cancel_waiting(schedule: Schedule, reason: str, now: datetime) -> int:
-    return Occurrence.objects.filter(schedule=schedule, state__in=WAITING_STATES).update(
-        state=OccurrenceState.CANCELLED, reason=reason, finished_at=now
+    return update_in_order(
+        Occurrence.objects.filter(schedule=schedule, state__in=WAITING_STATES),
+        state=OccurrenceState.CANCELLED,
+        reason=reason,
+        finished_at=now,
     )
 
 

@@ -1,0 +1,34 @@
+"""One rule for writing several occurrence rows at once: lock them in primary-key order.
+
+A multi-row UPDATE locks rows in whatever order its plan meets them, so two of them (say
+the beat marking a batch dispatched and a ``cancel_previous`` stop request) can each hold a
+row the other waits for: a deadlock. Taking the row locks first, ordered by primary key, in
+every writer of several rows makes that cycle impossible. Writers of one row, and the
+SKIP LOCKED claims, need nothing more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.db import transaction
+from django.db.models import QuerySet
+
+from scheduler_app.models import Occurrence
+
+
+def lock_in_order(queryset: QuerySet[Occurrence]) -> list[UUID]:
+    """Lock the matching rows in primary-key order (call inside a transaction)."""
+    return list(
+        queryset.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True)
+    )
+
+
+def update_in_order(queryset: QuerySet[Occurrence], **changes: Any) -> int:
+    """``queryset.update(**changes)``, with the row locks taken in primary-key order."""
+    with transaction.atomic():
+        locked = lock_in_order(queryset)
+        if not locked:
+            return 0
+        return Occurrence.objects.filter(pk__in=locked).update(**changes)
