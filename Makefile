@@ -5,8 +5,12 @@ PY := $(VENV)/bin/python
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_URL ?= redis://127.0.0.1:6379/15
 PYTEST_ARGS ?= -n 2
+# make bench: its own database and Redis db (truncated and flushed), never the test ones.
+BENCH_PG_URL ?= postgres://postgres@127.0.0.1:5432/bench
+BENCH_REDIS_URL ?= redis://127.0.0.1:6379/11
+BENCH_ARGS ?=
 
-.PHONY: install test lint typecheck migrations-check test-sqlite test-postgres demo bench-timing docs clean
+.PHONY: install test lint typecheck migrations-check test-sqlite test-postgres demo bench bench-timing docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +40,16 @@ test: lint typecheck migrations-check docs test-sqlite test-postgres
 
 demo: install
 	$(PY) -m project.demo.run
+
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+# Scale, side by side with django-celery-beat (not part of `make test`). Larger sizes:
+# make bench BENCH_ARGS="--sizes 1000,10000,100000 --budget 600 --dcb-budget 120"
+bench: $(VENV)/.installed-bench
+	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
+		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.scale $(BENCH_ARGS)
 
 bench-timing: install
 	$(PY) -m bench.timing

@@ -73,11 +73,12 @@ class RRuleSpec:
     def iter_local(self, start: datetime) -> Iterator[datetime]:
         """Every occurrence (naive wall time) at or after ``start``, in order."""
         if self.walker is not None:
-            yield from self._walk(max(start, self.anchor), self.walker)
-            return
+            first = max(start, self.anchor)
+            if self.until_local is None:
+                return self.walker.iter_local(first)  # no extra generator layer: hot path
+            return self._walk(first, self.walker)
         anchor = self.anchor if self.count is not None else _realign(self, start)
-        rule = _build(self, anchor)
-        yield from rule.xafter(start, inc=True)
+        return _build(self, anchor).xafter(start, inc=True)
 
     def _walk(self, start: datetime, walker: CronExpr) -> Iterator[datetime]:
         until = self.until_local

@@ -1,0 +1,16 @@
+"""Settings for ``make bench``: the example project's, plus django-celery-beat (bench only).
+
+The benchmark runs against its own PostgreSQL database and Redis db number (see the Makefile),
+never against the test databases.
+"""
+
+from project.settings import *  # noqa: F403
+from project.settings import INSTALLED_APPS
+
+INSTALLED_APPS = [*INSTALLED_APPS, "django_celery_beat"]
+
+# The bench's schedules target a task no worker runs; messages only pile up in the bench queue.
+SCHEDULER_VALIDATE_TASK_NAMES = False
+# The @scheduled declarations of the example project stay out of the bench database.
+SCHEDULER_SYNC_ON_BEAT_START = False
+DJANGO_CELERY_BEAT_TZ_AWARE = True
