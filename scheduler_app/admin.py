@@ -14,9 +14,9 @@ from django.utils.html import format_html_join
 
 from scheduler_app import services
 from scheduler_app.definitions import timing_for, validate_definition
-from scheduler_app.errors import SchedulerError, ScheduleValidationError, StaleVersion
+from scheduler_app.errors import SchedulerError, ScheduleValidationError
 from scheduler_app.models import SEMANTIC_FIELDS, Occurrence, Schedule, ScheduleOrigin
-from scheduler_app.timing import iter_annotated
+from scheduler_app.timing import iter_annotated, next_after
 
 PREVIEW_COUNT = 5
 _TICK = timedelta(microseconds=1)
@@ -56,9 +56,14 @@ class ScheduleForm(forms.ModelForm):
         values = {name: cleaned.get(name) for name in SEMANTIC_FIELDS if name in cleaned}
         values["kwargs"] = values.get("kwargs") or {}
         try:
-            validate_definition(
-                {**values, "anchor": values.get("anchor") or timezone.now().replace(microsecond=0)}
+            now = timezone.now()
+            timing = validate_definition(
+                {**values, "anchor": values.get("anchor") or now.replace(microsecond=0)}
             )
+            if next_after(timing, now) is None and "rule" in self.changed_data:
+                raise ScheduleValidationError(
+                    "rule", "the rule has no slot after now; pick a future time"
+                )
         except ScheduleValidationError as exc:
             field = exc.field.split(".")[0]
             target = field if field in self.fields else None
@@ -100,6 +105,11 @@ class ScheduleAdmin(admin.ModelAdmin):
         "updated_at",
     )
     actions = ("pause", "resume", "cancel")
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # deletes go through services.delete_schedule
+        return actions
 
     @admin.display(description="next run (local)")
     def next_run_local(self, obj: Schedule) -> str:
@@ -143,8 +153,8 @@ class ScheduleAdmin(admin.ModelAdmin):
                 )
             else:
                 saved = services.create_schedule(**values)
-        except StaleVersion as exc:
-            self.message_user(request, str(exc), messages.ERROR)
+        except SchedulerError as exc:  # a race since the form was checked (e.g. StaleVersion)
+            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
             return
         obj.pk = saved.pk
         obj.refresh_from_db()

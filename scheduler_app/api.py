@@ -129,6 +129,12 @@ def _debounce_once(
     clock: Clock | None,
 ) -> Schedule:
     current = Schedule.objects.select_for_update().filter(key=schedule_key).first()
+    if current is not None and current.status == ScheduleStatus.CANCELLED:
+        # A cancelled debounce keeps its history under another key; a new one starts now.
+        Schedule.objects.filter(pk=current.pk).update(
+            key=f"{schedule_key}~retired~{current.pk.hex[:12]}"
+        )
+        current = None
     if current is None:
         return services.create_schedule(
             task=task,
@@ -147,7 +153,8 @@ def _debounce_once(
         current.updated_at = now
         current.save(update_fields=["rule", "next_run_at", "updated_at"])
         return current
-    # The last burst already fired (or was paused/cancelled): a new burst starts now.
+    # The last burst already fired: a new burst starts now. (A paused debounce stays paused:
+    # its run moves, and fires after it is resumed.)
     return services.update_schedule(
         current.pk,
         expected_version=current.version,

@@ -32,6 +32,10 @@ class SchedulerSettings:
     """Seconds a running attempt owns its occurrence; a heartbeat renews it every third."""
     RECONCILE_INTERVAL: float = 60.0
     """Seconds between reconciler passes run by the beat."""
+    DISPATCH_TIMEOUT: float = 3600.0
+    """Seconds a published occurrence may wait for a worker before it is published again."""
+    MAX_PUBLISHES: int = 3
+    """Publications of one occurrence before it ends ``failed: never_started``."""
     RETRY_PUBLISH_GRACE: float = 60.0
     """A retry whose message never arrived is republished this long after it was due."""
     SYNC_ON_BEAT_START: bool = True

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from django.db import transaction
 from django.db.models import F
 
+from scheduler_app.definitions import timing_for
 from scheduler_app.models import (
     ACTIVE_STATES,
     IntervalMode,
@@ -194,9 +195,29 @@ def _after_fixed_delay_run(schedule: Schedule, now: datetime) -> None:
         return
     if schedule.status != ScheduleStatus.ACTIVE or schedule.next_run_at is not None:
         return
-    schedule.next_run_at = now + timedelta(seconds=int(schedule.rule))
+    schedule.next_run_at = next_fixed_delay_slot(schedule, now)
+    if schedule.next_run_at is None:
+        schedule.status = ScheduleStatus.COMPLETED
     schedule.updated_at = now
-    schedule.save(update_fields=["next_run_at", "updated_at"])
+    schedule.save(update_fields=["next_run_at", "status", "updated_at"])
+
+
+def next_fixed_delay_slot(schedule: Schedule, finished_at: datetime) -> datetime | None:
+    """Completion + N, moved into the active window, within starts_at / ends_at / max_count."""
+    candidate = finished_at + timedelta(seconds=int(schedule.rule))
+    if schedule.starts_at is not None:
+        candidate = max(candidate, schedule.starts_at)
+    window = timing_for(schedule).window
+    if window is not None:
+        zone = timing_for(schedule).zone
+        wall = candidate.astimezone(zone).replace(tzinfo=None)
+        if not window.contains(wall):
+            candidate = window.next_opening(wall).replace(tzinfo=zone).astimezone(UTC)
+    if schedule.ends_at is not None and candidate > schedule.ends_at:
+        return None
+    if schedule.max_count is not None and schedule.occurrence_count >= schedule.max_count:
+        return None
+    return candidate
 
 
 def cancellation_requested(occurrence_id: UUID | str) -> bool:

@@ -293,6 +293,9 @@ class Occurrence(models.Model):
     last_error = models.TextField(blank=True, default="")
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    publish_count = models.PositiveIntegerField(
+        default=0, help_text="How many times it was handed to the broker."
+    )
     publish_lease_until = models.DateTimeField(null=True, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -328,6 +331,9 @@ class Occurrence(models.Model):
                 fields=["not_before"], name="occ_retry_idx", condition=Q(state="retrying")
             ),
             models.Index(fields=["reason"], name="occ_failed_idx", condition=Q(state="failed")),
+            models.Index(
+                fields=["dispatched_at"], name="occ_dispatched_idx", condition=Q(state="dispatched")
+            ),
             models.Index(
                 fields=["cancel_requested_at"],
                 name="occ_cancel_idx",

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 
 from scheduler_app.locking import update_in_order
 from scheduler_app.models import Occurrence, OccurrenceState
@@ -115,6 +115,7 @@ def mark_dispatched(occurrences: Sequence[Occurrence], at: datetime) -> int:
         state=OccurrenceState.DISPATCHED,
         dispatched_at=at,
         publish_lease_until=None,
+        publish_count=F("publish_count") + 1,
     )
     if any(row.state == OccurrenceState.RETRYING for row in occurrences):
         marked += update_in_order(
@@ -123,6 +124,7 @@ def mark_dispatched(occurrences: Sequence[Occurrence], at: datetime) -> int:
             ),
             dispatched_at=at,
             publish_lease_until=None,
+            publish_count=F("publish_count") + 1,
         )
     return marked
 

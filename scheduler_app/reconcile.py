@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import Q
 
+from scheduler_app.conf import get_settings
 from scheduler_app.lifecycle import end, release_next
 from scheduler_app.locking import update_in_order
 from scheduler_app.models import (
@@ -19,7 +20,9 @@ from scheduler_app.models import (
     Occurrence,
     OccurrenceState,
     OverlapPolicy,
+    PauseBehaviour,
     Schedule,
+    ScheduleStatus,
 )
 
 logger = logging.getLogger("scheduler_app.reconcile")
@@ -40,14 +43,27 @@ class ReconcileReport:
         return self.lost + self.requeued + self.expired + self.republished + self.released
 
 
-def reconcile(now: datetime, *, retry_grace: timedelta) -> ReconcileReport:
+def reconcile(
+    now: datetime,
+    *,
+    retry_grace: timedelta,
+    dispatch_timeout: timedelta | None = None,
+    max_publishes: int | None = None,
+) -> ReconcileReport:
     """One pass over every kind of stuck occurrence (each step bounded to a batch)."""
+    settings = get_settings()
     lost, requeued = _lost_workers(now)
+    expired = _expired(now)
+    never_started, republished = _never_started(
+        now,
+        dispatch_timeout or timedelta(seconds=settings.DISPATCH_TIMEOUT),
+        max_publishes or settings.MAX_PUBLISHES,
+    )
     return ReconcileReport(
-        lost=lost,
+        lost=lost + never_started,
         requeued=requeued,
-        expired=_expired(now),
-        republished=_lost_retries(now, retry_grace),
+        expired=expired,
+        republished=republished + _lost_retries(now, retry_grace),
         released=_stuck_cancellations(now),
     )
 
@@ -72,6 +88,17 @@ def _lost_workers(now: datetime) -> tuple[int, int]:
                 token=occurrence.fencing_token,
                 error="the worker stopped heartbeating after it was asked to stop",
             )
+        elif stopped := _schedule_stopped(occurrence.schedule):
+            # Cancelled (or paused with on_pause=cancel) while it ran: no new attempt.
+            lost += end(
+                occurrence,
+                OccurrenceState.CANCELLED,
+                stopped,
+                now,
+                from_states=(OccurrenceState.RUNNING,),
+                token=occurrence.fencing_token,
+                error="the worker stopped heartbeating; the schedule no longer runs",
+            )
         elif occurrence.attempts < occurrence.schedule.max_attempts and deadline_ok:
             requeued += _requeue(occurrence, now)
         else:
@@ -85,6 +112,40 @@ def _lost_workers(now: datetime) -> tuple[int, int]:
                 error="the worker stopped heartbeating (killed or lost)",
             )
     return lost, requeued
+
+
+def _schedule_stopped(schedule: Schedule) -> str:
+    """The reason a lost run of ``schedule`` must not run again, or "" when it may."""
+    if schedule.status == ScheduleStatus.CANCELLED:
+        return "schedule_cancelled"
+    if schedule.status == ScheduleStatus.PAUSED and schedule.on_pause == PauseBehaviour.CANCEL:
+        return "paused"
+    return ""
+
+
+def _never_started(now: datetime, timeout: timedelta, max_publishes: int) -> tuple[int, int]:
+    """``dispatched`` but never started (the broker lost the message, a worker dropped it):
+    publish it again with the same task id, and after ``max_publishes`` tries end it
+    ``failed: never_started`` so that it stops blocking its schedule's overlap policy."""
+    failed = republished = 0
+    stale = Occurrence.objects.filter(
+        state=OccurrenceState.DISPATCHED, dispatched_at__lt=now - timeout
+    )[:BATCH]
+    for occurrence in stale:
+        if occurrence.publish_count >= max_publishes:
+            failed += end(
+                occurrence,
+                OccurrenceState.FAILED,
+                "never_started",
+                now,
+                from_states=(OccurrenceState.DISPATCHED,),
+                error=f"published {occurrence.publish_count} times, never started by a worker",
+            )
+        else:
+            republished += Occurrence.objects.filter(
+                pk=occurrence.pk, state=OccurrenceState.DISPATCHED
+            ).update(state=OccurrenceState.PENDING, publish_lease_until=None, reason="republish")
+    return failed, republished
 
 
 def _requeue(occurrence: Occurrence, now: datetime) -> int:

@@ -19,7 +19,7 @@ from scheduler_app.errors import (
     StaleVersion,
 )
 from scheduler_app.locking import update_in_order
-from scheduler_app.materialize import due_slots, plan_schedule
+from scheduler_app.materialize import apply_overlap, due_slots, plan_schedule
 from scheduler_app.models import (
     SEMANTIC_FIELDS,
     Occurrence,
@@ -188,6 +188,7 @@ def _flush_due(schedule: Schedule, now: datetime) -> list[Occurrence]:
     ):
         return []
     rows = plan_schedule(schedule, now)
+    apply_overlap([schedule], {schedule.id: rows}, now)
     # Completion (or parking) under the old definition is moot: ``_restart`` decides anew.
     schedule.status = ScheduleStatus.ACTIVE
     return rows
@@ -265,6 +266,8 @@ def resume_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> S
         rows: list[Occurrence] = []
         if schedule.next_run_at is not None and schedule.next_run_at <= now:
             rows = plan_schedule(schedule, now)
+            # The same overlap rules as the beat (the schedule row is locked here too).
+            apply_overlap([schedule], {schedule.id: rows}, now)
         schedule.updated_at = now
         schedule.save()
         Occurrence.objects.bulk_create(rows, ignore_conflicts=True)

@@ -47,7 +47,9 @@ def record_revoked(
         state,
         reason,
         _clock.now(),
-        from_states=(*lifecycle.CLAIMABLE, OccurrenceState.RUNNING),
+        # Never a running attempt: a revoked *copy* of a running occurrence (a republish,
+        # a requeue) must not end it. Its own worker or the reconciler ends it.
+        from_states=lifecycle.CLAIMABLE,
     )
 
 

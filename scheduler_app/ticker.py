@@ -25,6 +25,7 @@ from scheduler_app.reconcile import reconcile
 
 logger = logging.getLogger("scheduler_app.ticker")
 LEASE_NAME = "beat"
+LOCKED_RETRY = 0.2
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,12 @@ class Ticker:
         published, failed = self.dispatch(now)
         if claimed or reconciled:
             due = earliest_due()
-        return TickResult(created, published, self.sleep_until(due), broker_failed=failed)
+        sleep = self.sleep_until(due)
+        if sleep == 0.0 and not claimed:
+            # Due rows that another process holds locked right now: wait a little instead
+            # of spinning until it commits.
+            sleep = min(LOCKED_RETRY, self.settings.MAX_INTERVAL)
+        return TickResult(created, published, sleep, broker_failed=failed)
 
     def materialize(self, now: datetime, due: datetime | None) -> tuple[int, int]:
         """Materialize every schedule due at ``now``; return (occurrences created, claimed)."""
@@ -104,6 +110,8 @@ class Ticker:
         report = reconcile(
             now,
             retry_grace=timedelta(seconds=self.settings.RETRY_PUBLISH_GRACE),
+            dispatch_timeout=timedelta(seconds=self.settings.DISPATCH_TIMEOUT),
+            max_publishes=self.settings.MAX_PUBLISHES,
         )
         if report.total:
             logger.info(
@@ -118,8 +126,10 @@ class Ticker:
         if not has_publishable(now):
             return 0, False
         while True:
+            # Each batch's publish lease starts when it is claimed, not when the tick began:
+            # a long backlog must not hand out leases that have already run out.
             result = dispatch_batch(
-                now,
+                self.clock.now(),
                 self.publisher,
                 limit=self.settings.BATCH_SIZE,
                 lease=lease,
