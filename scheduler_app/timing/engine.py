@@ -146,8 +146,11 @@ def _calendar(timing: Timing, after: datetime) -> Iterator[Resolved]:
     rule = timing.rule
     zone = timing.zone
     after = min(max(after, _EARLIEST), _LATEST)
-    reach = offset_span(after, zone, _DST_REACH) if after + _DST_REACH < _LATEST else _DST_REACH
-    start = after.astimezone(zone).replace(tzinfo=None) - reach
+    wall = after.astimezone(zone).replace(tzinfo=None)  # once: both conversions are slow
+    reach = (
+        offset_span(after, zone, _DST_REACH, wall) if after + _DST_REACH < _LATEST else _DST_REACH
+    )
+    start = wall - reach
     if isinstance(rule, CronRule):
         local_times: Iterable[datetime] = rule.expr.iter_local(start)
     elif isinstance(rule, RRuleRule):

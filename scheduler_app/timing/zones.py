@@ -252,9 +252,15 @@ def transition_instant(
     return high
 
 
-def offset_span(instant: datetime, zone: ZoneInfo, reach: timedelta) -> timedelta:
-    """How far the zone's offset moves within ``reach`` of ``instant`` (0 away from DST)."""
-    local = instant.astimezone(zone).replace(tzinfo=None)
+def offset_span(
+    instant: datetime, zone: ZoneInfo, reach: timedelta, local: datetime | None = None
+) -> timedelta:
+    """How far the zone's offset moves within ``reach`` of ``instant`` (0 away from DST).
+
+    ``local`` is ``instant``'s naive wall time in ``zone`` when the caller has it already.
+    """
+    if local is None:
+        local = instant.astimezone(zone).replace(tzinfo=None)
     if not near_transition(zone, local):
         return ZERO
     here = instant.astimezone(zone).utcoffset() or ZERO
