@@ -77,12 +77,7 @@ def create_schedule(*, clock: Clock | None = None, **fields: Any) -> Schedule:
     rest. Raises ``ScheduleValidationError`` and stores nothing when anything is wrong.
     """
     now = _clock(clock).now()
-    unknown = set(fields) - set(SEMANTIC_FIELDS) - set(DESCRIPTIVE_FIELDS) - set(CREATE_ONLY_FIELDS)
-    if unknown:
-        name = sorted(unknown)[0]
-        raise ScheduleValidationError(
-            name, f"unknown schedule field {name!r}", code="unknown_field"
-        )
+    _refuse_unknown(fields, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *CREATE_ONLY_FIELDS))
     for required in ("task", "kind", "rule"):
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
@@ -114,6 +109,15 @@ def create_schedule(*, clock: Clock | None = None, **fields: Any) -> Schedule:
     return schedule
 
 
+def _refuse_unknown(fields: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = set(fields) - set(allowed)
+    if unknown:
+        name = sorted(unknown)[0]
+        raise ScheduleValidationError(
+            name, f"unknown schedule field {name!r}", code="unknown_field"
+        )
+
+
 def _insert(schedule: Schedule) -> None:
     """Insert, translating a key conflict (checked first, and raced by the constraint)."""
     key_taken = DuplicateKey(
@@ -141,12 +145,7 @@ def update_schedule(
     since, ``StaleVersion`` is raised and nothing is written.
     """
     now = _clock(clock).now()
-    unknown = set(changes) - set(SEMANTIC_FIELDS) - set(DESCRIPTIVE_FIELDS)
-    if unknown:
-        name = sorted(unknown)[0]
-        raise ScheduleValidationError(
-            name, f"unknown schedule field {name!r}", code="unknown_field"
-        )
+    _refuse_unknown(changes, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS))
     with transaction.atomic():
         schedule = _locked(schedule_id)
         if schedule.version != expected_version:
