@@ -10,7 +10,7 @@ BENCH_PG_URL ?= postgres://postgres@127.0.0.1:5432/bench
 BENCH_REDIS_URL ?= redis://127.0.0.1:6379/11
 BENCH_ARGS ?=
 
-.PHONY: install test lint typecheck migrations-check test-sqlite test-postgres demo bench bench-timing docs clean
+.PHONY: install test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak demo bench bench-timing docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,7 +36,20 @@ test-sqlite: install
 test-postgres: install
 	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest tests/integration tests/acceptance $(PYTEST_ARGS)
 
-test: lint typecheck migrations-check docs test-sqlite test-postgres
+test: lint typecheck migrations-check docs test-sqlite test-postgres torture-ci
+
+# The reliability harness (docs/reliability.md): its own PostgreSQL and Redis servers, real
+# beats and workers, faults. The short profile is part of `make test`; TORTURE_ARGS adds
+# e.g. --seed N or --scenarios kill_beats,mixed.
+TORTURE_ARGS ?=
+torture-ci: install
+	$(PY) -m torture --profile ci $(TORTURE_ARGS)
+
+torture: install
+	$(PY) -m torture --profile long --write $(TORTURE_ARGS)
+
+soak: install
+	$(PY) -m torture --profile soak --write $(TORTURE_ARGS)
 
 demo: install
 	$(PY) -m project.demo.run

@@ -1,0 +1,3 @@
+from torture.run import main
+
+raise SystemExit(main())
