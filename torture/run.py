@@ -246,6 +246,12 @@ class Harness:
             for due, proc in [r for r in restarts if r[0] <= time.monotonic()]:
                 restarts.remove((due, proc))
                 proc.start()
+            pending = {id(proc) for _, proc in restarts}
+            for proc in self.procs:
+                if not proc.alive() and id(proc) not in pending:
+                    # It exited by itself: restart it, as a supervisor (systemd) would.
+                    faults[f"{proc.kind}_exited"] += 1
+                    proc.start()
             if elapsed >= next_sample:
                 next_sample = elapsed + (30.0 if soak else 5.0)
                 for proc in self.procs:
