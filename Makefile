@@ -58,8 +58,12 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
-# Scale, side by side with django-celery-beat (not part of `make test`). Larger sizes:
+# Scale, side by side with django-celery-beat (not part of `make test`); defaults: sizes 1,000
+# and 10,000, every figure. Larger sizes and split runs (--merge keeps the other parts from the
+# last JSON):
 # make bench BENCH_ARGS="--sizes 1000,10000,100000 --budget 600 --dcb-budget 120"
+# make bench BENCH_ARGS="--sizes 1000000 --only startup,soak,burst --merge"   # ~4 min to create
+# make bench BENCH_ARGS="--only lateness,sustained --backlog 50000 --merge"
 bench: $(VENV)/.installed-bench
 	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
 		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.scale $(BENCH_ARGS)

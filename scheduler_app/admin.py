@@ -53,6 +53,8 @@ class ScheduleForm(forms.ModelForm):
                     "and apply your change again.",
                     code="stale_version",
                 )
+        if any(name in self.errors for name in SEMANTIC_FIELDS):
+            return cleaned  # a field is already refused (or missing): the definition is incomplete
         values = {name: cleaned.get(name) for name in SEMANTIC_FIELDS if name in cleaned}
         values["kwargs"] = values.get("kwargs") or {}
         try:

@@ -19,8 +19,10 @@ class SchedulerSettings:
     """Seconds a beat owns a pending occurrence while publishing it; after that another may."""
     MAX_PAYLOAD_BYTES: int = 16_384
     """Largest JSON payload (kwargs) a schedule may carry."""
-    MIN_INTERVAL: int = 1
-    """Smallest allowed distance between slots of interval rules, in seconds."""
+    MIN_INTERVAL: int = 10
+    """Smallest allowed distance between two slots of any rule, in seconds (wall clock for
+    cron and RRULE). Every slot is a durable row and a broker message: sub-10-second work
+    belongs in a long-running worker loop, not in a schedule."""
     VALIDATE_TASK_NAMES: bool = True
     """Refuse schedules whose task is not registered in the Celery app."""
     MAX_SLOTS_PER_TICK: int = 10_000

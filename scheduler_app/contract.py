@@ -162,6 +162,10 @@ def read_documents(text: str) -> list[Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ContractError([Problem("file", "", f"not valid JSON: {exc}")]) from None
+    except RecursionError:
+        raise ContractError(
+            [Problem("file", "", "JSON nested too deeply; a document is at most a few levels")]
+        ) from None
     if isinstance(data, list):
         return data
     if isinstance(data, dict) and isinstance(data.get("schedules"), list):
@@ -193,8 +197,15 @@ class _Collector:
             self.add(name, "must be an object")
             return {}
         for unknown in sorted(set(value) - set(allowed)):
-            self.add(f"{name}.{unknown}", "unknown field; see docs/contract.md")
+            self.add(f"{name}.{_shown(unknown)}", "unknown field; see docs/contract.md")
         return value
+
+
+def _shown(name: str) -> str:
+    """A field name from the file, safe to print: short, and quoted when it is not plain text."""
+    if name.isprintable() and len(name) <= 40 and name.strip() == name and name:
+        return name
+    return repr(name[:40]) + ("..." if len(name) > 40 else "")
 
 
 def parse_document(doc: Any, label: str) -> tuple[Desired | None, list[Problem]]:
@@ -204,7 +215,7 @@ def parse_document(doc: Any, label: str) -> tuple[Desired | None, list[Problem]]
         out.add("", "a document must be a JSON object")
         return None, out.problems
     for unknown in sorted(set(doc) - TOP_FIELDS):
-        out.add(unknown, "unknown field; see docs/contract.md")
+        out.add(_shown(unknown), "unknown field; see docs/contract.md")
     if doc.get("contract", CONTRACT) != CONTRACT:
         out.add("contract", f"unsupported contract {doc.get('contract')!r}; expected {CONTRACT!r}")
     fields: dict[str, Any] = {}

@@ -145,6 +145,19 @@ def validate_definition(values: dict[str, Any]) -> Timing:
         count = values.get(field, 1)
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise ScheduleValidationError(field, f"must be a whole number >= 1, got {count!r}")
+    for field in ("kind", "rule"):
+        if values.get(field) in (None, ""):
+            raise ScheduleValidationError(field, f"{field} is required", code="required")
+    max_count = values.get("max_count")
+    if max_count is not None and (not isinstance(max_count, int) or isinstance(max_count, bool)):
+        raise ScheduleValidationError(
+            "max_count", f"must be a whole number >= 1, got {max_count!r}"
+        )
+    for field in ("anchor", "starts_at", "ends_at"):
+        if values.get(field) is not None and not isinstance(values[field], datetime):
+            raise ScheduleValidationError(
+                field, f"expected an aware datetime, got {type(values[field]).__name__}"
+            )
     if values.get("interval_mode", "fixed_rate") != "fixed_rate" and values["kind"] != "interval":
         raise ScheduleValidationError(
             "interval_mode", "fixed_delay applies to interval rules only; use kind='interval'"
@@ -167,19 +180,28 @@ def validate_definition(values: dict[str, Any]) -> Timing:
 
 
 def _check_min_interval(timing: Timing) -> None:
-    """Checked here, not in the cached ``_timing``: the setting may change between calls, and
-    a stored schedule must keep evaluating if the minimum is raised later."""
-    if not isinstance(timing.rule, IntervalRule):
-        return
+    """Refuse rules whose slots can come closer than ``SCHEDULER_MIN_INTERVAL`` seconds.
+
+    Checked here, not in the cached ``_timing``: the setting may change between calls, and
+    a stored schedule must keep evaluating if the minimum is raised later. Calendar rules are
+    measured on their wall clock (``Timing.min_gap``, see ``timing/gaps.py``).
+    """
+    gap = timing.min_gap
     minimum = get_settings().MIN_INTERVAL
-    every = timing.rule.every
-    if every < timedelta(seconds=minimum):
-        raise ScheduleValidationError(
-            "rule",
-            f"interval {int(every.total_seconds())}s is shorter than the minimum of {minimum}s "
-            "(SCHEDULER_MIN_INTERVAL); use a longer interval",
-            code="too_frequent",
-        )
+    if gap is None or gap >= minimum:
+        return
+    if isinstance(timing.rule, IntervalRule):
+        what, fix = f"interval {gap}s", "use a longer interval"
+    elif timing.kind == Kind.CRON:
+        what, fix = "cron expression", "list fewer minutes or hours"
+    else:
+        what, fix = "RRULE", "raise INTERVAL, use a coarser FREQ or list fewer BY values"
+    raise ScheduleValidationError(
+        "rule",
+        f"the {what} can fire {gap}s apart, less than the minimum of {minimum}s between slots "
+        f"(setting SCHEDULER_MIN_INTERVAL); {fix}, or lower the setting",
+        code="too_frequent",
+    )
 
 
 def _check_task(task: object) -> None:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache, lru_cache
+from typing import Any
 from uuid import UUID
 
 from django.db import connection, transaction
-from django.db.models import Count, Field, Min
+from django.db.models import Count, Field, JSONField, Min
 
 from scheduler_app.conf import get_settings
 from scheduler_app.definitions import (
@@ -84,14 +87,117 @@ def materialize_batch(now: datetime, batch_size: int, revoke: Revoker | None = N
         )
         if not schedules:
             return BatchResult(0, 0)
-        planned = {schedule.id: plan_schedule(schedule, now) for schedule in schedules}
+        cap = get_settings().MAX_SLOTS_PER_TICK  # read once per batch, not once per schedule
+        planned = {schedule.id: plan_schedule(schedule, now, cap=cap) for schedule in schedules}
         to_stop = apply_overlap(schedules, planned, now)
         rows = [row for group in planned.values() for row in group]
-        created = Occurrence.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
+        insert_occurrences(rows)
         save_advanced(schedules)
         if to_stop and revoke is not None:
             transaction.on_commit(lambda: revoke(to_stop))
-    return BatchResult(len(schedules), len(created))
+    # ``created`` counts the rows planned, a conflicting one included (as ``bulk_create``
+    # with ``ignore_conflicts`` always did): the concurrency tests sum it to prove that no
+    # schedule was planned twice.
+    return BatchResult(len(schedules), len(rows))
+
+
+def insert_occurrences(rows: Sequence[Occurrence]) -> set[UUID] | None:
+    """Insert new occurrences; one that exists already (same id, idempotency key, or rule slot
+    of the schedule) is left alone, as ``ON CONFLICT DO NOTHING`` does.
+
+    On PostgreSQL one ``INSERT ... SELECT ... FROM unnest(...) ON CONFLICT DO NOTHING
+    RETURNING id`` per 1,000 rows (``bulk_create`` prepares every value of every row in Python
+    and sends a statement as long as the batch); returns the ids really inserted. Elsewhere
+    ``bulk_create(ignore_conflicts=True)``, which cannot tell: returns None.
+    """
+    if connection.vendor != "postgresql":
+        Occurrence.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
+        return None
+    inserted: set[UUID] = set()
+    for start in range(0, len(rows), 1000):
+        inserted.update(_insert_unnest(rows[start : start + 1000]))
+    existing = len(rows) - len(inserted)
+    if existing:
+        logger.info(
+            "occurrences existed already",
+            extra={"action": "materialize.conflict", "count": existing},
+        )
+    return inserted
+
+
+def _insert_unnest(rows: Sequence[Occurrence]) -> list[UUID]:
+    if not rows:
+        return []
+    columns = _unnest(_column_values(rows), key="id")
+    names = ", ".join(f'"{field.column}"' for field, _ in _occurrence_columns())
+    sql = (
+        f'INSERT INTO "{Occurrence._meta.db_table}" ({names}) '
+        f"SELECT {', '.join(columns.values)} FROM {columns.source} "
+        "ON CONFLICT DO NOTHING RETURNING id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, columns.params)
+        return [row[0] for row in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class _Unnested:
+    values: list[str]
+    """Per column, the SQL that gives a row's value: ``v."column"``, or a parameter."""
+    source: str
+    """``unnest(...) AS v(...)``."""
+    params: list[Any]
+    """The parameters in statement order: the single values first, then the arrays."""
+
+
+def _unnest(columns: Iterable[tuple[str, str, list[Any]]], *, key: str) -> _Unnested:
+    """Rows given column by column, as ``unnest`` of one array per column.
+
+    A column with the same value in every row (a state, a counter, ``created_at``...) is sent
+    as one parameter instead of an array: the arrays are what costs (psycopg quotes every
+    element in Python). The ``key`` column is always an array, so there is always one.
+    """
+    values: list[str] = []
+    singles: list[Any] = []
+    arrays: list[list[Any]] = []
+    specs: list[str] = []
+    aliases: list[str] = []
+    for column, sql_type, column_values in columns:
+        first = column_values[0]
+        if column != key and all(value == first for value in column_values):
+            values.append(f"%s::{sql_type}")
+            singles.append(first)
+            continue
+        values.append(f'v."{column}"')
+        specs.append(f"%s::{sql_type}[]")
+        aliases.append(f'"{column}"')
+        arrays.append(column_values)
+    source = f"unnest({', '.join(specs)}) AS v({', '.join(aliases)})"
+    return _Unnested(values, source, [*singles, *arrays])
+
+
+def _column_values(rows: Sequence[Occurrence]) -> Iterator[tuple[str, str, list[Any]]]:
+    """(column, SQL type, the rows' values) for every column of the occurrence table."""
+    for field, sql_type in _occurrence_columns():
+        column_values = [getattr(row, field.attname) for row in rows]
+        if isinstance(field, JSONField):
+            column_values = [json.dumps(value, cls=field.encoder) for value in column_values]
+        yield field.column, sql_type, column_values
+
+
+@cache
+def _occurrence_columns() -> list[tuple[Field[Any, Any], str]]:
+    """Each concrete field of ``Occurrence`` with the PostgreSQL type its values are cast to."""
+    return [(field, _cast_type(field)) for field in Occurrence._meta.concrete_fields]
+
+
+def _cast_type(field: Field[Any, Any]) -> str:
+    if isinstance(field, JSONField):
+        return "jsonb"  # the values are sent as JSON text
+    db_type = str(field.db_type(connection))
+    # An explicit cast to varchar(n) would cut a longer value silently; a cast to text leaves
+    # the length check to the column, which refuses it as an INSERT of the row would.
+    return "text" if db_type.startswith("varchar") else db_type
 
 
 _SQL_TYPES = {
@@ -117,20 +223,21 @@ def save_advanced(schedules: list[Schedule]) -> None:
     if connection.vendor != "postgresql":
         Schedule.objects.bulk_update(schedules, ADVANCE_FIELDS, batch_size=1000)
         return
-    table = Schedule._meta.db_table
-    columns = {name: _column(name) for name in ADVANCE_FIELDS}
-    assignments = ", ".join(f'"{columns[name]}" = v."{columns[name]}"' for name in ADVANCE_FIELDS)
-    arrays = ", ".join(f"%s::{_SQL_TYPES[name]}[]" for name in ADVANCE_FIELDS)
-    names = ", ".join(f'"{columns[name]}"' for name in ADVANCE_FIELDS)
-    sql = (
-        f'UPDATE "{table}" AS s SET {assignments} '
-        f"FROM unnest(%s::uuid[], {arrays}) AS v(id, {names}) WHERE s.id = v.id"
-    )
-    params = [[schedule.pk for schedule in schedules]] + [
-        [getattr(schedule, name) for schedule in schedules] for name in ADVANCE_FIELDS
+    columns = [("id", "uuid", [schedule.pk for schedule in schedules])] + [
+        (_column(name), _SQL_TYPES[name], [getattr(schedule, name) for schedule in schedules])
+        for name in ADVANCE_FIELDS
     ]
+    unnested = _unnest(columns, key="id")
+    assignments = ", ".join(
+        f'"{column}" = {value}'
+        for (column, _, _), value in zip(columns[1:], unnested.values[1:], strict=True)
+    )
+    sql = (
+        f'UPDATE "{Schedule._meta.db_table}" AS s SET {assignments} '
+        f"FROM {unnested.source} WHERE s.id = v.id"
+    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, unnested.params)
 
 
 def _column(name: str) -> str:
@@ -140,16 +247,20 @@ def _column(name: str) -> str:
     return field.column
 
 
-def plan_schedule(schedule: Schedule, now: datetime) -> list[Occurrence]:
-    """Decide this schedule's due slots, advance its fields in memory, return the new rows."""
+def plan_schedule(schedule: Schedule, now: datetime, *, cap: int | None = None) -> list[Occurrence]:
+    """Decide this schedule's due slots, advance its fields in memory, return the new rows.
+
+    ``cap`` is ``MAX_SLOTS_PER_TICK`` (read from the settings when not given).
+    """
     try:
         timing = timing_for(schedule)
         if schedule.interval_mode == IntervalMode.FIXED_DELAY:
             return _plan_fixed_delay(schedule, timing, now)
-        slots, uncounted = due_slots(schedule, timing, now)
-        decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=uncounted)
+        due = _due(schedule, timing, now, cap)
+        slots = due.slots
+        decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=due.uncounted)
         rows = build_occurrences(schedule, timing, slots, decision, now)
-        advance(schedule, timing, slots, decision, now)
+        advance(schedule, timing, slots, decision, now, due=due)
     except (SchedulerError, ArithmeticError, ValueError) as exc:
         # A definition that no longer evaluates (a zone gone from tzdata, a date out of
         # range): park this schedule visibly instead of failing the whole batch.
@@ -258,18 +369,37 @@ def park(schedule: Schedule, error: Exception, now: datetime) -> None:
     schedule.updated_at = now
 
 
-def due_slots(schedule: Schedule, timing: Timing, now: datetime) -> tuple[list[datetime], int]:
+@dataclass(frozen=True)
+class _Due:
+    slots: list[datetime]
+    uncounted: int
+    following: datetime | None = None
+    """The first slot after ``now`` (None: there is none), met where the walk stopped."""
+    knows_following: bool = False
+    """False when the walk did not start at or before ``now``: ``following`` says nothing."""
+
+
+def due_slots(
+    schedule: Schedule, timing: Timing, now: datetime, *, cap: int | None = None
+) -> tuple[list[datetime], int]:
     """Slots from ``next_run_at`` through ``now``, oldest first.
 
     Slots older than the catch-up horizon are not listed one by one (after a long outage a
     dense rule may have millions): only the most recent of them is, and the rest are counted.
+    ``cap`` is ``MAX_SLOTS_PER_TICK`` (read from the settings when not given).
     """
+    due = _due(schedule, timing, now, cap)
+    return due.slots, due.uncounted
+
+
+def _due(schedule: Schedule, timing: Timing, now: datetime, cap: int | None) -> _Due:
     start = schedule.next_run_at
     if start is None:
-        return [], 0
+        return _Due([], 0)
     horizon = timedelta(seconds=max(schedule.catch_up_window, schedule.max_lateness))
     cut = now - horizon
-    cap = get_settings().MAX_SLOTS_PER_TICK
+    if cap is None:
+        cap = get_settings().MAX_SLOTS_PER_TICK
     if start > cut:
         return _recent(timing, start - _TICK, now, cap)
     older = 0
@@ -277,21 +407,29 @@ def due_slots(schedule: Schedule, timing: Timing, now: datetime) -> tuple[list[d
         if older >= cap:
             break
     last_old = previous_slot(timing, cut) if older else None
-    recent, dropped = _recent(timing, cut, now, cap)
-    slots = ([last_old] if last_old is not None and last_old >= start else []) + recent
-    return slots, max(older - 1, 0) + dropped
+    recent = _recent(timing, cut, now, cap)
+    slots = ([last_old] if last_old is not None and last_old >= start else []) + recent.slots
+    return _Due(
+        slots,
+        max(older - 1, 0) + recent.uncounted,
+        recent.following,
+        recent.knows_following,
+    )
 
 
-def _recent(
-    timing: Timing, after: datetime, until: datetime, cap: int
-) -> tuple[list[datetime], int]:
-    """The last ``cap`` slots in (after, until], and how many older ones were dropped."""
+def _recent(timing: Timing, after: datetime, until: datetime, cap: int) -> _Due:
+    """The last ``cap`` slots in (after, until], how many older ones were dropped, and the
+    first slot after ``until`` (the walk has to look at it to stop)."""
     kept: deque[datetime] = deque(maxlen=cap)
     seen = 0
-    for slot in _until(iter_slots(timing, after), until):
+    following = None
+    for slot in iter_slots(timing, after):
+        if slot > until:
+            following = slot
+            break
         kept.append(slot)
         seen += 1
-    return list(kept), seen - len(kept)
+    return _Due(list(kept), seen - len(kept), following, knows_following=after <= until)
 
 
 def _until(slots: Iterable[datetime], until: datetime) -> Iterator[datetime]:
@@ -361,10 +499,19 @@ def _previous_slots(
     if first == schedule.next_run_at and schedule.last_scheduled_for is not None:
         before_first: datetime | None = schedule.last_scheduled_for
     else:
-        before_first = previous_slot(timing, first, inclusive=False)
+        before_first = _slot_before(timing, first)
     previous = {first: before_first}
     previous.update(zip(slots[1:], slots[:-1], strict=True))
     return previous
+
+
+@lru_cache(maxsize=4096)
+def _slot_before(timing: Timing, slot: datetime) -> datetime | None:
+    """``previous_slot`` of a slot, remembered: a schedule that never ran has no
+    ``last_scheduled_for`` to take it from, and a burst is mostly schedules that share a rule,
+    a zone and a due slot (the search walks back span after span for calendar rules; both
+    arguments are immutable values, so the answer never changes)."""
+    return previous_slot(timing, slot, inclusive=False)
 
 
 def advance(
@@ -373,15 +520,24 @@ def advance(
     slots: list[datetime],
     decision: MisfireDecision,
     now: datetime,
+    *,
+    due: _Due | None = None,
 ) -> None:
-    """Move ``next_run_at`` past ``now`` and update the counters (in memory)."""
+    """Move ``next_run_at`` past ``now`` and update the counters (in memory).
+
+    ``due`` is the walk that found ``slots``: it met the next slot after ``now`` already.
+    """
     if slots:
         schedule.last_scheduled_for = slots[-1]
     schedule.missed_count += decision.late
     schedule.skipped_count += decision.skipped
     schedule.caught_up_count += decision.caught_up
     schedule.occurrence_count += len(decision.emit)
-    schedule.next_run_at = next_after(timing, max(now, schedule.last_scheduled_for or now))
+    instant = max(now, schedule.last_scheduled_for or now)
+    if due is not None and due.knows_following and instant == now:
+        schedule.next_run_at = due.following
+    else:
+        schedule.next_run_at = next_after(timing, instant)
     if schedule.next_run_at is None:
         schedule.status = ScheduleStatus.COMPLETED
     schedule.updated_at = now

@@ -70,9 +70,10 @@ class Ticker:
         if self.needs_lease and not self.hold_lease(now):
             return TickResult(0, 0, self.settings.MAX_INTERVAL, leader=False)
         due = earliest_due()
-        created, claimed = self.materialize(now, due)
+        created, claimed, published = self.materialize(now, due)
         reconciled = self.maybe_reconcile(now)
-        published, failed = self.dispatch(now)
+        more, failed = self.dispatch(now)
+        published += more
         if claimed or reconciled:
             due = earliest_due()
         sleep = self.sleep_until(due)
@@ -82,16 +83,25 @@ class Ticker:
             sleep = min(LOCKED_RETRY, self.settings.MAX_INTERVAL)
         return TickResult(created, published, sleep, broker_failed=failed)
 
-    def materialize(self, now: datetime, due: datetime | None) -> tuple[int, int]:
-        """Materialize every schedule due at ``now``; return (occurrences created, claimed)."""
-        created = claimed = 0
+    def materialize(self, now: datetime, due: datetime | None) -> tuple[int, int, int]:
+        """Materialize every schedule due at ``now``; return (occurrences created, schedules
+        claimed, occurrences published).
+
+        In a burst (full batches), each batch is published before the next is materialized:
+        the first messages leave after one batch, not after the whole burst.
+        """
+        created = claimed = published = 0
+        broker_down = False
         while due is not None and due <= now:
             batch = materialize_batch(now, self.settings.BATCH_SIZE, self.revoke)
             created += batch.created
             claimed += batch.claimed
             if batch.claimed < self.settings.BATCH_SIZE:
                 break
-        return created, claimed
+            if not broker_down:  # the broker failed: materialize on, publish at the end
+                sent, broker_down = self.dispatch(now)
+                published += sent
+        return created, claimed, published
 
     def revoke(self, occurrence_ids: list[str]) -> None:
         """Ask Celery to drop or stop these occurrences (``cancel_previous``), if it can."""

@@ -15,5 +15,6 @@ class TortureScheduler(DurableScheduler):
     @property
     def ticker(self) -> Ticker:
         if self._ticker is None:
-            self._ticker = Ticker(CeleryPublisher(self.app), clock=harness_clock())
+            clock = harness_clock()
+            self._ticker = Ticker(CeleryPublisher(self.app, clock=clock), clock=clock)
         return self._ticker

@@ -337,7 +337,7 @@ class Harness:
 
         connection.close()
         started = time.monotonic()
-        publisher = CeleryPublisher(app)
+        publisher = CeleryPublisher(app, clock=self.clock())
         final = Ticker(publisher, clock=FakeClock(until), owner="torture-final")
         while final.tick().created:
             pass

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from scheduler_app.errors import InvalidRule
+from scheduler_app.timing.gaps import times_gap
 
 MACROS = {
     "@yearly": "0 0 1 1 *",
@@ -68,6 +69,12 @@ class CronExpr:
     @property
     def normalized(self) -> str:
         return MACROS.get(self.source.strip().lower(), self.source.strip())
+
+    @property
+    def min_gap(self) -> int:
+        """Smallest wall-clock seconds between two slots (days are assumed to follow each other)."""
+        times = [hour * 3600 + minute * 60 for hour in self.hours for minute in self.minutes]
+        return times_gap(times, 86400) or 86400
 
     @property
     def fixed_time(self) -> bool:

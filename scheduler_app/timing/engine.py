@@ -61,6 +61,9 @@ def previous_slot(timing: Timing, instant: datetime, *, inclusive: bool = True) 
     end = instant if inclusive else instant - _TICK
     if timing.ends_at is not None and end > timing.ends_at:
         end = timing.ends_at  # nothing later can be a slot; do not walk the years after it
+    rule = timing.rule
+    if isinstance(rule, IntervalRule) and timing.window is None and timing.max_count is None:
+        return _interval_at_or_before(rule, timing.starts_at, end)
     span = timedelta(hours=1)
     while True:
         start = end - span if end - _EARLIEST > span else _EARLIEST
@@ -70,6 +73,23 @@ def previous_slot(timing: Timing, instant: datetime, *, inclusive: bool = True) 
         if start <= _EARLIEST or (timing.starts_at is not None and start < timing.starts_at):
             return None
         span *= 2
+
+
+def _interval_at_or_before(
+    rule: IntervalRule, starts_at: datetime | None, end: datetime
+) -> datetime | None:
+    """The last grid point ``anchor + k * every`` (k >= 0) at or before ``end``, by arithmetic.
+
+    The same answer as the search in ``previous_slot`` (the grid starts at the anchor, stops at
+    ``_LATEST`` and has no slot before ``starts_at``) without walking spans of slots.
+    """
+    end = min(end, _LATEST)
+    if end < rule.anchor:
+        return None
+    slot = rule.anchor + rule.every * ((end - rule.anchor) // rule.every)
+    if slot <= _EARLIEST or (starts_at is not None and slot < starts_at):
+        return None
+    return slot
 
 
 def iter_annotated(timing: Timing, after: datetime) -> Iterator[Resolved]:
@@ -145,7 +165,9 @@ def _raw(timing: Timing, after: datetime) -> Iterator[Resolved]:
 def _calendar(timing: Timing, after: datetime) -> Iterator[Resolved]:
     rule = timing.rule
     zone = timing.zone
-    after = min(max(after, _EARLIEST), _LATEST)
+    if after >= _LATEST:  # nothing is computed past _LATEST (the zone may not reach 9999-12-31)
+        return
+    after = max(after, _EARLIEST)
     wall = after.astimezone(zone).replace(tzinfo=None)  # once: both conversions are slow
     reach = (
         offset_span(after, zone, _DST_REACH, wall) if after + _DST_REACH < _LATEST else _DST_REACH
@@ -157,9 +179,12 @@ def _calendar(timing: Timing, after: datetime) -> Iterator[Resolved]:
         local_times = rule.spec.iter_local(start)
     else:  # pragma: no cover - _raw dispatches the other kinds
         raise InvalidRule("kind", f"not a calendar rule: {rule!r}")
-    for item in merge_locals(local_times, zone, timing.effective_dst):
-        if item[0] > after:
-            yield item
+    try:
+        for item in merge_locals(local_times, zone, timing.effective_dst):
+            if item[0] > after:
+                yield item
+    except OverflowError:  # a wall time of 9999-12-31 is past the last UTC instant: the end
+        return
 
 
 def merge_locals(
@@ -193,9 +218,13 @@ def merge_locals(
 def _interval(rule: IntervalRule, zone: ZoneInfo, after: datetime) -> Iterator[Resolved]:
     step = rule.every
     index = 0 if after < rule.anchor else (after - rule.anchor) // step + 1
+    if step * index > _LATEST - rule.anchor:  # the next slot would be past _LATEST
+        return
     slot = rule.anchor + step * index
     while slot <= _LATEST:
         yield slot, slot.astimezone(zone).replace(tzinfo=None), None
+        if step > _LATEST - slot:
+            return
         slot += step
 
 

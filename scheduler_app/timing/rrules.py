@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -20,6 +20,7 @@ from dateutil import rrule as du
 
 from scheduler_app.errors import InvalidRule
 from scheduler_app.timing.cron import CronExpr
+from scheduler_app.timing.gaps import DAY_PARTS, calendar_gap, never_reason, subdaily_pattern
 
 FREQS = {
     "YEARLY": du.YEARLY,
@@ -65,6 +66,8 @@ class RRuleSpec:
     anchor: datetime  # naive local wall time (DTSTART)
     walker: CronExpr | None = None
     """The same rule as a cron walker, for the simple rules where that is exact (fast path)."""
+    min_gap: int | None = None
+    """A lower bound on the wall-clock seconds between two slots (None: at most one slot)."""
 
     @property
     def freq_name(self) -> str:
@@ -77,8 +80,37 @@ class RRuleSpec:
             if self.until_local is None:
                 return self.walker.iter_local(first)  # no extra generator layer: hot path
             return self._walk(first, self.walker)
+        if self.count is None and self.freq > du.DAILY and set(DAY_PARTS) & self.parts:
+            return self._by_day(start)
         anchor = self.anchor if self.count is not None else _realign(self, start)
         return _build(self, anchor).xafter(start, inc=True)
+
+    @property
+    def parts(self) -> set[str]:
+        return {name for name, _ in self.options}
+
+    def _by_day(self, start: datetime) -> Iterator[datetime]:
+        """Sub-daily rules with day filters, one matching day at a time.
+
+        dateutil walks every filtered day one by one (about a millisecond each), so a rule
+        that fires on few days (Feb 29 on a Monday) took seconds to decades to answer. The
+        matching days come from a yearly rule with the same day parts (one step per year);
+        within a matching day the day parts filter nothing, so the rule without them gives
+        the same slots, and its UNTIL at the day's end stops it at once.
+        """
+        within_day = tuple((k, v) for k, v in self.options if k not in DAY_PARTS)
+        start = max(start, self.anchor)
+        for day in _matching_days(self.options, start.date()):
+            day_start = datetime.combine(day, time())
+            if self.until_local is not None and day_start > self.until_local:
+                return
+            first = max(start, day_start)
+            end = day_start + timedelta(days=1) - timedelta(seconds=1)
+            until = end if self.until_local is None else min(end, self.until_local)
+            rule = _cached_rule(
+                self.freq, self.interval, None, until, within_day, _realign(self, first)
+            )
+            yield from rule.xafter(first, inc=True)
 
     def _walk(self, start: datetime, walker: CronExpr) -> Iterator[datetime]:
         until = self.until_local
@@ -158,6 +190,7 @@ def parse_rrule(text: str, anchor: datetime, zone: ZoneInfo) -> RRuleSpec:
             "rrule.COUNT", "COUNT and UNTIL cannot both be set (RFC 5545); keep one of them"
         )
     options = _options(parts, freq, local_anchor)
+    min_gap = _check_fires(freq, interval, options, local_anchor)
     spec = RRuleSpec(
         source=text.strip(),
         freq=freq,
@@ -167,9 +200,32 @@ def parse_rrule(text: str, anchor: datetime, zone: ZoneInfo) -> RRuleSpec:
         options=tuple(sorted(options.items())),
         anchor=local_anchor,
         walker=_as_walker(freq, interval, count, options),
+        min_gap=min_gap if count != 1 else None,
     )
     _check_builds(spec)
     return spec
+
+
+def _check_fires(freq: int, interval: int, options: dict[str, Any], anchor: datetime) -> int | None:
+    """Refuse a rule that can never produce a slot; return its smallest gap (see gaps.py)."""
+    reason = never_reason(freq, interval, options, anchor)
+    gap: int | None = None
+    if reason is None and freq in (du.HOURLY, du.MINUTELY, du.SECONDLY):
+        gap, fires = subdaily_pattern(freq, interval, options, anchor)
+        if not fires:
+            reason = (
+                "its BYHOUR/BYMINUTE/BYSECOND values are never on the INTERVAL grid that "
+                f"starts at DTSTART ({anchor.time().isoformat()})"
+            )
+    elif reason is None:
+        gap = calendar_gap(freq, interval, options)
+    if reason is not None:
+        raise InvalidRule(
+            "rrule",
+            f"this rule never produces a slot: {reason}; change the rule or its anchor",
+            code="never",
+        )
+    return gap
 
 
 def _split(body: str) -> dict[str, str]:
@@ -265,6 +321,16 @@ def _options(parts: dict[str, str], freq: int, anchor: datetime) -> dict[str, An
         values = _numbers(parts, key, low, high)
         if values is not None:
             options[name] = values
+    if "byweekno" in options and freq != du.YEARLY:
+        raise InvalidRule(
+            "rrule.BYWEEKNO", "BYWEEKNO is only allowed with FREQ=YEARLY (RFC 5545); use BYDAY"
+        )
+    if "byyearday" in options and freq in (du.DAILY, du.WEEKLY, du.MONTHLY):
+        raise InvalidRule(
+            "rrule.BYYEARDAY",
+            "BYYEARDAY is not allowed with FREQ=DAILY, WEEKLY or MONTHLY (RFC 5545); "
+            "use FREQ=YEARLY or BYMONTH with BYMONTHDAY",
+        )
     if "bysetpos" in options and not (set(options) - {"bysetpos", "wkst"}):
         raise InvalidRule(
             "rrule.BYSETPOS", "BYSETPOS needs another BYxxx part to select from (RFC 5545)"
@@ -321,8 +387,31 @@ def _local_anchor(anchor: datetime, zone: ZoneInfo) -> datetime:
     if not isinstance(anchor, datetime):
         raise InvalidRule("rrule.anchor", "an anchor (DTSTART) datetime is required")
     if anchor.tzinfo is not None:
-        anchor = anchor.astimezone(zone).replace(tzinfo=None)
+        try:
+            anchor = anchor.astimezone(zone).replace(tzinfo=None)
+        except OverflowError:
+            raise InvalidRule(
+                "anchor", f"{anchor.isoformat()} is outside the years 1-9999 in this time zone"
+            ) from None
     return anchor.replace(microsecond=0)
+
+
+def _matching_days(options: tuple[tuple[str, Any], ...], start: date) -> Iterator[date]:
+    """The days at or after ``start`` that pass the rule's day parts, in order."""
+    days = tuple(
+        (name, _plain(value) if name == "byweekday" else value)
+        for name, value in options
+        if name in DAY_PARTS or name == "wkst"
+    )
+    midnight = (("byhour", (0,)), ("byminute", (0,)), ("bysecond", (0,)))
+    probe = _cached_rule(du.YEARLY, 1, None, None, days + midnight, datetime(start.year, 1, 1))  # noqa: DTZ001
+    for found in probe.xafter(datetime.combine(start, time()), inc=True):
+        yield found.date()
+
+
+def _plain(weekdays: tuple[du.weekday, ...]) -> tuple[int, ...]:
+    """Weekdays without ordinals: what dateutil uses below MONTHLY frequency."""
+    return tuple(sorted({day.weekday for day in weekdays}))
 
 
 def _build(spec: RRuleSpec, anchor: datetime) -> du.rrule:

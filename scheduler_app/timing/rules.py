@@ -93,6 +93,19 @@ class Timing:
         return self.dst.resolved(Nonexistent.SHIFT, Ambiguous.FIRST)
 
     @property
+    def min_gap(self) -> int | None:
+        """A lower bound on the seconds between two slots (wall clock for calendar rules);
+        None when the rule has at most one slot."""
+        rule = self.rule
+        if isinstance(rule, CronRule):
+            return rule.expr.min_gap
+        if isinstance(rule, RRuleRule):
+            return rule.spec.min_gap
+        if isinstance(rule, IntervalRule):
+            return int(rule.every.total_seconds())
+        return None
+
+    @property
     def origin(self) -> datetime | None:
         """Where counting starts for ``max_count``."""
         if self.starts_at is not None:
@@ -134,8 +147,8 @@ def build_timing(
         rule=built,
         zone=zone,
         dst=DstPolicy.parse(nonexistent, ambiguous),
-        starts_at=ensure_aware(starts_at, "starts_at") if starts_at is not None else None,
-        ends_at=ensure_aware(ends_at, "ends_at") if ends_at is not None else None,
+        starts_at=_instant(starts_at, "starts_at", zone) if starts_at is not None else None,
+        ends_at=_instant(ends_at, "ends_at", zone) if ends_at is not None else None,
         max_count=_check_max_count(max_count),
         window=parse_windows(window, window_policy) if window else None,
     )
@@ -162,11 +175,34 @@ def _build_rule(kind: Kind, rule: object, zone: ZoneInfo, anchor: datetime | Non
         every = parse_duration(rule, "every")  # type: ignore[arg-type]
         if anchor is None:
             raise InvalidRule("anchor", "an interval needs an anchor: the aware instant of slot 0")
-        return IntervalRule(every=every, anchor=ensure_aware(anchor, "anchor"))
+        return IntervalRule(every=every, anchor=_instant(anchor, "anchor", zone))
     at = _parse_datetime(rule, "at")  # type: ignore[arg-type]
     if at is None:
         raise InvalidRule("at", "a one-time rule needs a datetime")
-    return OnceRule(at=at.astimezone(UTC) if at.tzinfo is not None else at.replace(microsecond=0))
+    if at.tzinfo is not None:
+        return OnceRule(at=_instant(at, "at", zone))
+    if not EARLIEST.replace(tzinfo=None) <= at <= LATEST.replace(tzinfo=None):
+        raise InvalidRule("at", _RANGE_MESSAGE, code="range")
+    return OnceRule(at=at.replace(microsecond=0))
+
+
+EARLIEST = datetime(1, 1, 3, tzinfo=UTC)
+LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+_RANGE_MESSAGE = (
+    "must lie between 0001-01-03 and 9999-12-30 (UTC), the range the scheduler computes in; "
+    "e.g. 2026-03-29T09:00:00+02:00"
+)
+
+
+def _instant(value: datetime, field: str, zone: ZoneInfo) -> datetime:
+    """An aware instant in UTC that the engine can also read as wall time in ``zone``."""
+    try:
+        instant = ensure_aware(value, field)
+    except OverflowError:  # an offset that pushes it past year 1 or 9999
+        raise InvalidRule(field, _RANGE_MESSAGE, code="range") from None
+    if not EARLIEST <= instant <= LATEST:
+        raise InvalidRule(field, _RANGE_MESSAGE, code="range")
+    return instant
 
 
 def _parse_datetime(value: datetime | str | None, field: str) -> datetime | None:

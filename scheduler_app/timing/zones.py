@@ -78,6 +78,9 @@ def _parse_enum(kind: type[E], value: str | None, field: str) -> E:
         ) from None
 
 
+MAX_ZONE_NAME = 100
+
+
 @lru_cache(maxsize=1024)
 def _load_zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
@@ -91,11 +94,14 @@ def get_zone(name: str | ZoneInfo, field: str = "timezone") -> ZoneInfo:
         raise UnknownTimezone(field, "a time zone name is required, e.g. 'Europe/Riga' or 'UTC'")
     cleaned = name.strip()
     try:
+        if len(cleaned) > MAX_ZONE_NAME or not cleaned.isprintable():
+            raise ValueError(cleaned)  # IANA names are short and printable; do not look it up
         return _load_zone(cleaned)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
+    except (ZoneInfoNotFoundError, ValueError, OSError, RecursionError):
+        shown = cleaned if len(cleaned) <= 60 else cleaned[:60] + "..."
         raise UnknownTimezone(
             field,
-            f"unknown time zone {cleaned!r}; use an IANA name such as 'Europe/Riga', "
+            f"unknown time zone {shown!r}; use an IANA name such as 'Europe/Riga', "
             "'America/New_York' or 'UTC' (not an abbreviation like 'EST' or an offset)",
             code="unknown_timezone",
         ) from None

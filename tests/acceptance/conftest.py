@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -82,3 +83,9 @@ def probe(redis_url: str) -> Iterator[Callable[[], Probe]]:
     yield make
     for each in made:
         each.clear()
+
+
+@pytest.fixture(autouse=True)
+def short_intervals(settings: Any) -> None:
+    """The end-to-end tests use 1-3 s intervals to stay short (the default minimum is 10 s)."""
+    settings.SCHEDULER_MIN_INTERVAL = 1

@@ -175,3 +175,38 @@ def test_headers_carry_the_key_and_the_context() -> None:
         "scheduled",
         False,
     )
+
+
+class CountingPublisher(MemoryPublisher):
+    """Notes how many occurrences exist when each batch is published."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stored_at_publish: list[int] = []
+
+    def publish(self, occurrences: Sequence[Occurrence]) -> list[Occurrence]:
+        self.stored_at_publish.append(Occurrence.objects.count())
+        return super().publish(occurrences)
+
+
+def test_a_burst_is_published_batch_by_batch_not_after_the_whole_burst() -> None:
+    clock, broker = FakeClock(START), CountingPublisher()
+    for _ in range(7):
+        every_minute(clock)
+    clock.set(START + MINUTE)
+    result = ticker(broker, clock, BATCH_SIZE=3).tick()
+    assert (result.created, result.published) == (7, 7)
+    # The first messages left when one batch of 3 was stored, not all 7.
+    assert broker.stored_at_publish[0] == 3
+    assert states() == {"dispatched": 7}
+
+
+def test_a_burst_with_the_broker_down_is_still_fully_materialized() -> None:
+    clock, broker = FakeClock(START), MemoryPublisher()
+    for _ in range(7):
+        every_minute(clock)
+    clock.set(START + MINUTE)
+    broker.down = True
+    result = ticker(broker, clock, BATCH_SIZE=3).tick()
+    assert (result.created, result.published, result.broker_failed) == (7, 0, True)
+    assert states() == {"pending": 7}

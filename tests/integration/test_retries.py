@@ -51,7 +51,7 @@ class RecordingApp:
 
 def test_a_transient_error_is_retried_with_backoff_until_max_attempts() -> None:
     clock, app = FakeClock(START), RecordingApp()
-    beat = ticker(CeleryPublisher(app), clock)  # type: ignore[arg-type]
+    beat = ticker(CeleryPublisher(app, clock=clock), clock)  # type: ignore[arg-type]
     occurrence = due_one(clock, task="tests.rate_limited", max_attempts=3, retry_delay=10)
     occurrence_id = str(occurrence.pk)
     waits = []

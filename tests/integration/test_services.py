@@ -94,7 +94,7 @@ def test_oversized_payload(settings: SettingsWrapper) -> None:
 
 def test_interval_below_the_minimum(settings: SettingsWrapper) -> None:
     clock = FakeClock(START)
-    schedule(clock, kind="interval", rule="30")  # accepted under the default minimum (1 s)
+    schedule(clock, kind="interval", rule="30")  # accepted under the default minimum (10 s)
     settings.SCHEDULER_MIN_INTERVAL = 60
     with pytest.raises(ScheduleValidationError) as caught:
         schedule(clock, kind="interval", rule="30")  # the same definition, now too frequent

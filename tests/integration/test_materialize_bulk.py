@@ -1,0 +1,250 @@
+"""The materializer's bulk writes: the ``unnest`` insert of occurrences on PostgreSQL (conflicts,
+what it reports as inserted, the values it stores), the batch's advance, and the previous-slot
+shortcuts (the interval grid by arithmetic, a remembered answer per rule and slot)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import DataError, transaction
+
+from scheduler_app.clock import FakeClock
+from scheduler_app.materialize import insert_occurrences, materialize_batch, plan_schedule
+from scheduler_app.models import Occurrence, Schedule, Trigger
+from scheduler_app.timing import build_timing, previous_slot, slots_between
+from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
+
+HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
+FIRST = datetime(2026, 1, 5, 1, 0, tzinfo=UTC)
+"""The first slot of an hourly cron created at START."""
+
+
+def hourly(clock: FakeClock, **fields: object) -> Schedule:
+    return schedule(clock, kind="cron", rule="0 * * * *", **fields)
+
+
+def planned(target: Schedule, now: datetime) -> list[Occurrence]:
+    return plan_schedule(reload(target), now)
+
+
+def stored(row: Occurrence) -> dict[str, object]:
+    return {f.attname: getattr(row, f.attname) for f in Occurrence._meta.concrete_fields}
+
+
+# --- the unnest insert (PostgreSQL) ---------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_inserted_rows_are_reported_and_a_rerun_inserts_nothing() -> None:
+    clock = FakeClock(START)
+    targets = [hourly(clock, kwargs={"n": n}) for n in range(3)]
+    now = FIRST + timedelta(seconds=5)
+    batch = [row for target in targets for row in planned(target, now)]
+    assert len(batch) == 3
+
+    assert insert_occurrences(batch) == {row.id for row in batch}
+    again = [row for target in targets for row in planned(target, now)]
+    assert [row.id for row in again] == [row.id for row in batch]
+    assert insert_occurrences(again) == set()
+    assert Occurrence.objects.count() == 3
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_row_for_the_same_rule_slot_is_not_counted_as_inserted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock(START)
+    taken, free = hourly(clock), hourly(clock)
+    now = FIRST + timedelta(seconds=5)
+    # Another row for the same (schedule, slot), with another id and key: the partial unique
+    # constraint on rule slots keeps the new one out.
+    [existing] = planned(taken, now)
+    existing.id = uuid.uuid4()
+    existing.idempotency_key = f"{existing.idempotency_key}:other"
+    Occurrence.objects.bulk_create([existing])
+
+    batch = planned(taken, now) + planned(free, now)
+    with caplog.at_level(logging.INFO, logger="scheduler_app.materialize"):
+        inserted = insert_occurrences(batch)
+
+    assert inserted == {batch[1].id}
+    assert [row.id for row in rows(taken)] == [existing.id]
+    assert [row.id for row in rows(free)] == [batch[1].id]
+    [record] = [r for r in caplog.records if getattr(r, "action", "") == "materialize.conflict"]
+    assert record.count == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_taken_idempotency_key_is_a_conflict_but_a_manual_run_of_the_slot_is_not() -> None:
+    clock = FakeClock(START)
+    keyed, manual = hourly(clock), hourly(clock)
+    now = FIRST + timedelta(seconds=5)
+    [by_key] = planned(keyed, now)
+    by_key.id = uuid.uuid4()
+    by_key.scheduled_for = by_key.window_end = by_key.not_before = FIRST - timedelta(minutes=1)
+    by_key.window_start = by_key.scheduled_for
+    [run_now] = planned(manual, now)
+    run_now.id = uuid.uuid4()
+    run_now.trigger = Trigger.MANUAL
+    run_now.idempotency_key = f"manual:{run_now.id}"
+    Occurrence.objects.bulk_create([by_key, run_now])
+
+    batch = planned(keyed, now) + planned(manual, now)
+    assert insert_occurrences(batch) == {batch[1].id}
+    # The partial constraint covers scheduled and catch-up rows only.
+    assert sorted(str(row.trigger) for row in rows(manual)) == ["manual", "scheduled"]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_insert_stores_what_the_orm_would() -> None:
+    clock = FakeClock(START)
+    odd = {"quote": 'say "hi"', "slash": "a\\b", "braces": "{1,2}", "nested": [1, {"x": None}]}
+    targets = [
+        hourly(clock, kwargs=odd, deadline=120, jitter=30, timezone="Asia/Kolkata"),
+        hourly(clock, kwargs={"ü": "✓"}, mode="shadow"),
+        schedule(
+            clock, kind="interval", rule="30m", anchor=START, misfire_policy="catch_up", kwargs={}
+        ),
+    ]
+    now = FIRST + 3 * HOUR + timedelta(seconds=5)
+    batch = [row for target in targets for row in planned(target, now)]
+    assert len({row.trigger for row in batch}) == 2  # catch-up and on-time rows alike
+    assert len({row.deadline_at for row in batch}) > 1  # a column with NULLs and values
+
+    assert insert_occurrences(batch) == {row.id for row in batch}
+    for row in batch:
+        assert stored(Occurrence.objects.get(pk=row.pk)) == stored(row)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_single_row_and_an_empty_batch() -> None:
+    clock = FakeClock(START)
+    [row] = planned(hourly(clock), FIRST)
+    assert insert_occurrences([]) == set()
+    assert insert_occurrences([row]) == {row.id}
+    assert stored(Occurrence.objects.get()) == stored(row)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_value_too_long_for_its_column_is_refused_not_cut() -> None:
+    clock = FakeClock(START)
+    batch = planned(hourly(clock), FIRST) + planned(hourly(clock), FIRST)
+    batch[1].reason = "x" * 41  # reason is varchar(40)
+    with pytest.raises(DataError), transaction.atomic():
+        insert_occurrences(batch)
+    assert Occurrence.objects.count() == 0
+
+
+# --- the batch -------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_existing_occurrence_is_kept_and_the_schedule_still_advances() -> None:
+    clock = FakeClock(START)
+    target = hourly(clock)
+    now = FIRST + timedelta(seconds=5)
+    [existing] = planned(target, now)
+    Occurrence.objects.bulk_create([existing])
+
+    result = materialize_batch(now, 10)
+    # ``created`` counts the planned rows, a conflicting one included (as it always did).
+    assert (result.claimed, result.created) == (1, 1)
+    assert [row.id for row in rows(target)] == [existing.id]
+    after = reload(target)
+    assert (after.next_run_at, after.last_scheduled_for) == (FIRST + HOUR, FIRST)
+    assert materialize_batch(now, 10).claimed == 0
+
+
+@pytest.mark.django_db
+def test_each_schedule_of_a_batch_gets_its_own_advance() -> None:
+    clock = FakeClock(START)
+    rules = ["0 * * * *", "*/30 * * * *", "0 */2 * * *"]
+    targets = [schedule(clock, kind="cron", rule=rule) for rule in rules]
+    clock.set(FIRST + 2 * HOUR + timedelta(seconds=5))
+    assert ticker(MemoryPublisher(), clock).tick().created == 3 + 6 + 1
+    advanced = [reload(target) for target in targets]
+    assert [t.next_run_at for t in advanced] == [
+        FIRST + 3 * HOUR,
+        FIRST + 2 * HOUR + timedelta(minutes=30),
+        FIRST + 3 * HOUR,
+    ]
+    assert [t.last_scheduled_for for t in advanced] == [FIRST + 2 * HOUR] * 2 + [FIRST + HOUR]
+    assert [t.occurrence_count for t in advanced] == [3, 6, 1]
+    assert [t.caught_up_count for t in advanced] == [2, 5, 1]
+
+
+# --- the slot before a schedule's first slot -------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("fields", "first", "before"),
+    [
+        ({"kind": "cron", "rule": "30 9 * * *"}, datetime(2026, 1, 5, 9, 30, tzinfo=UTC), DAY),
+        (
+            {"kind": "rrule", "rule": "FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0;BYSECOND=0"},
+            datetime(2026, 1, 5, 9, tzinfo=UTC),
+            timedelta(0),  # an RRULE starts at its DTSTART (the creation): nothing before it
+        ),
+        (
+            {"kind": "interval", "rule": "90m", "anchor": START - DAY + timedelta(minutes=20)},
+            START + timedelta(minutes=20),
+            timedelta(minutes=90),
+        ),
+    ],
+)
+def test_a_schedule_that_never_ran_has_the_rule_slot_before_as_window_start(
+    fields: dict[str, object], first: datetime, before: timedelta
+) -> None:
+    clock = FakeClock(START)
+    targets = [schedule(clock, **fields) for _ in range(3)]  # the same rule: asked once
+    assert {reload(target).next_run_at for target in targets} == {first}
+    clock.set(first + timedelta(seconds=5))
+    assert ticker(MemoryPublisher(), clock).tick().created == 3
+    for target in targets:
+        [row] = rows(target)
+        assert (row.window_start, row.window_end) == (first - before, first)
+
+
+def test_interval_previous_slot_is_the_grid_point_the_walk_finds() -> None:
+    anchor = datetime(2026, 3, 29, 0, 0, 7, tzinfo=UTC)
+    probes = [
+        anchor + timedelta(minutes=m, seconds=s)
+        for m in (-90, -1, 0, 1, 44, 45, 46, 600)
+        for s in (-1, 0, 1)
+    ]
+    bounds = [
+        {},
+        {"starts_at": anchor + timedelta(minutes=50)},
+        {"ends_at": anchor + timedelta(minutes=200)},
+        {"starts_at": anchor - DAY, "ends_at": anchor + timedelta(minutes=45)},
+    ]
+    for extra in bounds:
+        timing = build_timing(kind="interval", rule=timedelta(minutes=45), anchor=anchor, **extra)  # type: ignore[arg-type]
+        for probe in probes:
+            for inclusive in (True, False):
+                end = probe if inclusive else probe - timedelta(microseconds=1)
+                walked = slots_between(timing, anchor - 2 * DAY, end)
+                expected = walked[-1] if walked else None
+                assert previous_slot(timing, probe, inclusive=inclusive) == expected, (extra, probe)
+
+
+def test_interval_previous_slot_with_active_windows_still_walks() -> None:
+    timing = build_timing(
+        kind="interval",
+        rule=timedelta(hours=1),
+        anchor=datetime(2026, 1, 5, tzinfo=UTC),
+        window="MON-FRI 09:00-17:00",
+    )
+    saturday_noon = datetime(2026, 1, 10, 12, tzinfo=UTC)
+    assert previous_slot(timing, saturday_noon) == datetime(2026, 1, 9, 16, tzinfo=UTC)
