@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -65,17 +66,21 @@ class Postgres:
 
     def __post_init__(self) -> None:
         self.bindir = _pg_bindir()
+        # As root, PostgreSQL refuses to run: use the postgres system user, with the cluster
+        # in a directory of its own under the system temp dir (the checkout may sit in a
+        # directory that user cannot enter, e.g. one made by mktemp -d).
+        self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self._as:
+            self.directory = Path(tempfile.mkdtemp(prefix="torture-pg-"))
         self.data = self.directory / "data"
         self.log = self.directory / "postgres.log"
-        # As root, PostgreSQL refuses to run: use the postgres system user.
-        self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 
     @property
     def url(self) -> str:
         return f"postgres://postgres@127.0.0.1:{self.port}/torture"
 
     def _run(self, *args: str) -> None:
-        result = subprocess.run([*self._as, *args], capture_output=True, text=True)
+        result = subprocess.run([*self._as, *args], capture_output=True, text=True, cwd="/")
         if result.returncode != 0:
             raise InfraError(f"{' '.join(args)} failed: {result.stderr.strip()[-2000:]}")
 
