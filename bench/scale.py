@@ -1197,7 +1197,7 @@ def profile_burst(burst: int, at: datetime, limit: int = 25) -> dict[str, Any]:
         ("  advance schedules (save_advanced)", "materialize.py", "save_advanced"),
         ("dispatch (claim, publish, mark)", "scheduler_app/ticker.py", "dispatch"),
         ("  claim_pending (SELECT ... FOR UPDATE)", "outbox.py", "claim_pending"),
-        ("  publish (send_task per occurrence)", "publishing.py", "publish"),
+        ("  publish (Redis pipeline, or send_task per occurrence)", "publishing.py", "publish"),
         ("    context_headers", "outbox.py", "context_headers"),
         ("    kombu Producer.publish", "kombu/messaging.py", "publish"),
         ("  mark_dispatched (UPDATE)", "outbox.py", "mark_dispatched"),
