@@ -121,16 +121,18 @@ class TaskCall:
 
     @classmethod
     def of(cls, occurrence: Occurrence, now: datetime) -> TaskCall:
-        """``eta`` only when the occurrence may not start yet (a retry's backoff), judged by
-        the beat's clock: a run already due, such as a lost run put back in the outbox, goes
-        without one, so a worker never holds it for a skew between the two clocks."""
+        """``eta`` only for a deliberate delay (a retry's backoff: ``not_before`` after the
+        slot) that has not run out by the beat's clock. A run already due, such as a lost run
+        put back in the outbox, or a slot published after the clock stepped back, goes without
+        one, so a worker never holds it back for a difference between clocks."""
+        slot = occurrence.scheduled_for
         return cls(
             name=occurrence.task,
             task_id=str(occurrence.id),
             kwargs=occurrence.kwargs,
             headers={HEADER: context_headers(occurrence)},
             expires=occurrence.deadline_at,
-            eta=occurrence.not_before if occurrence.not_before > now else None,
+            eta=occurrence.not_before if occurrence.not_before > max(now, slot) else None,
         )
 
 

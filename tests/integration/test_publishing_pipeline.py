@@ -402,3 +402,6 @@ def test_eta_only_when_the_occurrence_may_not_start_yet_by_the_publishers_clock(
     row.not_before = now - timedelta(seconds=1)
     assert row.not_before > row.scheduled_for
     assert publishing.TaskCall.of(row, now).eta is None
+    # A slot materialized, then published after the clock stepped back: due, no eta.
+    row.scheduled_for = row.not_before = now + timedelta(minutes=5)
+    assert publishing.TaskCall.of(row, now).eta is None
