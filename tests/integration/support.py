@@ -70,3 +70,36 @@ def slots(target: Schedule) -> list[datetime]:
 
 def reload(target: Schedule) -> Schedule:
     return Schedule.objects.get(pk=target.pk)
+
+
+def admin_form(**overrides: Any) -> dict[str, Any]:
+    """POST data of a valid schedule add form; ``None`` drops a field."""
+    data = {
+        "name": "daily report",
+        "tenant": "",
+        "task": "demo.ping",
+        "kwargs": "{}",
+        "objective": "",
+        "kind": "cron",
+        "rule": "0 8 * * MON-FRI",
+        "timezone": "Europe/Paris",
+        "dst_nonexistent": "auto",
+        "dst_ambiguous": "auto",
+        "misfire_policy": "catch_up",
+        "max_lateness": 60,
+        "catch_up_window": 86400,
+        "catch_up_limit": 12,
+        "overlap_policy": "skip",
+        "on_pause": "keep",
+        "interval_mode": "fixed_rate",
+        "max_attempts": 3,
+        "retry_delay": 10,
+        "cancel_grace": 60,
+        "active_window": "",
+        "window_policy": "defer",
+        "jitter": 0,
+        "mode": "live",
+        "expected_version": 0,
+    }
+    data.update(overrides)
+    return {key: value for key, value in data.items() if value is not None}

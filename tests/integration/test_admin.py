@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -11,6 +9,7 @@ from django.urls import reverse
 
 from scheduler_app import services
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleStatus
+from tests.integration.support import admin_form
 
 pytestmark = pytest.mark.django_db
 
@@ -25,38 +24,6 @@ def client() -> Client:
     return browser
 
 
-def form(**overrides: Any) -> dict[str, Any]:
-    data = {
-        "name": "daily report",
-        "tenant": "",
-        "task": "demo.ping",
-        "kwargs": "{}",
-        "objective": "",
-        "kind": "cron",
-        "rule": "0 8 * * MON-FRI",
-        "timezone": "Europe/Paris",
-        "dst_nonexistent": "auto",
-        "dst_ambiguous": "auto",
-        "misfire_policy": "catch_up",
-        "max_lateness": 60,
-        "catch_up_window": 86400,
-        "catch_up_limit": 12,
-        "overlap_policy": "skip",
-        "on_pause": "keep",
-        "interval_mode": "fixed_rate",
-        "max_attempts": 3,
-        "retry_delay": 10,
-        "cancel_grace": 60,
-        "active_window": "",
-        "window_policy": "defer",
-        "jitter": 0,
-        "mode": "live",
-        "expected_version": 0,
-    }
-    data.update(overrides)
-    return {key: value for key, value in data.items() if value is not None}
-
-
 def test_the_changelist_and_add_form_render(client: Client) -> None:
     services.create_schedule(task="demo.ping", kind="cron", rule="*/5 * * * *", name="five")
     assert client.get(reverse("admin:scheduler_app_schedule_changelist")).status_code == 200
@@ -64,7 +31,7 @@ def test_the_changelist_and_add_form_render(client: Client) -> None:
 
 
 def test_adding_a_valid_schedule_creates_version_one(client: Client) -> None:
-    response = client.post(ADD_URL, form())
+    response = client.post(ADD_URL, admin_form())
     assert response.status_code == 302, response.content.decode()[:2000]
     schedule = Schedule.objects.get()
     assert (schedule.version, schedule.versions.count(), schedule.timezone) == (
@@ -86,7 +53,7 @@ def test_adding_a_valid_schedule_creates_version_one(client: Client) -> None:
 def test_bad_input_is_a_field_error_and_stores_nothing(
     client: Client, field: str, value: str, message: str
 ) -> None:
-    response = client.post(ADD_URL, form(**{field: value}))
+    response = client.post(ADD_URL, admin_form(**{field: value}))
     assert response.status_code == 200
     assert message in response.content.decode()
     assert not Schedule.objects.exists()
@@ -95,12 +62,12 @@ def test_bad_input_is_a_field_error_and_stores_nothing(
 def test_an_edit_makes_a_new_version_and_a_stale_edit_is_refused(client: Client) -> None:
     schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
     url = reverse("admin:scheduler_app_schedule_change", args=[schedule.pk])
-    response = client.post(url, form(rule="30 8 * * *", expected_version=1))
+    response = client.post(url, admin_form(rule="30 8 * * *", expected_version=1))
     assert response.status_code == 302
     schedule.refresh_from_db()
     assert (schedule.version, schedule.rule) == (2, "30 8 * * *")
 
-    stale = client.post(url, form(rule="45 8 * * *", expected_version=1))
+    stale = client.post(url, admin_form(rule="45 8 * * *", expected_version=1))
     assert stale.status_code == 200
     assert "Someone changed this schedule" in stale.content.decode()
     schedule.refresh_from_db()

@@ -26,7 +26,7 @@ from scheduler_app.contract import ContractError, import_text
 from scheduler_app.declarations import isolated_registry, scheduled
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
 from scheduler_app.models import Occurrence, Schedule, ScheduleVersion
-from tests.integration.support import START, TASK
+from tests.integration.support import START, TASK, admin_form
 
 pytestmark = pytest.mark.django_db
 DB_FUZZ = settings(
@@ -320,33 +320,7 @@ def test_the_minimum_interval_names_the_setting_and_can_be_lowered(settings: Any
 # -- the admin -------------------------------------------------------------------------------
 
 ADD_URL = reverse("admin:scheduler_app_schedule_add")
-FORM = {
-    "name": "hostile",
-    "tenant": "",
-    "task": TASK,
-    "kwargs": "{}",
-    "objective": "",
-    "kind": "cron",
-    "rule": "0 8 * * MON-FRI",
-    "timezone": "Europe/Paris",
-    "dst_nonexistent": "auto",
-    "dst_ambiguous": "auto",
-    "misfire_policy": "catch_up",
-    "max_lateness": "60",
-    "catch_up_window": "86400",
-    "catch_up_limit": "12",
-    "overlap_policy": "skip",
-    "on_pause": "keep",
-    "interval_mode": "fixed_rate",
-    "max_attempts": "3",
-    "retry_delay": "10",
-    "cancel_grace": "60",
-    "active_window": "",
-    "window_policy": "defer",
-    "jitter": "0",
-    "mode": "live",
-    "expected_version": "0",
-}
+FORM = admin_form(name="hostile", task=TASK)
 # No lone surrogates: they cannot be encoded into a request body (the test client refuses them).
 FORM_TEXT = st.one_of(
     st.text(max_size=40),
