@@ -69,8 +69,12 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Beat and worker share the file: wait for locks instead of failing at once.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Beat and worker share the file: take the write lock when a transaction begins and wait
+    # for it (up to 20 s). In the default deferred mode a read-then-write transaction fails at
+    # once with "database is locked" when the other process writes (system check W001).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"

@@ -7,4 +7,7 @@ class SchedulerAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from scheduler_app import signals  # noqa: F401 - connects the Celery signal handlers
+        from scheduler_app import (  # noqa: F401 - registers the system checks, connects the signals
+            checks,
+            signals,
+        )

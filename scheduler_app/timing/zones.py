@@ -118,7 +118,14 @@ def ensure_aware(value: datetime, field: str) -> datetime:
             "(e.g. with tzinfo=UTC or ZoneInfo('Europe/Riga')) or an ISO string with an offset",
             code="naive_datetime",
         )
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01 at a positive offset, 9999-12-31 at a negative one
+        raise ScheduleValidationError(
+            field,
+            f"{value.isoformat()} is out of range in UTC; use a date between years 1 and 9999",
+            code="range",
+        ) from None
 
 
 # Notes attached to slots produced from a local time that a DST transition touches.

@@ -140,6 +140,10 @@ def test_demo_runs_schedules_and_stops(demo: Callable[..., Demo]) -> None:
     # Only the last slots may still be on their way when the demo stops.
     assert len(succeeded) >= len(rows) - 3, rows
     assert "succeeded" in run.output  # the live table showed them
+    # Beat and worker share one SQLite file: they wait for each other's write lock (IMMEDIATE
+    # transactions) instead of failing; an outcome lost that way left an occurrence running.
+    log = (run.var / "demo-processes.log").read_text()
+    assert "database is locked" not in log, log[-3000:]
 
 
 def test_ctrl_c_stops_beat_and_worker(demo: Callable[..., Demo]) -> None:

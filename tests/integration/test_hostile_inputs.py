@@ -152,6 +152,12 @@ def import_outcome(text: str) -> None:
     rule=("rrule", "FREQ=DAILY"),
     valid_first=True,
 )
+@example(  # found by hypothesis: year 1 at +00:01 is year 0 in UTC (OverflowError, fixed)
+    path=("timing", "anchor"),
+    value="0001-01-01000+0001",
+    rule=("cron", "*/5 * * * *"),
+    valid_first=False,
+)
 def test_contract_documents_with_one_broken_field(
     path: tuple[str, ...], value: Any, rule: tuple[str, str], valid_first: bool
 ) -> None:
