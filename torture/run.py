@@ -359,13 +359,18 @@ class Harness:
 
 
 def _lateness() -> dict[str, float]:
-    from scheduler_app.models import Occurrence, Trigger
+    """Dispatch lateness of first attempts whose dispatch no policy holds back on purpose:
+    ``buffer_one``/``buffer_all`` occurrences wait for the previous run to end, and a retry's
+    ``dispatched_at`` is its new attempt's (after the backoff)."""
+    from scheduler_app.models import Occurrence, OverlapPolicy, Trigger
 
     values = sorted(
         (o.dispatched_at - o.scheduled_for).total_seconds()
         for o in Occurrence.objects.filter(
-            trigger=Trigger.SCHEDULED, dispatched_at__isnull=False
-        ).only("dispatched_at", "scheduled_for")
+            trigger=Trigger.SCHEDULED, dispatched_at__isnull=False, attempts__lte=1
+        )
+        .exclude(schedule__overlap_policy__in=(OverlapPolicy.BUFFER_ONE, OverlapPolicy.BUFFER_ALL))
+        .only("dispatched_at", "scheduled_for")
     )
     if not values:
         return {}
