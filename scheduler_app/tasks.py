@@ -21,14 +21,16 @@ import logging
 import os
 import socket
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from celery import Task
 from celery.exceptions import Ignore
-from django.db import close_old_connections, connection
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
 from scheduler_app import lifecycle
 from scheduler_app.clock import Clock, SystemClock
@@ -53,6 +55,13 @@ DUPLICATE = frozenset(
 """Claim refusals that mean "another delivery of this occurrence ran or runs it"."""
 
 
+T = TypeVar("T")
+
+RECORD_ATTEMPTS = 4
+"""Tries to record an outcome through a dropped connection or a locked database (0.5, 1, 2 s
+apart) before giving up: then the lease runs out and the reconciler retries the run."""
+
+
 def worker_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
 
@@ -63,6 +72,8 @@ class OccurrenceTask(Task):
     clock: Clock = SystemClock()
     permanent_exceptions: tuple[type[BaseException], ...] = ()
     """Exceptions that fail the occurrence at once, besides validation and permission errors."""
+    pause: Callable[[float], None] = staticmethod(time.sleep)
+    """How the worker waits between tries to record an outcome (tests replace it)."""
 
     @property
     def occurrence(self) -> OccurrenceContext | None:
@@ -111,19 +122,43 @@ class OccurrenceTask(Task):
     def _end(self, claim: lifecycle.Claim, state: str, reason: str, error: str = "") -> None:
         if claim.occurrence is None:
             return
-        ended = lifecycle.finish(
-            claim.occurrence.pk,
-            token=claim.token,
-            state=state,
-            reason=reason,
-            now=self.clock.now(),
-            error=error,
+        occurrence_id = claim.occurrence.pk
+        ended = self._record(
+            lambda: lifecycle.finish(
+                occurrence_id,
+                token=claim.token,
+                state=state,
+                reason=reason,
+                now=self.clock.now(),
+                error=error,
+            )
         )
         if not ended:
             logger.warning(
                 "outcome not recorded: the attempt lost its lease",
                 extra={"action": "occurrence.fenced", "occurrence_id": str(claim.occurrence.pk)},
             )
+
+    def _record(self, write: Callable[[], T]) -> T:
+        """Run an outcome write; a dropped connection or a locked database gets a few more
+        tries on a fresh connection. Each write is a fenced compare-and-set, so a try that
+        committed before its connection dropped makes the next one a no-op."""
+        for attempt in range(1, RECORD_ATTEMPTS + 1):
+            try:
+                return write()
+            except (OperationalError, InterfaceError) as exc:
+                if attempt == RECORD_ATTEMPTS or connection.in_atomic_block:
+                    raise  # the caller's transaction (eager run) is not ours to reopen
+                delay = 0.5 * 2 ** (attempt - 1)
+                logger.warning(
+                    "recording the outcome failed (%s); retrying in %.1f s",
+                    exc,
+                    delay,
+                    extra={"action": "occurrence.record_retry", "attempt": attempt},
+                )
+                connection.close()
+                self.pause(delay)
+        raise AssertionError("unreachable")
 
     def _failed(self, exc: Exception, context: OccurrenceContext, claim: lifecycle.Claim) -> None:
         """Retry later (then ``Ignore``) or record ``failed``; the caller re-raises."""
@@ -141,8 +176,11 @@ class OccurrenceTask(Task):
         )
         error = f"{type(exc).__name__}: {exc}"
         if decision.retry and decision.at is not None:
-            lifecycle.retry_later(
-                claim.occurrence.pk, token=claim.token, at=decision.at, now=now, error=error
+            occurrence_id, at = claim.occurrence.pk, decision.at
+            self._record(
+                lambda: lifecycle.retry_later(
+                    occurrence_id, token=claim.token, at=at, now=now, error=error
+                )
             )
             logger.info(
                 "attempt failed; retrying",

@@ -188,3 +188,85 @@ def test_context_is_one_frozen_object_with_the_claimed_attempt() -> None:
     assert result.result["remaining"] == 200.0
     with pytest.raises(AttributeError):
         context.attempt = 3  # type: ignore[misc]
+
+
+class Flaky:
+    """A lifecycle write that fails ``failures`` times with ``error``, then runs for real."""
+
+    def __init__(self, write: object, failures: int, error: Exception) -> None:
+        self.write, self.failures, self.error, self.calls = write, failures, error, 0
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise self.error
+        return self.write(*args, **kwargs)  # type: ignore[operator]
+
+
+@pytest.mark.django_db(transaction=True)  # outside a transaction: the worker may reconnect
+def test_an_outcome_write_through_a_dropped_connection_is_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.db import OperationalError
+
+    from scheduler_app.tasks import OccurrenceTask
+
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+    finish = Flaky(lifecycle.finish, 2, OperationalError("server closed the connection"))
+    monkeypatch.setattr(lifecycle, "finish", finish)
+    pauses: list[float] = []
+    monkeypatch.setattr(OccurrenceTask, "pause", staticmethod(pauses.append))
+
+    assert run(ping, occurrence, clock).state == "SUCCESS"
+    stored = fetch(occurrence)
+    assert (stored.state, stored.attempts) == (OccurrenceState.SUCCEEDED, 1)
+    assert (finish.calls, pauses) == (3, [0.5, 1.0])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_decision_through_a_locked_database_is_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.db import OperationalError
+
+    from scheduler_app.tasks import OccurrenceTask
+    from tests.integration.worker_support import flaky
+
+    clock = FakeClock(START)
+    occurrence = due_one(clock, task="tests.flaky", max_attempts=3)
+    retry_later = Flaky(lifecycle.retry_later, 1, OperationalError("database is locked"))
+    monkeypatch.setattr(lifecycle, "retry_later", retry_later)
+    monkeypatch.setattr(OccurrenceTask, "pause", staticmethod(lambda seconds: None))
+
+    assert run(flaky, occurrence, clock, succeed_on=2).state == "IGNORED"
+    stored = fetch(occurrence)
+    assert (stored.state, stored.reason, retry_later.calls) == (
+        OccurrenceState.RETRYING,
+        "retry",
+        2,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outcome_that_cannot_be_recorded_is_left_to_the_lease(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Four failures: the error surfaces; the run stays ``running`` until its lease runs out,
+    and the reconciler then puts it back in the outbox (the documented crash path)."""
+    from django.db import OperationalError
+
+    from scheduler_app.tasks import RECORD_ATTEMPTS, OccurrenceTask
+
+    clock = FakeClock(START)
+    occurrence = due_one(clock, max_attempts=3)
+    finish = Flaky(lifecycle.finish, 99, OperationalError("could not connect"))
+    monkeypatch.setattr(lifecycle, "finish", finish)
+    monkeypatch.setattr(OccurrenceTask, "pause", staticmethod(lambda seconds: None))
+
+    assert run(ping, occurrence, clock).state == "FAILURE"
+    assert finish.calls == RECORD_ATTEMPTS
+    assert fetch(occurrence).state == OccurrenceState.RUNNING
+    clock.advance(LEASE + timedelta(seconds=1))
+    assert reconcile(clock.now(), retry_grace=GRACE).requeued == 1
+    assert fetch(occurrence).state == OccurrenceState.PENDING
