@@ -93,6 +93,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "data_folder_in": str(_BROKER_DIR),
         "data_folder_out": str(_BROKER_DIR),
         "processed_folder": str(_BROKER_DIR / "processed"),
+        "control_folder": str(_BROKER_DIR / "control"),  # exchange tables, not ./control
         "store_processed": False,
     }
     if CELERY_BROKER_URL.startswith("filesystem")

@@ -330,6 +330,7 @@ def test_other_brokers_publish_message_by_message(
         app.conf.broker_transport_options = {
             "data_folder_in": str(tmp_path),
             "data_folder_out": str(tmp_path),
+            "control_folder": str(tmp_path / "control"),  # not ./control in the repository
         }
     sent: list[str] = []
     send_task = app.send_task
