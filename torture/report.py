@@ -90,11 +90,30 @@ def render(payload: dict[str, Any], profile: Any) -> str:
         )
     soak = payload["scenarios"].get("soak")
     if soak and soak.get("rss_mib"):
-        lines += ["", "RSS over the soak (MiB, one sample every 30 s; first / max / last):", ""]
-        for name, values in sorted(soak["rss_mib"].items()):
-            lines.append(f"- {name}: {values[0]} / {max(values)} / {values[-1]}")
+        lines += ["", *rss_table(soak["rss_mib"])]
     lines.append(END)
     return "\n".join(lines)
+
+
+def rss_table(rss_mib: dict[str, list[float]], every_s: float = 30.0) -> list[str]:
+    """RSS of each process every 10 minutes of the soak (from samples taken every 30 s), then
+    its max. A killed process restarts small: its column drops back."""
+    longest = max(len(values) for values in rss_mib.values())
+    step = max(int(600 / every_s), 1)
+    marks = list(range(0, longest, step))
+    if marks[-1] != longest - 1:
+        marks.append(longest - 1)
+    header = " | ".join(f"{round(i * every_s / 60)} min" for i in marks)
+    lines = [
+        "RSS over the soak (MiB, sampled every 30 s):",
+        "",
+        f"| process | {header} | max |",
+        "|---|" + "---|" * (len(marks) + 1),
+    ]
+    for name, values in sorted(rss_mib.items()):
+        cells = " | ".join(str(values[i]) if i < len(values) else "-" for i in marks)
+        lines.append(f"| {name} | {cells} | {max(values)} |")
+    return lines
 
 
 def _write_doc(payload: dict[str, Any], profile: Any) -> None:
