@@ -89,10 +89,28 @@ def render(payload: dict[str, Any], profile: Any) -> str:
             f"{'pass' if f['ok'] else '**FAIL**'} |"
         )
     soak = payload["scenarios"].get("soak")
+    if soak and soak.get("lateness_by_10min"):
+        lines += ["", *lateness_table(soak["lateness_by_10min"])]
     if soak and soak.get("rss_mib"):
         lines += ["", *rss_table(soak["rss_mib"])]
     lines.append(END)
     return "\n".join(lines)
+
+
+def lateness_table(windows: list[dict[str, float]]) -> list[str]:
+    """Dispatch lateness of the slots of each 10 minutes of the soak (faults included)."""
+    lines = [
+        "Dispatch lateness by slot time (s; faults included, as in the table above):",
+        "",
+        "| slots in | dispatched | p50 | p95 | p99 | max |",
+        "|---|---|---|---|---|---|",
+    ]
+    for w in windows:
+        lines.append(
+            f"| {w['from_min']:.0f}-{w['from_min'] + 10:.0f} min | {w['count']:,} | "
+            f"{w['p50']:.2f} | {w['p95']:.2f} | {w['p99']:.2f} | {w['max']:.2f} |"
+        )
+    return lines
 
 
 def rss_table(rss_mib: dict[str, list[float]], every_s: float = 30.0) -> list[str]:

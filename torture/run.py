@@ -281,6 +281,7 @@ class Harness:
             "schedules": len(specs),
             "drain_s": round(drained, 1),
             "lateness_s": _lateness(),
+            **({"lateness_by_10min": lateness_windows(_dispatch_delays(), start)} if soak else {}),
             "outcomes": _outcomes(),
             "rss_mib": {
                 name: [round(v / 2**20, 1) for v in values] for name, values in rss.items()
@@ -358,25 +359,48 @@ class Harness:
         return time.monotonic() - started
 
 
-def _lateness() -> dict[str, float]:
-    """Dispatch lateness of first attempts whose dispatch no policy holds back on purpose:
-    ``buffer_one``/``buffer_all`` occurrences wait for the previous run to end, and a retry's
-    ``dispatched_at`` is its new attempt's (after the backoff)."""
+def _dispatch_delays() -> list[tuple[datetime, float]]:
+    """(slot, dispatch lateness in s) of first attempts whose dispatch no policy holds back on
+    purpose: ``buffer_one``/``buffer_all`` occurrences wait for the previous run to end, and a
+    retry's ``dispatched_at`` is its new attempt's (after the backoff)."""
     from scheduler_app.models import Occurrence, OverlapPolicy, Trigger
 
-    values = sorted(
-        (o.dispatched_at - o.scheduled_for).total_seconds()
+    return [
+        (o.scheduled_for, (o.dispatched_at - o.scheduled_for).total_seconds())
         for o in Occurrence.objects.filter(
             trigger=Trigger.SCHEDULED, dispatched_at__isnull=False, attempts__lte=1
         )
         .exclude(schedule__overlap_policy__in=(OverlapPolicy.BUFFER_ONE, OverlapPolicy.BUFFER_ALL))
         .only("dispatched_at", "scheduled_for")
-    )
+    ]
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """count, p50, p95, p99 and max of ``values`` (seconds, rounded to ms)."""
     if not values:
         return {}
+    values = sorted(values)
     q = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 else values * 99
     return {"count": len(values), "p50": round(q[49], 3), "p95": round(q[94], 3),
             "p99": round(q[98], 3), "max": round(values[-1], 3)}  # fmt: skip
+
+
+def _lateness() -> dict[str, float]:
+    return percentiles([delay for _, delay in _dispatch_delays()])
+
+
+def lateness_windows(
+    delays: list[tuple[datetime, float]], start: datetime, minutes: int = 10
+) -> list[dict[str, float]]:
+    """Lateness percentiles of the slots in each ``minutes`` window from ``start``."""
+    windows: dict[int, list[float]] = {}
+    for slot, delay in delays:
+        index = max(int((slot - start).total_seconds() // (minutes * 60)), 0)
+        windows.setdefault(index, []).append(delay)
+    return [
+        {"from_min": index * minutes, **percentiles(values)}
+        for index, values in sorted(windows.items())
+    ]
 
 
 def _outcomes() -> dict[str, int]:
