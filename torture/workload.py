@@ -27,6 +27,7 @@ class Spec:
     overlap_policy: str = "skip"
     dst_ambiguous: str = "first"
     deadline: int | None = None
+    interval_mode: str = "fixed_rate"
     catch_up_limit: int = 10_000
     work: float = 0.1
     schedule_id: str = ""
@@ -56,6 +57,8 @@ class Spec:
             values["anchor"] = self.anchor
         if self.deadline is not None:
             values["deadline"] = self.deadline
+        if self.interval_mode != "fixed_rate":
+            values["interval_mode"] = self.interval_mode
         return values
 
     def as_json(self) -> dict[str, Any]:
@@ -102,8 +105,14 @@ def generate(
         every = rng.randint(low, high)
         anchor = starts_at + timedelta(seconds=1 + rng.randint(0, every))
         zones = DST_ZONES if dst else STEADY_ZONES
-        if roll < 0.40:
+        if roll < 0.34:
             spec = Spec("interval", f"{every}s", rng.choice(zones), starts_at, anchor=anchor)
+        elif roll < 0.40:
+            # The next slot is the previous completion + every: checked as a chain.
+            spec = Spec(
+                "interval", f"{every}s", rng.choice(zones), starts_at, anchor=anchor,
+                interval_mode="fixed_delay",
+            )  # fmt: skip
         elif roll < 0.50:
             spec = Spec(
                 "interval", f"{every}s", rng.choice(zones), starts_at, anchor=anchor,

@@ -26,6 +26,22 @@ def test_interval_slots_are_anchor_plus_multiples_within_bounds() -> None:
     assert slots == [T0 + timedelta(seconds=s) for s in (14, 21, 28)]
 
 
+def test_fixed_delay_slots_are_the_first_slot_then_each_completion_plus_the_delay() -> None:
+    spec = Spec(
+        "interval", "10s", "UTC", T0 + timedelta(seconds=3), anchor=T0, interval_mode="fixed_delay"
+    )
+    until = T0 + timedelta(seconds=60)
+    assert intended_slots(spec, until) == [T0 + timedelta(seconds=10)]  # nothing finished yet
+    done = [T0 + timedelta(seconds=12.5), T0 + timedelta(seconds=25), T0 + timedelta(seconds=55)]
+    assert intended_slots(spec, until, done) == [
+        T0 + timedelta(seconds=10),
+        T0 + timedelta(seconds=22.5),
+        T0 + timedelta(seconds=35),  # 55 + 10 is after the run: not intended
+    ]
+    assert spec.fields()["interval_mode"] == "fixed_delay"
+    assert "interval_mode" not in Spec("interval", "10s", "UTC", T0, anchor=T0).fields()
+
+
 def test_once_counts_only_inside_the_run() -> None:
     spec = Spec("once", (T0 + timedelta(seconds=5)).isoformat(), "UTC", T0)
     assert intended_slots(spec, T0 + timedelta(seconds=5)) == [T0 + timedelta(seconds=5)]
@@ -90,6 +106,7 @@ def test_workload_and_faults_are_reproducible_from_the_seed() -> None:
     again = generate(random.Random(7), profile, T0)
     assert [s.as_json() for s in first] == [s.as_json() for s in again]
     assert {s.kind for s in first} == {"interval", "cron", "rrule", "once"}
+    assert {s.interval_mode for s in first if s.kind == "interval"} == {"fixed_rate", "fixed_delay"}
     mixed = next(s for s in SCENARIOS if s.name == "mixed")
     plan = plan_faults(random.Random(3), mixed, 60)
     assert plan == plan_faults(random.Random(3), mixed, 60)
