@@ -203,8 +203,15 @@ def _after_fixed_delay_run(schedule: Schedule, now: datetime) -> None:
 
 
 def next_fixed_delay_slot(schedule: Schedule, finished_at: datetime) -> datetime | None:
-    """Completion + N, moved into the active window, within starts_at / ends_at / max_count."""
-    candidate = finished_at + timedelta(seconds=int(schedule.rule))
+    """Completion + N, moved into the active window, within starts_at / ends_at / max_count.
+
+    N counts from the slot instead when the completion reads earlier than the slot (the
+    clock stepped back, or the worker's clock is behind the beat's): slots only move forward.
+    """
+    since = finished_at
+    if schedule.last_scheduled_for is not None:
+        since = max(since, schedule.last_scheduled_for)
+    candidate = since + timedelta(seconds=int(schedule.rule))
     if schedule.starts_at is not None:
         candidate = max(candidate, schedule.starts_at)
     window = timing_for(schedule).window

@@ -12,7 +12,7 @@ from functools import cache, lru_cache
 from typing import Any
 from uuid import UUID
 
-from django.db import connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import Count, Field, JSONField, Min
 
 from scheduler_app.conf import get_settings
@@ -91,14 +91,42 @@ def materialize_batch(now: datetime, batch_size: int, revoke: Revoker | None = N
         planned = {schedule.id: plan_schedule(schedule, now, cap=cap) for schedule in schedules}
         to_stop = apply_overlap(schedules, planned, now)
         rows = [row for group in planned.values() for row in group]
-        insert_occurrences(rows)
-        save_advanced(schedules)
+        try:
+            with transaction.atomic():  # a savepoint: a refused row must not stall the batch
+                insert_occurrences(rows)
+                save_advanced(schedules)
+        except (IntegrityError, DataError) as exc:
+            logger.warning(
+                "batch refused by the database; materializing it schedule by schedule",
+                extra={"action": "materialize.batch_refused", "error": repr(exc)},
+            )
+            rows = _one_by_one(schedules, planned, now)
         if to_stop and revoke is not None:
             transaction.on_commit(lambda: revoke(to_stop))
     # ``created`` counts the rows planned, a conflicting one included (as ``bulk_create``
     # with ``ignore_conflicts`` always did): the concurrency tests sum it to prove that no
     # schedule was planned twice.
     return BatchResult(len(schedules), len(rows))
+
+
+def _one_by_one(
+    schedules: list[Schedule], planned: dict[UUID, list[Occurrence]], now: datetime
+) -> list[Occurrence]:
+    """Each schedule in its own savepoint; one the database refuses is parked as stored
+    (not advanced: its slots are still due when it is resumed), the others go on."""
+    kept: list[Occurrence] = []
+    for schedule in schedules:
+        try:
+            with transaction.atomic():
+                insert_occurrences(planned[schedule.id])
+                save_advanced([schedule])
+        except (IntegrityError, DataError) as exc:
+            stored = Schedule.objects.get(pk=schedule.pk)
+            park(stored, exc, now)
+            stored.save(update_fields=["status", "last_error", "updated_at"])
+            continue
+        kept.extend(planned[schedule.id])
+    return kept
 
 
 def insert_occurrences(rows: Sequence[Occurrence]) -> set[UUID] | None:
@@ -482,11 +510,12 @@ def _window_start(
     schedule: Schedule, timing: Timing, slot: datetime, previous: dict[datetime, datetime | None]
 ) -> datetime:
     """The previous slot; for a one-time run its anchor when set (a debounce burst's first
-    call), else the slot itself."""
+    call), else the slot itself. Never after the slot (an empty window instead)."""
     if timing.kind is Kind.ONCE:
         anchor = schedule.anchor
         return anchor if anchor is not None and anchor <= slot else slot
-    return previous.get(slot) or slot
+    start = previous.get(slot) or slot
+    return min(start, slot)
 
 
 def _previous_slots(

@@ -3,8 +3,9 @@
 Intended slots are computed here, independently of ``scheduler_app.timing``:
 
 - interval (fixed rate): ``anchor + k * every``, by integer arithmetic;
-- interval (fixed delay): the first fixed-rate slot, then each recorded completion + every
-  (completions are only known from the run: ``finished_at`` of the ended occurrences). A
+- interval (fixed delay): the first fixed-rate slot, then each recorded completion + every,
+  counted from the slot if the completion reads earlier (a clock stepped back). Completions
+  are only known from the run: (``scheduled_for``, ``finished_at``) of ended occurrences. A
   next slot the stopped beats never materialized must be the schedule's ``next_run_at``;
 - once: the instant itself;
 - rrule: python-dateutil's ``rrule`` on UTC instants (the workload only uses SECONDLY and
@@ -57,17 +58,17 @@ def _ambiguous(local: datetime) -> bool:
 
 
 def intended_slots(
-    spec: Spec, until: datetime, completions: list[datetime] | None = None
+    spec: Spec, until: datetime, completions: list[tuple[datetime, datetime]] | None = None
 ) -> list[datetime]:
     """Every slot of ``spec`` in [starts_at, until], as UTC instants (a fixed-delay interval
-    needs the ``completions`` of its ended occurrences)."""
+    needs the (slot, finished_at) ``completions`` of its ended occurrences)."""
     start = spec.starts_at.astimezone(UTC)
     until = until.astimezone(UTC)
     if spec.interval_mode == "fixed_delay":
         every = timedelta(seconds=int(spec.rule.rstrip("s")))
         fixed_rate = Spec(spec.kind, spec.rule, spec.timezone, spec.starts_at, spec.anchor)
         first = intended_slots(fixed_rate, until)[:1]
-        after = [done.astimezone(UTC) + every for done in completions or []]
+        after = [max(slot, done).astimezone(UTC) + every for slot, done in completions or []]
         return sorted({*first, *(slot for slot in after if slot <= until)})
     if spec.kind == "once":
         at = datetime.fromisoformat(spec.rule).astimezone(UTC)
@@ -178,7 +179,9 @@ def check(
     for schedule_id, spec in by_id.items():
         occurrences = rows.get(schedule_id, [])
         completions = [
-            o.finished_at for o in occurrences if o.state in TERMINAL and o.finished_at is not None
+            (o.scheduled_for, o.finished_at)
+            for o in occurrences
+            if o.state in TERMINAL and o.finished_at is not None
         ]
         intended = set(intended_slots(spec, until, completions))
         verdict.slots_expected += len(intended)

@@ -45,6 +45,32 @@ def test_fixed_delay_next_slot_is_completion_plus_the_interval() -> None:
     assert reload(target).next_run_at is None
 
 
+def test_fixed_delay_counts_from_the_slot_when_the_completion_reads_earlier() -> None:
+    """The clock stepped back (or a worker's clock is behind the beat's) while it ran: the
+    next slot is still after this one, and its business window is in order. Found by the long
+    torture profile, where such a slot failed the window constraint and stalled its batch."""
+    clock, broker = FakeClock(START), MemoryPublisher()
+    target = schedule(clock, kind="interval", rule="60s", interval_mode="fixed_delay")
+    beat = ticker(broker, clock)
+    assert target.next_run_at is not None
+    slot = target.next_run_at
+    clock.set(slot)
+    beat.tick()
+    [first] = rows(target)
+    claim = lifecycle.claim(first.pk, owner="w", now=slot + timedelta(seconds=1), lease=LEASE)
+    stepped_back = slot - 5 * MINUTE
+    assert lifecycle.finish(
+        first.pk, token=claim.token, state=OccurrenceState.SUCCEEDED, reason="", now=stepped_back
+    )
+    assert reload(target).next_run_at == slot + MINUTE
+
+    clock.set(slot + MINUTE)
+    beat.tick()
+    second = rows(target)[-1]
+    assert second.scheduled_for == slot + MINUTE
+    assert second.window_start == slot <= second.window_end
+
+
 def test_fixed_delay_waits_for_the_retries_and_counts_a_failure_as_completion() -> None:
     clock = FakeClock(START)
     occurrence = due_one(

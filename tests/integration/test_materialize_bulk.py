@@ -248,3 +248,37 @@ def test_interval_previous_slot_with_active_windows_still_walks() -> None:
     )
     saturday_noon = datetime(2026, 1, 10, 12, tzinfo=UTC)
     assert previous_slot(timing, saturday_noon) == datetime(2026, 1, 9, 16, tzinfo=UTC)
+
+
+# --- a row the database refuses ---------------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_refused_row_parks_its_schedule_and_the_rest_of_the_batch_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A schedule whose occurrence violates a constraint (here a business window made to end
+    before it starts) is paused with the error, not advanced; the others in its batch are
+    materialized. Before, the whole batch failed on every tick."""
+    from scheduler_app import materialize
+
+    clock = FakeClock(START)
+    good, bad = hourly(clock, name="good"), hourly(clock, name="bad")
+    window_start = materialize._window_start
+
+    def broken(schedule: Schedule, *args: object) -> datetime:
+        start = window_start(schedule, *args)  # type: ignore[arg-type]
+        return start + DAY if schedule.pk == bad.pk else start
+
+    monkeypatch.setattr(materialize, "_window_start", broken)
+    with caplog.at_level(logging.WARNING, logger="scheduler_app.materialize"):
+        result = materialize_batch(FIRST, batch_size=10)
+    assert (result.claimed, result.created) == (2, 1)
+    assert [r.scheduled_for for r in rows(good)] == [FIRST]
+    assert reload(good).next_run_at == FIRST + HOUR
+    assert rows(bad) == []
+    parked = reload(bad)
+    assert (parked.status, parked.next_run_at) == ("paused", FIRST)  # its slot is still due
+    assert "occ_window_ordered" in parked.last_error
+    assert "materialize.batch_refused" in [getattr(r, "action", "") for r in caplog.records]

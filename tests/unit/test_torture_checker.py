@@ -32,12 +32,19 @@ def test_fixed_delay_slots_are_the_first_slot_then_each_completion_plus_the_dela
     )
     until = T0 + timedelta(seconds=60)
     assert intended_slots(spec, until) == [T0 + timedelta(seconds=10)]  # nothing finished yet
-    done = [T0 + timedelta(seconds=12.5), T0 + timedelta(seconds=25), T0 + timedelta(seconds=55)]
+    done = [
+        (T0 + timedelta(seconds=10), T0 + timedelta(seconds=12.5)),
+        (T0 + timedelta(seconds=22.5), T0 + timedelta(seconds=25)),
+        (T0 + timedelta(seconds=35), T0 + timedelta(seconds=55)),
+    ]
     assert intended_slots(spec, until, done) == [
         T0 + timedelta(seconds=10),
         T0 + timedelta(seconds=22.5),
         T0 + timedelta(seconds=35),  # 55 + 10 is after the run: not intended
     ]
+    # a completion that reads before its slot (the clock stepped back): from the slot
+    stepped_back = [(T0 + timedelta(seconds=10), T0 + timedelta(seconds=4))]
+    assert intended_slots(spec, until, stepped_back)[-1] == T0 + timedelta(seconds=20)
     assert spec.fields()["interval_mode"] == "fixed_delay"
     assert "interval_mode" not in Spec("interval", "10s", "UTC", T0, anchor=T0).fields()
 
