@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import statistics
 import sys
 import time
@@ -412,6 +413,10 @@ def _outcomes() -> dict[str, int]:
     return {f"{r['state']}:{r['reason']}" if r["reason"] else r["state"]: r["n"] for r in rows}
 
 
+def _interrupted(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -450,6 +455,9 @@ def main(argv: list[str] | None = None) -> int:
     harness = Harness(Path(args.dir), profile.name, seed)
     outcomes: list[Outcome] = []
     started = time.monotonic()
+    # SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C, so the servers and processes the
+    # harness started are stopped too (by default Python dies without running ``finally``).
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
         harness.boot()
         for scenario in chosen:
