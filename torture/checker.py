@@ -201,7 +201,7 @@ def check(
                 verdict.problems.append(
                     f"{schedule_id}: occurrence {occurrence.scheduled_for} is {occurrence.state}"
                 )
-            elif _lost_after_deadline(occurrence):
+            elif _ended_by_deadline(occurrence):
                 pass  # its deadline passed: not retried late; a recorded, policy outcome
             elif occurrence.state == OccurrenceState.FAILED:
                 verdict.dead_letters += 1
@@ -224,7 +224,7 @@ def check(
                 verdict.slots_expected -= 1  # the chain's next slot, stored, not yet due
             elif row is None:
                 unrecorded += 1
-            elif row.state in RECORDED_SKIPS or _lost_after_deadline(row):
+            elif row.state in RECORDED_SKIPS or _ended_by_deadline(row):
                 verdict.skipped_by_policy += 1
             elif row.state == OccurrenceState.SUCCEEDED:
                 verdict.lost += 1
@@ -246,12 +246,16 @@ def check(
     return verdict
 
 
-def _lost_after_deadline(occurrence: Occurrence) -> bool:
-    """A run whose worker died after its deadline: ``failed: lost``, never retried late."""
+def _ended_by_deadline(occurrence: Occurrence) -> bool:
+    """A run the deadline forbids retrying late: its worker died after the deadline
+    (``failed: lost``), or an injected fault failed it with no retry possible before the
+    deadline (``failed: retry_past_deadline``). The workload's task fails only on faults."""
+    if occurrence.state != OccurrenceState.FAILED or occurrence.deadline_at is None:
+        return False
+    if occurrence.reason == "retry_past_deadline":
+        return True
     return (
-        occurrence.state == OccurrenceState.FAILED
-        and occurrence.reason == "lost"
-        and occurrence.deadline_at is not None
+        occurrence.reason == "lost"
         and occurrence.finished_at is not None
         and occurrence.finished_at >= occurrence.deadline_at
     )

@@ -118,3 +118,22 @@ def test_workload_and_faults_are_reproducible_from_the_seed() -> None:
     plan = plan_faults(random.Random(3), mixed, 60)
     assert plan == plan_faults(random.Random(3), mixed, 60)
     assert plan and all(0 < e.at < 60 for e in plan)
+
+
+def test_a_deadline_ends_runs_as_policy_outcomes_not_dead_letters() -> None:
+    from scheduler_app.models import Occurrence
+    from torture.checker import _ended_by_deadline
+
+    deadline = T0 + timedelta(seconds=5)
+
+    def failed(reason: str, finished: datetime, deadline_at: datetime | None = deadline) -> bool:
+        row = Occurrence(state="failed", reason=reason, deadline_at=deadline_at)
+        row.finished_at = finished
+        return _ended_by_deadline(row)
+
+    after, before = deadline + timedelta(seconds=1), deadline - timedelta(seconds=1)
+    assert failed("retry_past_deadline", before)  # a fault failed it; no retry fits
+    assert failed("lost", after)  # its worker died; the deadline had passed
+    assert not failed("lost", before)  # lost in time: it should have been retried
+    assert not failed("retries_exhausted", after)  # a real dead letter
+    assert not failed("retry_past_deadline", before, deadline_at=None)
