@@ -236,9 +236,10 @@ class ResumePreview:
         return len(self.emit)
 
 
-def preview_resume(schedule: Schedule, now: datetime) -> ResumePreview:
-    """How many occurrences resuming at ``now`` would create, and for which slots."""
-    now = ensure_aware(now, "now")
+def preview_resume(schedule: Schedule, now: datetime | None = None) -> ResumePreview:
+    """How many occurrences resuming at ``now`` (default: the system clock's now) would
+    create, and for which slots."""
+    now = ensure_aware(now, "now") if now is not None else SystemClock().now()
     timing = timing_for(schedule)
     if schedule.next_run_at is None or schedule.next_run_at > now:
         return ResumePreview((), 0, schedule.next_run_at)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from scheduler_app.clock import FakeClock
+from scheduler_app.clock import FakeClock, SystemClock
 from scheduler_app.definitions import version_id
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError, StaleVersion
 from scheduler_app.models import (
@@ -247,7 +247,7 @@ def test_pause_keeps_or_cancels_waiting_occurrences(on_pause: str, state: str, r
     ],
 )
 def test_preview_then_resume_applies_the_misfire_policy(
-    policy: str, emitted: list[datetime], skipped: int
+    policy: str, emitted: list[datetime], skipped: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = FakeClock(START)
     target = schedule(clock, misfire_policy=policy, **HOURLY)
@@ -257,6 +257,9 @@ def test_preview_then_resume_applies_the_misfire_policy(
     clock.set(at(6, 30))
     before = reload(target)
     preview = preview_resume(before, clock.now())
+    with monkeypatch.context() as patch:  # without ``now``: the system clock's
+        patch.setattr(SystemClock, "now", lambda self: clock.now())
+        assert preview_resume(before) == preview
     assert [p.scheduled_for for p in preview.emit] == emitted
     assert all(p.catch_up for p in preview.emit)
     assert (preview.count, preview.skipped, preview.next_run_at) == (len(emitted), skipped, at(7))
