@@ -45,6 +45,8 @@ class ScheduleForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        if "options" in cleaned:
+            cleaned["options"] = cleaned["options"] or {}
         if not self.instance._state.adding:
             current = Schedule.objects.filter(pk=self.instance.pk).values_list("version", flat=True)
             if cleaned.get("expected_version") != current.first():

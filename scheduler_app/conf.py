@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from django.conf import settings as django_settings
@@ -42,6 +43,33 @@ class SchedulerSettings:
     """A retry whose message never arrived is republished this long after it was due."""
     SYNC_ON_BEAT_START: bool = True
     """Write the ``@scheduled`` declarations to the database when the beat starts."""
+
+    # Targets and people (docs/admin.md, docs/reliability.md).
+    ALLOWED_TASKS: tuple[str, ...] = ()
+    """Task names or fnmatch patterns schedules may target, besides tasks marked schedulable
+    (``@scheduled`` or ``@app.task(schedulable=True)``). ``celery.*`` is never allowed."""
+    TENANT_RESOLVER: str = "scheduler_app.tenancy.tenants_for_user"
+    """Dotted path to ``resolver(user) -> set[str] | None`` (``None``: every tenant)."""
+    REQUIRE_OWNER: bool = False
+    """Refuse schedules without an owner (every run is then checked against a person)."""
+    BACKFILL_MAX: int = 1_000
+    """Backfills (and resumes) creating more occurrences need a second confirmation."""
+    JOB_TYPES: Mapping[str, str] | None = None
+    """schedule.v1 JOB targets: job type -> Celery task name (tasks may declare one too)."""
+
+    # Operations (docs/operations.md).
+    HEALTH_STALE: float = 60.0
+    """The health check fails when no beat has ticked for this many seconds."""
+    MONITOR_INTERVAL: float = 60.0
+    """Seconds between expected-run monitor passes run by the beat."""
+    CLOCK_SKEW_WARN: float = 2.0
+    """Seconds of skew between the beat host's clock and the database's before a warning."""
+    RETENTION: str = ""
+    """Age of terminal occurrences the beat prunes daily, e.g. "90d"; empty: never."""
+    METRICS_PORT: int = 0
+    """Port of the beat's own /metrics endpoint; 0: off."""
+    METRICS_TOKEN: str = ""
+    """Bearer token for the Django metrics view; empty: staff users only."""
 
 
 def get_settings() -> SchedulerSettings:

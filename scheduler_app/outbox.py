@@ -15,7 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Q, QuerySet, Value
+from django.db.models.functions import Coalesce
 
 from scheduler_app.locking import update_in_order
 from scheduler_app.models import Occurrence, OccurrenceState
@@ -114,6 +115,7 @@ def mark_dispatched(occurrences: Sequence[Occurrence], at: datetime) -> int:
         Occurrence.objects.filter(pk__in=ids, state=OccurrenceState.PENDING),
         state=OccurrenceState.DISPATCHED,
         dispatched_at=at,
+        emitted_at=Coalesce("emitted_at", Value(at)),
         publish_lease_until=None,
         publish_count=F("publish_count") + 1,
     )

@@ -22,9 +22,7 @@ from celery.utils.nodenames import anon_nodename
 from celery.utils.saferepr import saferepr
 from kombu import Producer
 from kombu.exceptions import KombuError
-from kombu.transport.redis import Transport as RedisTransport
 from kombu.utils.json import dumps
-from redis.exceptions import RedisError
 
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.models import Occurrence
@@ -32,7 +30,13 @@ from scheduler_app.outbox import HEADER, PartialPublish, context_headers
 
 logger = logging.getLogger("scheduler_app.publishing")
 
-BROKER_ERRORS = (KombuError, RedisError, OSError, ConnectionError)
+BROKER_ERRORS: tuple[type[BaseException], ...] = (KombuError, OSError, ConnectionError)
+try:  # only with the Redis client installed (the ``redis`` extra); AMQP users may not have it
+    from redis.exceptions import RedisError
+
+    BROKER_ERRORS = (*BROKER_ERRORS, RedisError)
+except ImportError:  # pragma: no cover - depends on the installed extras
+    pass
 PIPELINE_CHUNK = 1000
 """Messages per Redis pipeline round trip: bounds the client buffer; a failed chunk and every
 chunk after it count as not published."""
@@ -145,7 +149,12 @@ def _is_redis_broker(app: Celery) -> bool:
     if not isinstance(app, Celery):
         return False
     with app.connection_for_write() as connection:
-        return issubclass(connection.get_transport_cls(), RedisTransport)
+        transport = connection.get_transport_cls()
+        # By name, not by import: importing kombu's Redis transport needs the redis extra.
+        return any(
+            cls.__module__ == "kombu.transport.redis" and cls.__name__ == "Transport"
+            for cls in transport.__mro__
+        )
 
 
 def _pipeline_applies(app: Celery) -> bool:

@@ -18,6 +18,7 @@ from scheduler_app.errors import (
     ScheduleValidationError,
     StaleVersion,
 )
+from scheduler_app.lateness import apply_class_defaults
 from scheduler_app.locking import update_in_order
 from scheduler_app.materialize import apply_overlap, due_slots, plan_schedule
 from scheduler_app.models import (
@@ -30,6 +31,7 @@ from scheduler_app.models import (
     ScheduleVersion,
 )
 from scheduler_app.policies import PlannedSlot, decide_misfire
+from scheduler_app.safety.gates import before_write
 from scheduler_app.timing import Kind, Timing, ensure_aware, next_after, parse_duration
 
 logger = logging.getLogger("scheduler_app.services")
@@ -63,6 +65,13 @@ DEFAULTS: dict[str, Any] = {
     "deadline": None,
     "jitter": 0,
     "mode": "live",
+    "lateness_class": "",
+    "job_type": "",
+    "payload_ref": "",
+    "options": {},
+    "pause_after_failures": None,
+    "max_per_day": None,
+    "archive_on_completion": False,
 }
 
 
@@ -81,7 +90,7 @@ def create_schedule(*, clock: Clock | None = None, **fields: Any) -> Schedule:
     for required in ("task", "kind", "rule"):
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
-    semantic = {k: v for k, v in fields.items() if k in SEMANTIC_FIELDS}
+    semantic = apply_class_defaults({k: v for k, v in fields.items() if k in SEMANTIC_FIELDS})
     values = normalize_definition({**DEFAULTS, **semantic}, now)
     timing = validate_definition(values)
     first = next_after(timing, now - _TICK)
@@ -101,6 +110,7 @@ def create_schedule(*, clock: Clock | None = None, **fields: Any) -> Schedule:
             created_at=now,
             updated_at=now,
         )
+        before_write(schedule, creating=True, now=now)
         _insert(schedule)
         _snapshot(schedule, now)
     logger.info(
@@ -156,9 +166,10 @@ def update_schedule(
         if schedule.status == ScheduleStatus.CANCELLED:
             raise ScheduleStateError(f"schedule {schedule.id} is cancelled; create a new one")
         current = {name: getattr(schedule, name) for name in SEMANTIC_FIELDS}
-        values = normalize_definition(
-            {**current, **{k: v for k, v in changes.items() if k in current}}, now
+        requested = apply_class_defaults(
+            {k: v for k, v in changes.items() if k in current}, current=current
         )
+        values = normalize_definition({**current, **requested}, now)
         semantic = {k: v for k, v in values.items() if v != current[k]}
         due_rows: list[Occurrence] = []
         if semantic:
@@ -170,6 +181,7 @@ def update_schedule(
             schedule.version += 1
             _restart(schedule, timing, now)
         schedule.updated_at = now
+        before_write(schedule, creating=False, now=now)
         schedule.save()
         if semantic:
             _snapshot(schedule, now)

@@ -17,6 +17,24 @@ class ScheduleStatus(models.TextChoices):
     PAUSED = "paused", "paused: no new occurrences until resumed"
     COMPLETED = "completed", "completed: the rule has no more slots"
     CANCELLED = "cancelled", "cancelled: no future occurrences, history kept"
+    AWAITING_APPROVAL = (
+        "awaiting_approval",
+        "awaiting approval: this version waits for a user with approve_schedule",
+    )
+
+
+class LatenessClass(models.TextChoices):
+    """The specification's lateness classes; each sets documented policy defaults."""
+
+    HUMAN_REMINDER = "human_reminder", "human reminder: seconds to a minute late at most"
+    BUSINESS_BATCH = "business_batch", "business batch: minutes"
+    MAINTENANCE = "maintenance", "maintenance: minutes to hours"
+    WORKFLOW_DEADLINE = "workflow_deadline", "workflow deadline: a domain deadline, often minutes"
+
+
+class ScheduleHealth(models.TextChoices):
+    OK = "ok", "ok: runs as expected"
+    UNHEALTHY = "unhealthy", "unhealthy: an expected run is missing or overdue"
 
 
 class ScheduleMode(models.TextChoices):
@@ -119,6 +137,13 @@ SEMANTIC_FIELDS = (
     "jitter",
     "mode",
     "expected_every",
+    "lateness_class",
+    "job_type",
+    "payload_ref",
+    "options",
+    "pause_after_failures",
+    "max_per_day",
+    "archive_on_completion",
 )
 
 
@@ -191,7 +216,7 @@ class Schedule(models.Model):
     )
     jitter = models.PositiveIntegerField(default=0, help_text="Up to this many seconds of delay.")
     status = models.CharField(
-        max_length=10, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE
+        max_length=20, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE
     )
     mode = models.CharField(max_length=8, choices=ScheduleMode.choices, default=ScheduleMode.LIVE)
     expected_every = models.PositiveIntegerField(
@@ -216,11 +241,56 @@ class Schedule(models.Model):
     caught_up_count = models.PositiveBigIntegerField(default=0)
     occurrence_count = models.PositiveBigIntegerField(default=0)
     last_error = models.TextField(blank=True, default="")
+    # Operator notes and the people behind a state (admin, commands).
+    pause_note = models.TextField(blank=True, default="", help_text="Why it was paused.")
+    paused_by = models.CharField(max_length=150, blank=True, default="")
+    code_location = models.CharField(
+        max_length=300, blank=True, default="", help_text="Where @scheduled declares it."
+    )
+    cost_estimate = models.FloatField(
+        null=True, blank=True, help_text="Estimated cost of one run (backfill estimates)."
+    )
+    # Targets: a job type (schedule.v1 JOB targets), a payload reference, routing options.
+    job_type = models.CharField(max_length=200, blank=True, default="")
+    payload_ref = models.CharField(
+        max_length=500, blank=True, default="", help_text="A reference the task resolves."
+    )
+    options = models.JSONField(
+        default=dict, blank=True, help_text="Routing: queue, routing_key, exchange, priority."
+    )
+    lateness_class = models.CharField(
+        max_length=20, choices=LatenessClass.choices, blank=True, default=""
+    )
+    # Safety: approval, quotas, failure handling, archival, health.
+    approved_version = models.PositiveIntegerField(null=True, blank=True)
+    approved_by = models.CharField(max_length=150, blank=True, default="")
+    approved_at = models.DateTimeField(null=True, blank=True)
+    max_per_day = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Quota: occurrences per day at most."
+    )
+    pause_after_failures = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Pause after this many consecutive terminal failures."
+    )
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    archive_on_completion = models.BooleanField(
+        default=False, help_text="One-time schedules: archive once the run is finished."
+    )
+    archived_at = models.DateTimeField(null=True, blank=True)
+    health = models.CharField(
+        max_length=10, choices=ScheduleHealth.choices, default=ScheduleHealth.OK
+    )
+    health_reason = models.TextField(blank=True, default="")
+    health_changed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
     class Meta:
-        permissions = [("run_schedule", "Can own schedules that run tasks")]
+        permissions = [
+            ("run_schedule", "Can run schedules: own them, run now, backfill"),
+            ("pause_schedule", "Can pause and resume schedules"),
+            ("approve_schedule", "Can approve schedule versions that need approval"),
+            ("assign_owner", "Can choose another user as a schedule's owner"),
+        ]
         indexes = [
             models.Index(
                 fields=["next_run_at"],
@@ -302,10 +372,22 @@ class Occurrence(models.Model):
     fencing_token = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField()
     dispatched_at = models.DateTimeField(null=True, blank=True)
+    emitted_at = models.DateTimeField(
+        null=True, blank=True, help_text="The first successful handoff to the broker."
+    )
+    received_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a worker last received its message."
+    )
+    received_by = models.CharField(max_length=200, blank=True, default="")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    requested_by = models.CharField(
+        max_length=150, blank=True, default="", help_text="Who asked (manual, backfill)."
+    )
+    note = models.TextField(blank=True, default="", help_text="Why (manual, backfill).")
 
     class Meta:
+        permissions = [("replay_occurrence", "Can replay failed occurrences")]
         indexes = [
             models.Index(
                 fields=["created_at"], name="occ_outbox_idx", condition=Q(state="pending")

@@ -1,0 +1,51 @@
+"""The store. ``core``: schedules, versions, occurrences, the SQLite lease; ``history``: attempts;
+``operations``: beat heartbeats, kill switches, quotas."""
+
+from scheduler_app.models.core import *  # noqa: F403
+from scheduler_app.models.core import (  # the names used elsewhere, for type checkers
+    ACTIVE_STATES,
+    OPEN_STATES,
+    RULE_TRIGGERS,
+    SEMANTIC_FIELDS,
+    IntervalMode,
+    LatenessClass,
+    MisfirePolicy,
+    Occurrence,
+    OccurrenceState,
+    OverlapPolicy,
+    PauseBehaviour,
+    Schedule,
+    ScheduleHealth,
+    ScheduleMode,
+    ScheduleOrigin,
+    SchedulerLease,
+    ScheduleStatus,
+    ScheduleVersion,
+    Trigger,
+)
+from scheduler_app.models.history import AttemptKind, OccurrenceAttempt
+from scheduler_app.models.operations import *  # noqa: F403
+
+__all__ = [
+    "ACTIVE_STATES",
+    "OPEN_STATES",
+    "RULE_TRIGGERS",
+    "SEMANTIC_FIELDS",
+    "AttemptKind",
+    "IntervalMode",
+    "LatenessClass",
+    "MisfirePolicy",
+    "Occurrence",
+    "OccurrenceAttempt",
+    "OccurrenceState",
+    "OverlapPolicy",
+    "PauseBehaviour",
+    "Schedule",
+    "ScheduleHealth",
+    "ScheduleMode",
+    "ScheduleOrigin",
+    "ScheduleStatus",
+    "ScheduleVersion",
+    "SchedulerLease",
+    "Trigger",
+]

@@ -1,0 +1,37 @@
+"""The attempt history of an occurrence: one row per execution try and per operator event."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from scheduler_app.models.core import Occurrence
+
+
+class AttemptKind(models.TextChoices):
+    RUN = "run", "run: a worker executed the task"
+    REPLAY = "replay", "replay: an operator sent a failed occurrence again"
+    CANCEL = "cancel", "cancel: an operator cancelled it"
+    RESTORE = "restore", "restore: an operator undid a cancellation"
+
+
+class OccurrenceAttempt(models.Model):
+    """One attempt (worker, start, finish, outcome, error) or one operator event (who, why)."""
+
+    occurrence = models.ForeignKey(
+        Occurrence, on_delete=models.CASCADE, related_name="attempt_history"
+    )
+    kind = models.CharField(max_length=10, choices=AttemptKind.choices, default=AttemptKind.RUN)
+    number = models.PositiveIntegerField(help_text="The occurrence's attempt number.")
+    worker = models.CharField(max_length=200, blank=True, default="")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=20, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    by = models.CharField(max_length=150, blank=True, default="", help_text="Operator events.")
+    note = models.TextField(blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["occurrence", "started_at"], name="attempt_occ_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.occurrence_id} #{self.number} {self.kind} {self.outcome}"

@@ -1,0 +1,1 @@
+"""Safety switches and limits: kill switches, approval, quotas."""

@@ -1,0 +1,84 @@
+"""Which Celery tasks a schedule may target: the allowlist.
+
+A task is schedulable when it is registered in the Celery app, is an ``OccurrenceTask`` (the
+base class that records occurrences), is not one of Celery's own (``celery.*``), and is either
+marked (``@scheduled``, ``@app.task(schedulable=True)``) or named by ``SCHEDULER_ALLOWED_TASKS``
+(names or fnmatch patterns). Used by the admin's choices, the service layer, the importers and
+the decorator sync, so every way in refuses the same tasks with the same message.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Any
+
+from scheduler_app.conf import get_settings
+from scheduler_app.errors import ScheduleValidationError
+
+FORBIDDEN_PREFIXES = ("celery.",)
+
+
+def _app_tasks() -> dict[str, Any]:
+    from celery import current_app
+
+    from scheduler_app.definitions import _registered_tasks
+
+    _registered_tasks()  # runs the app's autodiscovery once
+    return dict(current_app.tasks)
+
+
+def is_occurrence_task(task: Any) -> bool:
+    from scheduler_app.tasks import OccurrenceTask
+
+    return isinstance(task, OccurrenceTask)
+
+
+def is_allowed_name(name: str, task: Any = None) -> bool:
+    """The name passes the allowlist (marker or setting); says nothing about registration."""
+    if name.startswith(FORBIDDEN_PREFIXES):
+        return False
+    if task is not None and getattr(task, "schedulable", False):
+        return True
+    return any(fnmatchcase(name, pattern) for pattern in get_settings().ALLOWED_TASKS)
+
+
+def allowed_tasks() -> list[str]:
+    """Sorted names of the tasks a schedule may target now."""
+    return sorted(
+        name
+        for name, task in _app_tasks().items()
+        if is_allowed_name(name, task) and is_occurrence_task(task)
+    )
+
+
+def check_target(name: str) -> None:
+    """Raise ``ScheduleValidationError`` on ``task`` unless ``name`` may be scheduled."""
+    if name.startswith(FORBIDDEN_PREFIXES):
+        raise ScheduleValidationError(
+            "task",
+            f"{name!r} is one of Celery's internal tasks and can never be scheduled",
+            code="forbidden_task",
+        )
+    task = _app_tasks().get(name)
+    if task is None:
+        raise ScheduleValidationError(
+            "task",
+            f"unknown task {name!r}: no task of that name is registered in the Celery app; "
+            "check the name (see `celery -A <your app> inspect registered`) or import its module",
+            code="unknown_task",
+        )
+    if not is_occurrence_task(task):
+        raise ScheduleValidationError(
+            "task",
+            f"task {name!r} does not use scheduler_app.tasks.OccurrenceTask as its base class, "
+            "so its runs would not be recorded; create the Celery app with "
+            "task_cls='scheduler_app.tasks:OccurrenceTask' or pass base=OccurrenceTask",
+            code="not_occurrence_task",
+        )
+    if not is_allowed_name(name, task):
+        raise ScheduleValidationError(
+            "task",
+            f"task {name!r} is not schedulable: mark it with @scheduled or "
+            "@app.task(schedulable=True), or add it to SCHEDULER_ALLOWED_TASKS",
+            code="forbidden_task",
+        )
