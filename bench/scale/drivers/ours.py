@@ -1,0 +1,219 @@
+"""Our scheduler: ``DurableScheduler`` (start-up), ``Ticker`` + ``CeleryPublisher`` (bursts, the
+simulated hour, the sustained backlog) and a cProfile of one burst."""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import sys
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from bench.scale.env import (
+    BudgetExceeded,
+    budget,
+    celery_app,
+    queued,
+    rss,
+    setup_django,
+)
+from bench.scale.workload import set_due
+
+LABEL = "this project"
+
+
+def build(app: Any) -> Any:
+    from scheduler_app.beat import DurableScheduler
+
+    return DurableScheduler(app=app)
+
+
+def bare_ticks(scheduler: Any, ticks: int) -> list[float]:
+    """The ``Ticker`` alone: without beat's ``close_old_connections()``, in ms."""
+    samples = []
+    for _ in range(ticks):
+        begin = time.perf_counter()
+        scheduler.ticker.tick()
+        samples.append((time.perf_counter() - begin) * 1000)
+    return samples
+
+
+def close(scheduler: Any) -> None:
+    return None
+
+
+def burst(size: int, at: datetime, seconds: float) -> dict[str, Any]:
+    """``Ticker.tick()`` with a FakeClock standing at ``at`` until all ``size`` are published."""
+    from scheduler_app.clock import FakeClock
+    from scheduler_app.models import Occurrence, OccurrenceState
+    from scheduler_app.publishing import CeleryPublisher
+    from scheduler_app.ticker import Ticker
+
+    set_due(size, at)
+    ticker = Ticker(CeleryPublisher(celery_app()), clock=FakeClock(at), owner="bench")
+    published = ticks = 0
+    finished = True
+    begin = time.perf_counter()
+    try:
+        with budget(seconds):
+            while published < size:
+                result = ticker.tick()
+                ticks += 1
+                published += result.published
+                if not result.published and not result.created:
+                    break
+    except BudgetExceeded:
+        finished = False
+    elapsed = time.perf_counter() - begin
+    dispatched = Occurrence.objects.filter(state=OccurrenceState.DISPATCHED).count()
+    sent = queued()
+    if finished and (dispatched != size or sent != size):
+        raise AssertionError(f"ours: {dispatched} dispatched, {sent} queued, expected {size}")
+    return {"finished": finished, "seconds": elapsed, "sent": sent, "ticks": ticks}
+
+
+def soak_child(at: datetime, hour: float) -> dict[str, Any]:
+    """Inside a fresh process: drive ``Ticker`` (real ``CeleryPublisher`` to Redis) with a
+    FakeClock through ``hour`` simulated seconds, advancing by the sleep each tick returns
+    (what ``celery beat`` does); RSS at the start, every simulated minute, and at the end."""
+    setup_django()
+    from scheduler_app.clock import FakeClock
+    from scheduler_app.publishing import CeleryPublisher
+    from scheduler_app.ticker import Ticker
+
+    clock = FakeClock(at - timedelta(seconds=1))
+    ticker = Ticker(CeleryPublisher(celery_app()), clock=clock, owner="bench-soak")
+    begin = time.perf_counter()
+    ticker.tick()
+    start = rss()
+    end = at + timedelta(seconds=hour)
+    ticks = published = created = spins = 0
+    samples = [start["rss_mib"]]
+    next_sample = clock.now() + timedelta(minutes=1)
+    while clock.now() < end:
+        result = ticker.tick()
+        ticks += 1
+        published += result.published
+        created += result.created
+        if result.sleep > 0:
+            clock.advance(result.sleep)
+            spins = 0
+        else:
+            spins += 1
+            if spins > 100:  # should not happen: never let a stuck row stall the hour
+                clock.advance(1.0)
+        if clock.now() >= next_sample:
+            samples.append(rss()["rss_mib"])
+            next_sample += timedelta(minutes=1)
+    final = rss()
+    return {
+        "rss_start_mib": start["rss_mib"],
+        "rss_end_mib": final["rss_mib"],
+        "rss_max_mib": max([*samples, final["rss_mib"]]),
+        "peak_rss_mib": final["peak_rss_mib"],
+        "ticks": ticks,
+        "created": created,
+        "published": published,
+        "wall_s": round(time.perf_counter() - begin, 2),
+    }
+
+
+def sustain_child(seconds: float, backlog: int) -> dict[str, Any]:
+    """One beat (``Ticker`` + ``CeleryPublisher``, real clock) working through the backlog:
+    ready -> wait for "go" on stdin -> tick until every occurrence is dispatched."""
+    setup_django()
+    from scheduler_app.models import Occurrence, OccurrenceState
+    from scheduler_app.publishing import CeleryPublisher
+    from scheduler_app.ticker import Ticker
+
+    app = celery_app()
+    ticker = Ticker(CeleryPublisher(app))
+    with app.producer_or_acquire():  # connect before the clock starts
+        pass
+    Occurrence.objects.exists()
+    print("ready", flush=True)  # the parent waits for it in the log file
+    sys.stdin.readline()
+    begin = time.perf_counter()
+    deadline = begin + seconds
+    ticks = published = created = 0
+    last = begin
+    while time.perf_counter() < deadline:
+        result = ticker.tick()
+        ticks += 1
+        published += result.published
+        created += result.created
+        if result.published:
+            last = time.perf_counter()
+        if not result.published and not result.created:
+            dispatched = Occurrence.objects.filter(state=OccurrenceState.DISPATCHED).count()
+            if dispatched >= backlog:
+                break
+            time.sleep(min(result.sleep, 0.05))
+    return {
+        "published": published,
+        "created": created,
+        "ticks": ticks,
+        "active_s": last - begin,
+        "rate": published / max(last - begin, 1e-9),
+    }
+
+
+PHASES = [
+    ("tick (all)", "scheduler_app/ticker.py", "tick"),
+    ("materialize (claim, plan, insert, advance)", "scheduler_app/ticker.py", "materialize"),
+    ("  plan_schedule (Python: slots, keys, rows)", "materialize.py", "plan_schedule"),
+    ("  insert occurrences (insert_occurrences)", "materialize.py", "insert_occurrences"),
+    ("  advance schedules (save_advanced)", "materialize.py", "save_advanced"),
+    ("dispatch (claim, publish, mark)", "scheduler_app/ticker.py", "dispatch"),
+    ("  claim_pending (SELECT ... FOR UPDATE)", "outbox.py", "claim_pending"),
+    ("  publish (Redis pipeline, or send_task per occurrence)", "publishing.py", "publish"),
+    ("    context_headers", "outbox.py", "context_headers"),
+    ("    kombu Producer.publish", "kombu/messaging.py", "publish"),
+    ("  mark_dispatched (UPDATE)", "outbox.py", "mark_dispatched"),
+    ("SQL: psycopg cursor execute", "psycopg/cursor.py", "execute"),
+    ("Redis: socket sendall", "~", "<method 'sendall' of '_socket.socket' objects>"),
+]
+"""Phases of a burst by (module suffix, function): the profile's cumulative time of each.
+A phase whose function the engine no longer has shows 0 (rename it here)."""
+
+
+def profile_burst(size: int, at: datetime, limit: int = 25) -> dict[str, Any]:
+    """cProfile one of our bursts: where the time goes, per published slot."""
+    from scheduler_app.clock import FakeClock
+    from scheduler_app.publishing import CeleryPublisher
+    from scheduler_app.ticker import Ticker
+
+    set_due(size, at)
+    ticker = Ticker(CeleryPublisher(celery_app()), clock=FakeClock(at), owner="bench")
+    profiler = cProfile.Profile()
+    begin = time.perf_counter()
+    profiler.enable()
+    result = ticker.tick()
+    profiler.disable()
+    wall = time.perf_counter() - begin
+    raw: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    rows = []
+    for label, module, function in PHASES:
+        seconds = sum(
+            cumulative
+            for (filename, _, name), (_, _, _, cumulative, _) in raw.items()
+            if name == function and filename.endswith(module)
+        )
+        rows.append(
+            {
+                "phase": label,
+                "seconds": round(seconds, 4),
+                "us_per_slot": round(seconds / size * 1e6, 1),
+            }
+        )
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(limit)
+    return {
+        "burst": size,
+        "published": result.published,
+        "wall_s": round(wall, 3),
+        "phases": rows,
+        "top_own_time": text.getvalue(),
+    }

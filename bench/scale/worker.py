@@ -1,0 +1,156 @@
+"""Worker overhead: one real ``celery worker --pool solo`` process (one worker process, tasks in
+its main thread) executing no-op tasks: as ``OccurrenceTask`` occurrences published by our beat,
+and as a plain Celery task published with ``apply_async``. Executed per second (first task
+start to last task end) and SQL queries per task (the result backend's included: the project
+stores results with ``django-db`` for both)."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from typing import Any
+
+from bench import report
+from bench.scale.env import (
+    PLAIN_TASK,
+    QUEUE,
+    Child,
+    celery_app,
+    celery_command,
+    clear_broker,
+    due_instant,
+    log_path,
+    queued,
+    redis_client,
+)
+from bench.scale.workload import create_schedules, set_due, truncate_all
+
+KINDS = {"occurrence": "`OccurrenceTask` (scheduled occurrence)", "plain": "plain Celery task"}
+
+
+def enqueue_occurrences(count: int, at: datetime) -> int:
+    """``count`` occurrences due at ``at``, published by our engine as the beat does."""
+    from scheduler_app.clock import FakeClock
+    from scheduler_app.publishing import CeleryPublisher
+    from scheduler_app.ticker import Ticker
+
+    set_due(count, at)
+    ticker = Ticker(CeleryPublisher(celery_app()), clock=FakeClock(at), owner="bench-worker")
+    published = 0
+    for _ in range(count):
+        result = ticker.tick()
+        published += result.published
+        if published >= count or not (result.published or result.created):
+            break
+    return published
+
+
+def enqueue_plain(count: int) -> int:
+    clear_broker()
+    app = celery_app()
+    task = app.tasks[PLAIN_TASK]
+    with app.producer_or_acquire() as producer:
+        for index in range(count):
+            task.apply_async(kwargs={"n": index}, producer=producer)
+    return count
+
+
+def drained() -> bool:
+    """Every message taken and acknowledged (``acks_late``: acked after the task ran)."""
+    client = redis_client()
+    return queued() == 0 and client.hlen("unacked") == 0
+
+
+def worker_run(kind: str, count: int, at: datetime, budget: float) -> dict[str, Any]:
+    from scheduler_app.models import Occurrence, OccurrenceState
+
+    sent = enqueue_occurrences(count, at) if kind == "occurrence" else enqueue_plain(count)
+    stats_path = log_path(f"worker-{kind}-stats").with_suffix(".json")
+    worker = Child(
+        f"worker-{kind}",
+        celery_command(
+            "-A",
+            "bench.scale.worker_app",
+            "worker",
+            "--pool",
+            "solo",
+            "--queues",
+            QUEUE,
+            "--loglevel",
+            "WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--hostname",
+            f"bench-{kind}@%h",
+        ),
+        env={"BENCH_WORKER_STATS": str(stats_path)},
+    )
+    deadline = time.perf_counter() + budget
+    while not drained() and time.perf_counter() < deadline:
+        if worker.process.poll() is not None:
+            raise SystemExit(f"worker exited:\n{worker.stderr_tail()}")
+        time.sleep(0.1)
+    finished = drained()
+    worker.stop()
+    if not stats_path.exists():
+        raise SystemExit(f"worker wrote no stats:\n{worker.stderr_tail()}")
+    stats = json.loads(stats_path.read_text())
+    executed = stats["executed"]
+    active = (stats["last_end"] or 0) - (stats["first_start"] or 0)
+    result: dict[str, Any] = {
+        "kind": kind,
+        "sent": sent,
+        "executed": executed,
+        "finished": finished and executed >= sent,
+        "seconds": active,
+        "per_second": executed / active if active > 0 else 0.0,
+        "ms_per_task": active / executed * 1000 if executed else None,
+        "queries_per_task": stats.get("sql", 0) / executed if executed else None,
+        "log": str(worker.err_path),
+    }
+    if kind == "occurrence":
+        result["succeeded"] = Occurrence.objects.filter(state=OccurrenceState.SUCCEEDED).count()
+    return result
+
+
+def worker_samples(repeats: int, count: int, budget: float) -> dict[str, Any]:
+    at = due_instant()
+    print(f"  worker: creating {count:,} schedules ...", flush=True)
+    create_schedules(count, at, dcb=False)
+    runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    for _ in range(repeats):
+        for kind in KINDS:  # interleaved: drifts hit both alike
+            run = worker_run(kind, count, at, budget)
+            runs[kind].append(run)
+            print(
+                f"  worker, {kind}: {run['executed']:,} in {run['seconds']:.2f} s ="
+                f" {run['per_second']:,.0f}/s, {run['queries_per_task'] or 0:.2f} queries/task"
+                + (f", {run['succeeded']:,} succeeded" if "succeeded" in run else ""),
+                flush=True,
+            )
+    truncate_all()
+    summary: dict[str, Any] = {"tasks": count, "budget_s": budget, "runs": runs}
+    summary["finished"] = all(r["finished"] for rs in runs.values() for r in rs)
+    for kind, kind_runs in runs.items():
+        done = [r for r in kind_runs if r["executed"]]
+        if not done:
+            continue
+        summary[kind] = {
+            "per_second": report.summarize([r["per_second"] for r in done], 1),
+            "ms_per_task": report.summarize([r["ms_per_task"] for r in done], 3),
+            "queries_per_task": report.summarize([r["queries_per_task"] for r in done], 2),
+        }
+    if "occurrence" in summary and "plain" in summary:
+        summary["overhead_ms"] = round(
+            summary["occurrence"]["ms_per_task"]["median"]
+            - summary["plain"]["ms_per_task"]["median"],
+            3,
+        )
+        summary["overhead_queries"] = round(
+            summary["occurrence"]["queries_per_task"]["median"]
+            - summary["plain"]["queries_per_task"]["median"],
+            2,
+        )
+    return summary

@@ -1,0 +1,48 @@
+"""The Celery app of the worker-overhead figure: ``celery -A bench.scale.worker_app worker``.
+
+The example project's app with the bench's two no-op tasks (``bench.noop``, an
+``OccurrenceTask``; ``bench.plain_noop``, a plain ``celery.Task``). It counts the SQL queries
+and times the tasks it runs (from the first ``task_prerun`` to the last ``task_postrun``) and
+writes them as JSON to ``$BENCH_WORKER_STATS`` when the worker shuts down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from celery.signals import task_postrun, task_prerun, worker_shutdown
+
+from bench.scale.drivers import RoundTrips
+from bench.scale.env import celery_app, setup_django
+
+setup_django()
+app = celery_app()
+counter = RoundTrips()
+counter.install()
+stats: dict[str, Any] = {"executed": 0, "first_start": None, "last_end": None}
+_sql_start = [0]
+
+
+@task_prerun.connect
+def _started(**_: Any) -> None:
+    if stats["first_start"] is None:
+        stats["first_start"] = time.perf_counter()
+        _sql_start[0] = counter.sql
+
+
+@task_postrun.connect
+def _ended(**_: Any) -> None:
+    stats["executed"] += 1
+    stats["last_end"] = time.perf_counter()
+    stats["sql"] = counter.sql - _sql_start[0]
+
+
+@worker_shutdown.connect
+def _write(**_: Any) -> None:
+    target = os.environ.get("BENCH_WORKER_STATS")
+    if target:
+        Path(target).write_text(json.dumps(stats))
