@@ -8,7 +8,7 @@ plan out through the service layer. Callers wrap ``apply`` in one transaction.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,6 +17,7 @@ from uuid import UUID
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definitions import validate_definition
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
+from scheduler_app.lateness import LATENESS_FIELDS, apply_class_defaults
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleStatus
 from scheduler_app.services import (
     DEFAULTS,
@@ -32,6 +33,10 @@ from scheduler_app.timing import next_after
 logger = logging.getLogger("scheduler_app.importing")
 DESCRIPTIVE = ("name", "key", "tenant", "owner")
 SETTABLE_STATUSES = ("active", "paused", "cancelled", "completed")
+VERDICT_STATUSES = ("completed", "awaiting_approval")
+"""Statuses the engine (or the approval gate) decides: accepted in a document, never applied."""
+Progress = Callable[[int], None]
+"""Called with how many more items were handled (a progress bar's ``update``)."""
 _TICK = timedelta(microseconds=1)
 
 
@@ -47,6 +52,8 @@ class Desired:
     schedule_id: UUID | None = None
     keep_existing: frozenset[str] = frozenset()
     """Fields whose stored value wins on update (e.g. an anchor the source leaves open)."""
+    expected_version: int | None = None
+    """The version the source was exported at; checked only when the caller asks to."""
 
 
 @dataclass(frozen=True)
@@ -91,20 +98,46 @@ FieldPath = dict[str, str]
 
 
 def plan(
-    desired: Sequence[Desired], now: datetime, *, field_paths: FieldPath | None = None
+    desired: Sequence[Desired],
+    now: datetime,
+    *,
+    field_paths: FieldPath | None = None,
+    check_versions: bool = False,
+    progress: Progress | None = None,
 ) -> Plan:
-    """Compare every desired schedule with the database; write nothing."""
+    """Compare every desired schedule with the database; write nothing.
+
+    ``check_versions``: a desired schedule that carries ``expected_version`` must match the
+    stored version (optimistic concurrency: nobody changed it since it was exported).
+    """
     paths = field_paths or {}
     changes: list[Change] = []
     problems: list[Problem] = list(_duplicates(desired))
     for item in desired:
         try:
-            changes.append(_plan_one(item, now))
+            change = _plan_one(item, now)
+            if check_versions:
+                _check_version(item, change.existing)
+            changes.append(change)
         except ScheduleValidationError as exc:
             problems.append(Problem(item.label, paths.get(_root(exc.field), exc.field), _msg(exc)))
         except ScheduleStateError as exc:
             problems.append(Problem(item.label, "status", str(exc)))
+        if progress is not None:
+            progress(1)
     return Plan(tuple(changes), tuple(problems))
+
+
+def _check_version(item: Desired, existing: Schedule | None) -> None:
+    wanted = item.expected_version
+    if existing is None or wanted is None or existing.version == wanted:
+        return
+    raise ScheduleValidationError(
+        "version",
+        f"schedule {existing.pk} is at version {existing.version}, the document was exported at "
+        f"version {wanted}: someone changed it since; export it again and reapply your edit",
+        code="stale_version",
+    )
 
 
 def _root(name: str) -> str:
@@ -139,14 +172,14 @@ def _find(item: Desired) -> Schedule | None:
 
 def _plan_one(item: Desired, now: datetime) -> Change:
     existing = _find(item)
-    semantic = {k: v for k, v in item.fields.items() if k in SEMANTIC_FIELDS}
+    semantic = apply_class_defaults({k: v for k, v in item.fields.items() if k in SEMANTIC_FIELDS})
     if existing is not None:
         for name in item.keep_existing:
             semantic[name] = getattr(existing, name)
     values = normalize_definition({**DEFAULTS, **semantic}, now)
     timing = validate_definition(values)
     descriptive = {k: v for k, v in item.fields.items() if k in DESCRIPTIVE}
-    if item.status not in SETTABLE_STATUSES:
+    if item.status not in (*SETTABLE_STATUSES, *VERDICT_STATUSES):
         raise ScheduleValidationError(
             "status", f"unknown status {item.status!r}; use one of: {', '.join(SETTABLE_STATUSES)}"
         )
@@ -179,8 +212,8 @@ def _check_key_free(key: str, existing: Schedule) -> None:
 
 
 def _wants_status(current: str, wanted: str) -> bool:
-    """``completed`` is the engine's verdict, not an order: it is never applied."""
-    if wanted == ScheduleStatus.COMPLETED or current == wanted:
+    """``completed`` and ``awaiting_approval`` are verdicts, not orders: never applied."""
+    if wanted in VERDICT_STATUSES or current == wanted:
         return False
     return not (current == ScheduleStatus.COMPLETED and wanted == ScheduleStatus.ACTIVE)
 
@@ -199,10 +232,18 @@ def _check_status(existing: Schedule, wanted: str, redefined: bool) -> None:
         )
 
 
-def apply(changes: Sequence[Change], *, clock: Clock | None = None) -> list[Schedule]:
+def apply(
+    changes: Sequence[Change], *, clock: Clock | None = None, progress: Progress | None = None
+) -> list[Schedule]:
     """Carry out a plan through the services. Call inside ``transaction.atomic()``."""
     clock = clock or SystemClock()
-    return [_apply_one(change, clock) for change in changes if change.action != "unchanged"]
+    done = []
+    for change in changes:
+        if change.action != "unchanged":
+            done.append(_apply_one(change, clock))
+        if progress is not None:
+            progress(1)
+    return done
 
 
 def _apply_one(change: Change, clock: Clock) -> Schedule:
@@ -218,6 +259,8 @@ def _apply_one(change: Change, clock: Clock) -> Schedule:
         current = existing.status
         if change.changed:
             updates = {name: new for name, (_old, new) in change.changed.items()}
+            if "lateness_class" in updates:  # the document's values, not the class defaults
+                updates.update({name: change.values[name] for name in LATENESS_FIELDS})
             schedule = update_schedule(
                 existing.pk, expected_version=existing.version, clock=clock, **updates
             )
@@ -244,10 +287,15 @@ def _set_status(schedule_id: UUID, current: str, wanted: str, clock: Clock) -> N
         cancel_schedule(schedule_id, clock=clock)
 
 
-def describe_change(change: Change) -> str:
-    """One human line per change, for ``--dry-run`` and the command's report."""
+PAST = {"create": "created", "update": "updated", "unchanged": "unchanged"}
+
+
+def describe_change(change: Change, *, applied: bool = False, schedule_id: str = "") -> str:
+    """One human line per change: what would be done (``--dry-run``) or what was done."""
     target = change.existing.pk if change.existing else change.desired.schedule_id
-    head = f"{change.action:<9} {change.desired.label}" + (f" ({target})" if target else "")
+    target = target or schedule_id
+    verb = PAST.get(change.action, change.action) if applied else change.action
+    head = f"{verb:<9} {change.desired.label}" + (f" ({target})" if target else "")
     if change.action == "create":
         values = change.values
         return (

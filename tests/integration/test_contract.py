@@ -94,7 +94,13 @@ def test_export_is_stable_and_documented_shape() -> None:
         *("target", "timing", "policies", "status", "version", "next_run_at"),
         *("created_at", "updated_at"),
     ]
-    assert first["target"] == {"type": "task", "task": TASK, "kwargs": {"a": {"z": 1}, "b": [1, 2]}}
+    assert first["target"] == {
+        "type": "task",
+        "task": TASK,
+        "payload_ref": "",
+        "kwargs": {"a": {"z": 1}, "b": [1, 2]},
+        "options": {},
+    }
     assert first["timing"]["dst"] == {"nonexistent": "skip", "ambiguous": "auto"}
     assert first["policies"]["misfire"] == "fire_once" and first["policies"]["mode"] == "shadow"
     assert first["owner_ref"] == "ops" and first["created_at"] == "2026-01-05T00:00:10Z"
@@ -262,7 +268,9 @@ def test_import_command_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Pat
     assert lines[3] == "1 to create, 1 to update, 1 unchanged (dry run: nothing written)"
     assert snapshot() == before
     out, _ = run("import_schedules", str(source))
-    assert out.splitlines()[-1] == "1 to create, 1 to update, 1 unchanged"
+    lines = out.splitlines()
+    assert lines[-1] == "created 1, updated 1, unchanged 1"
+    assert lines[1].startswith("updated   schedules[1]") and lines[2].startswith("created   ")
     assert Schedule.objects.get(key="edit").version == 2
 
 

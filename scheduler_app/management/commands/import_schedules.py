@@ -1,21 +1,39 @@
-"""``manage.py import_schedules FILE [--dry-run]``: apply a ``schedule.v1`` file, all or nothing.
+"""``manage.py import_schedules FILE [--dry-run] [--check-version] [--json]``.
 
-Exit status 2 with every error (and its path) on stderr when the file is invalid; nothing is
-written then. ``--dry-run`` prints the plan and writes nothing.
+Applies a ``schedule.v1`` file (either style), all or nothing. Exit status 2 with every error
+(and its path) on stderr when the file is invalid or cannot be read; nothing is written then.
+``--dry-run`` prints the plan and writes nothing.
 """
 
 from __future__ import annotations
 
+import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scheduler_app.contract import ContractError, import_text
-from scheduler_app.importing import describe_change
+from scheduler_app.contract.cli import (
+    BAD_ARGUMENT,
+    Progress,
+    add_progress_arguments,
+    read_input,
+)
+from scheduler_app.importing import Plan, describe_change
 
-INVALID = 2
+DONE = (("create", "created"), ("update", "updated"), ("unchanged", "unchanged"))
+
+
+def summary(plan: Plan, *, applied: bool) -> str:
+    """What was done (``created 2, ...``), or in a dry run what would be."""
+    if applied:
+        return ", ".join(f"{label} {plan.count(action)}" for action, label in DONE)
+    counts = (
+        f"{plan.count('create')} to create, {plan.count('update')} to update, "
+        f"{plan.count('unchanged')} unchanged"
+    )
+    return counts + " (dry run: nothing written)"
 
 
 class Command(BaseCommand):
@@ -26,32 +44,70 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dry-run", action="store_true", help="Print what would change; write nothing."
         )
+        parser.add_argument(
+            "--check-version",
+            action="store_true",
+            help="Refuse documents whose 'version' is not the stored one (optimistic "
+            "concurrency: nobody changed the schedule since it was exported).",
+        )
+        parser.add_argument(
+            "--json", action="store_true", help="Print the result as one JSON object on stdout."
+        )
+        add_progress_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        text = self._read(options["file"])
+        text = read_input(options["file"])
+        stream = getattr(self.stderr, "_out", sys.stderr)
         try:
-            result = import_text(text, dry_run=options["dry_run"])
+            result = import_text(
+                text,
+                dry_run=options["dry_run"],
+                check_versions=options["check_version"],
+                progress=Progress(stream, enabled=options["progress"]),
+            )
         except ContractError as exc:
-            for problem in exc.problems:
-                self.stderr.write(str(problem))
+            if options["json"]:
+                problems = [
+                    {"document": p.label, "path": p.path, "message": p.message}
+                    for p in exc.problems
+                ]
+                self.stdout.write(json.dumps({"applied": False, "problems": problems}))
+            else:
+                for problem in exc.problems:
+                    self.stderr.write(str(problem))
             raise CommandError(
                 f"{len(exc.problems)} error(s) in {options['file']}; nothing was imported",
-                returncode=INVALID,
+                returncode=BAD_ARGUMENT,
             ) from None
-        for change in result.plan.changes:
-            self.stdout.write(describe_change(change))
         plan = result.plan
-        summary = (
-            f"{plan.count('create')} to create, {plan.count('update')} to update, "
-            f"{plan.count('unchanged')} unchanged"
-        )
-        suffix = " (dry run: nothing written)" if options["dry_run"] else ""
-        self.stdout.write(summary + suffix)
+        ids = result.schedule_ids
+        if options["json"]:
+            self.stdout.write(json.dumps(_as_json(plan, ids, applied=result.applied)))
+            return
+        for change in plan.changes:
+            label = change.desired.label
+            line = describe_change(change, applied=result.applied, schedule_id=ids.get(label, ""))
+            self.stdout.write(line)
+        self.stdout.write(summary(plan, applied=result.applied))
 
-    def _read(self, name: str) -> str:
-        if name == "-":
-            return sys.stdin.read()
-        try:
-            return Path(name).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CommandError(f"cannot read {name}: {exc}", returncode=INVALID) from None
+
+def _as_json(plan: Plan, ids: dict[str, str], *, applied: bool) -> dict[str, Any]:
+    changes = []
+    for change in plan.changes:
+        target = change.existing.pk if change.existing else change.desired.schedule_id
+        target = target or ids.get(change.desired.label)
+        changes.append(
+            {
+                "document": change.desired.label,
+                "action": change.action,
+                "schedule_id": str(target) if target else None,
+                "key": change.values.get("key"),
+                "changed": sorted(change.changed),
+            }
+        )
+    return {
+        "applied": applied,
+        **{label: plan.count(action) for action, label in DONE},
+        "changes": changes,
+        "problems": [],
+    }

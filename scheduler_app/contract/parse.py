@@ -1,0 +1,500 @@
+"""``schedule.v1`` documents (either style, or a mix) to ``Desired`` schedules.
+
+Every problem of a document is collected with its path (``schedules[3].timing.rule``) instead of
+stopping at the first, so one run of the importer shows everything to fix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from django.contrib.auth import get_user_model
+
+from scheduler_app import importing, jobtypes
+from scheduler_app.contract.export import looks_like_uuid
+from scheduler_app.contract.fields import (
+    BOOLEAN_POLICIES,
+    CONTRACT,
+    COUNT_POLICIES,
+    DST_FIELDS,
+    ENUM_FIELDS,
+    FIELD_PATHS,
+    INFORMATIONAL,
+    NULLABLE_COUNTS,
+    NULLABLE_SECONDS,
+    POLICY_FIELDS,
+    ROUTING_OPTIONS,
+    SECONDS_POLICIES,
+    SPEC_TOP_POLICIES,
+    TARGET_FIELDS,
+    TIMING_FIELDS,
+    TOP_FIELDS,
+    USER_REF,
+    enum_value,
+)
+from scheduler_app.definitions import CHOICE_FIELDS, validate_definition
+from scheduler_app.errors import SchedulerError, ScheduleValidationError
+from scheduler_app.importing import Desired, Problem
+from scheduler_app.lateness import apply_class_defaults
+from scheduler_app.models import SEMANTIC_FIELDS, LatenessClass
+from scheduler_app.services import DEFAULTS, normalize_definition
+from scheduler_app.targets import check_target
+from scheduler_app.timing import Ambiguous, Kind, Nonexistent, get_zone, parse_duration
+
+MAX_PAYLOAD_REF = 500
+OTHER_CHOICES: dict[str, list[str]] = {
+    "kind": [k.value for k in Kind],
+    "dst_nonexistent": [v.value for v in Nonexistent],
+    "dst_ambiguous": [v.value for v in Ambiguous],
+    "window_policy": ["defer", "skip"],
+    "lateness_class": ["", *LatenessClass.values],
+}
+
+
+class ContractError(SchedulerError):
+    """A file that is not valid ``schedule.v1``; ``problems`` lists every error with its path."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def read_documents(text: str) -> list[Any]:
+    """The documents of a file: a list, or ``{"contract": "schedule.v1", "schedules": [...]}``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ContractError([Problem("file", "", f"not valid JSON: {exc}")]) from None
+    except RecursionError:
+        raise ContractError(
+            [Problem("file", "", "JSON nested too deeply; a document is at most a few levels")]
+        ) from None
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict) and isinstance(data.get("schedules"), list):
+        if data.get("contract") != CONTRACT:
+            raise ContractError([Problem("file", "contract", f"must be {CONTRACT!r}")])
+        return list(data["schedules"])
+    if isinstance(data, dict) and "target" in data and "timing" in data:
+        return [data]  # one document on its own, as the specification shows it
+    raise ContractError(
+        [
+            Problem(
+                "file", "", f'expected a list or {{"contract": "{CONTRACT}", "schedules": [...]}}'
+            )
+        ]
+    )
+
+
+class _Collector:
+    """Gathers the problems of one document instead of stopping at the first."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.problems: list[Problem] = []
+        self.paths: dict[str, str] = {}
+        """Model field -> where this document wrote it, when not at its native place."""
+
+    def add(self, path: str, message: str) -> None:
+        self.problems.append(Problem(self.label, path, message))
+
+    def section(self, doc: dict[str, Any], name: str, allowed: Iterable[str]) -> dict[str, Any]:
+        value = doc.get(name, {})
+        if not isinstance(value, dict):
+            self.add(name, "must be an object")
+            return {}
+        for unknown in sorted(set(value) - set(allowed)):
+            self.add(f"{name}.{_shown(unknown)}", "unknown field; see docs/contract.md")
+        return value
+
+
+def _shown(name: str) -> str:
+    """A field name from the file, safe to print: short, and quoted when it is not plain text."""
+    if name.isprintable() and len(name) <= 40 and name.strip() == name and name:
+        return name
+    return repr(name[:40]) + ("..." if len(name) > 40 else "")
+
+
+def parse_document(doc: Any, label: str) -> tuple[Desired | None, list[Problem]]:
+    """A document to a ``Desired`` schedule, or every problem found in it."""
+    out = _Collector(label)
+    if not isinstance(doc, dict):
+        out.add("", "a document must be a JSON object")
+        return None, out.problems
+    for unknown in sorted(set(doc) - TOP_FIELDS):
+        out.add(_shown(unknown), "unknown field; see docs/contract.md")
+    if doc.get("contract", CONTRACT) != CONTRACT:
+        out.add("contract", f"unsupported contract {doc.get('contract')!r}; expected {CONTRACT!r}")
+    fields: dict[str, Any] = {}
+    _target(doc, out, fields)
+    _timing(doc, out, fields)
+    _policies(doc, out, fields)
+    _descriptive(doc, out, fields)
+    schedule_id = _identity(doc, out, fields)
+    expected_version = _informational(doc, out)
+    status = _status(doc.get("status", "active"), out)
+    if out.problems:
+        _check_the_rest(fields, out)
+        return None, out.problems
+    timing = doc.get("timing", {})
+    keep = frozenset() if "anchor" in timing else frozenset({"anchor"})
+    desired = Desired(
+        label=label,
+        fields=fields,
+        status=status,
+        schedule_id=schedule_id,
+        keep_existing=keep,
+        expected_version=expected_version,
+    )
+    return desired, []
+
+
+def _check_the_rest(fields: dict[str, Any], out: _Collector) -> None:
+    """A document already has problems: still validate its other fields, to report them all."""
+    reported = {problem.path for problem in out.problems}
+    paths = {**FIELD_PATHS, **out.paths}
+    bad = {model for model, path in paths.items() if path in reported}
+    usable = {k: v for k, v in fields.items() if k in SEMANTIC_FIELDS and k not in bad}
+    if usable.get("kind") in (None, "") or usable.get("rule") in (None, ""):
+        return
+    usable.pop("lateness_class", None)
+    values = {**DEFAULTS, **usable}
+    try:
+        validate_definition(normalize_definition(values, _PLACEHOLDER_NOW))
+    except ScheduleValidationError as exc:
+        path = paths.get(exc.field.split(".", 1)[0], exc.field)
+        if path not in reported:
+            message = exc.message if "." not in exc.field else f"{exc.field}: {exc.message}"
+            out.add(path, message)
+
+
+_PLACEHOLDER_NOW = datetime(2000, 1, 1, tzinfo=UTC)
+"""Only fills a missing anchor while checking a document that is rejected anyway."""
+
+
+# -- target ----------------------------------------------------------------------------------
+
+
+def _target(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
+    target = out.section(doc, "target", ("type", *TARGET_FIELDS))
+    if "target" not in doc:
+        out.add(
+            "target",
+            "required: {'type': 'task', 'task': '<celery task name>'} or "
+            "{'type': 'JOB', 'job_type': '<job type>'}",
+        )
+        return
+    kind = enum_value(target.get("type", "job" if "job_type" in target else "task"))
+    if kind == "job":
+        task = _job_task(target, out)
+        fields["job_type"] = target.get("job_type")
+    elif kind == "task":
+        task = target.get("task")
+        if not isinstance(task, str) or not task.strip():
+            out.add("target.task", "a Celery task name is required, e.g. 'reports.daily'")
+            task = None
+        if target.get("job_type"):
+            out.add("target.job_type", "belongs to JOB targets; use type 'JOB' without 'task'")
+        fields["job_type"] = ""
+    else:
+        out.add("target.type", f"unknown target type {target.get('type')!r}; use 'task' or 'JOB'")
+        return
+    if isinstance(task, str):
+        _allowed(task, out, "target.job_type" if kind == "job" else "target.task")
+    fields["task"] = task
+    fields["payload_ref"] = _payload_ref(target.get("payload_ref"), out)
+    kwargs = target.get("kwargs", {})
+    if not isinstance(kwargs, dict):
+        out.add("target.kwargs", "must be a JSON object of keyword arguments")
+    fields["kwargs"] = kwargs
+    fields["options"] = _options(target.get("options", {}), out)
+
+
+def _job_task(target: dict[str, Any], out: _Collector) -> str | None:
+    if "task" in target:
+        out.add("target.task", "a JOB target names a job_type, not a task; drop 'task'")
+    try:
+        return jobtypes.resolve(target.get("job_type"))
+    except ScheduleValidationError as exc:
+        out.add("target.job_type", exc.message)
+        return None
+
+
+def _allowed(task: str, out: _Collector, path: str) -> None:
+    try:
+        check_target(task)
+    except ScheduleValidationError as exc:
+        out.add(path, exc.message if path == "target.task" else f"task {task!r}: {exc.message}")
+
+
+def _payload_ref(value: Any, out: _Collector) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > MAX_PAYLOAD_REF or not value.isprintable():
+        out.add(
+            "target.payload_ref",
+            f"must be a printable string of at most {MAX_PAYLOAD_REF} characters, "
+            "e.g. 'state://sync-source-42'",
+        )
+        return ""
+    return value
+
+
+def _options(value: Any, out: _Collector) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        out.add("target.options", "must be an object of routing options, e.g. {'queue': 'io'}")
+        return {}
+    for name, option in sorted(value.items()):
+        expected = ROUTING_OPTIONS.get(name)
+        if expected is None:
+            allowed = ", ".join(ROUTING_OPTIONS)
+            out.add(f"target.options.{_shown(name)}", f"unknown routing option; use {allowed}")
+        elif not isinstance(option, expected) or isinstance(option, bool):
+            out.add(f"target.options.{name}", f"must be a {expected.__name__}, got {option!r}")
+        elif name == "priority" and not 0 <= option <= 255:
+            out.add("target.options.priority", f"must be 0-255, got {option!r}")
+    return value
+
+
+# -- timing ----------------------------------------------------------------------------------
+
+
+def _timing(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
+    timing = out.section(doc, "timing", (*TIMING_FIELDS, "dst"))
+    for name in ("kind", "rule"):
+        if timing.get(name) in (None, ""):
+            out.add(f"timing.{name}", "required")
+    for name in ("kind", "rule", "timezone", "interval_mode", "active_window", "window_policy"):
+        value = timing.get(name)
+        if value is not None and not (
+            isinstance(value, str) or (name == "rule" and _is_int(value))
+        ):
+            out.add(f"timing.{name}", f"must be a string, got {value!r}")
+    if isinstance(timing.get("timezone"), str):
+        try:
+            get_zone(timing["timezone"])
+        except ScheduleValidationError as exc:
+            out.add("timing.timezone", exc.message)
+    for name in ("anchor", "starts_at", "ends_at"):
+        if timing.get(name) is not None:
+            fields[name] = _instant(timing[name], f"timing.{name}", out)
+    max_count = timing.get("max_count")
+    if max_count is not None and (not _is_int(max_count) or max_count < 1):
+        out.add("timing.max_count", f"must be a whole number >= 1 or null, got {max_count!r}")
+    for name, model in TIMING_FIELDS.items():
+        if name in timing and model not in fields:
+            value = timing[name]
+            fields[model] = str(value) if name == "rule" else value
+    if fields.get("active_window") is None and "active_window" in fields:
+        fields["active_window"] = ""
+    dst = out.section(timing, "dst", DST_FIELDS) if "dst" in timing else {}
+    for name, model in DST_FIELDS.items():
+        if name in dst:
+            fields[model] = dst[name]
+
+
+# -- policies --------------------------------------------------------------------------------
+
+
+def _policies(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
+    policies = dict(out.section(doc, "policies", POLICY_FIELDS))
+    for top, inner in SPEC_TOP_POLICIES.items():
+        if top not in doc:
+            continue
+        if inner in policies and _same(policies[inner], doc[top]) is False:
+            out.add(top, f"given twice, as {top} and policies.{inner}, with different values")
+        policies[inner] = doc[top]
+    for name, model in POLICY_FIELDS.items():
+        if name not in policies:
+            continue
+        path = f"policies.{name}" if name in doc.get("policies", {}) else _top_path(name)
+        out.paths[model] = path
+        fields[model] = _policy(name, policies[name], path, out)
+    for model in ENUM_FIELDS:
+        if model in fields:
+            fields[model] = enum_value(fields[model], model)
+    _choices(fields, out)
+
+
+def _top_path(name: str) -> str:
+    return next((top for top, inner in SPEC_TOP_POLICIES.items() if inner == name), name)
+
+
+def _same(inner: Any, top: Any) -> bool | None:
+    """Whether two spellings of one policy agree (``"SKIP"`` and ``"skip"``, 900 and ``"15m"``)."""
+    if isinstance(inner, str) and isinstance(top, str) and enum_value(inner) == enum_value(top):
+        return True
+    try:
+        return _as_seconds(inner) == _as_seconds(top)
+    except (ScheduleValidationError, TypeError, ValueError):
+        return inner == top
+
+
+def _as_seconds(value: Any) -> int:
+    if _is_int(value):
+        return int(value)
+    return int(parse_duration(value, "duration").total_seconds())
+
+
+def _policy(name: str, value: Any, path: str, out: _Collector) -> Any:
+    if name in SECONDS_POLICIES:
+        return _seconds(value, path, out, nullable=name in NULLABLE_SECONDS)
+    if name in COUNT_POLICIES or name in NULLABLE_COUNTS:
+        if value is None and name in NULLABLE_COUNTS:
+            return None
+        if not _is_int(value) or value < 1:
+            nullable = " or null" if name in NULLABLE_COUNTS else ""
+            out.add(path, f"must be a whole number >= 1{nullable}, got {value!r}")
+        return value
+    if name in BOOLEAN_POLICIES:
+        if not isinstance(value, bool):
+            out.add(path, f"must be true or false, got {value!r}")
+        return value
+    if name == "lateness_class" and value is None:
+        return ""
+    if not isinstance(value, str):
+        out.add(path, f"must be a string, got {value!r}")
+    return value
+
+
+def _choices(fields: dict[str, Any], out: _Collector) -> None:
+    choices = {model: list(enum.values) for model, enum in CHOICE_FIELDS.items()}
+    for model, allowed in {**choices, **OTHER_CHOICES}.items():
+        value = fields.get(model)
+        if model == "lateness_class" and value == "real_time":
+            try:
+                apply_class_defaults({"lateness_class": value})
+            except ScheduleValidationError as exc:
+                out.add(out.paths.get(model, FIELD_PATHS[model]), exc.message)
+        elif isinstance(value, str) and value not in allowed:
+            shown = ", ".join(v for v in allowed if v)
+            where = out.paths.get(model, FIELD_PATHS[model])
+            out.add(where, f"unknown value {value!r}; use one of: {shown}")
+
+
+# -- who, what, which ------------------------------------------------------------------------
+
+
+def _descriptive(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
+    for name, model, limit in (("name", "name", 200), ("tenant_id", "tenant", 100)):
+        value = doc.get(name)
+        if value is not None and (not isinstance(value, str) or len(value) > limit):
+            out.add(name, f"must be a string of at most {limit} characters")
+        fields[model] = value or ""
+    objective = doc.get("objective", "")
+    if not isinstance(objective, str) and objective is not None:
+        out.add("objective", "must be a string")
+    fields["objective"] = objective or ""
+    fields["owner"] = _owner(doc.get("owner_ref"), out)
+
+
+def _owner(ref: Any, out: _Collector) -> Any:
+    if ref in (None, ""):
+        return None
+    if not isinstance(ref, str):
+        out.add("owner_ref", f"must be 'user://<username>' or a username, got {ref!r}")
+        return None
+    username = ref.removeprefix(USER_REF)
+    if "://" in username:
+        out.add("owner_ref", f"{ref!r}: only user:// references exist; e.g. 'user://alice'")
+        return None
+    user_model = get_user_model()
+    owner = user_model._default_manager.filter(**{user_model.USERNAME_FIELD: username}).first()
+    if owner is None:
+        out.add("owner_ref", f"no user {username!r}; create the user first or drop owner_ref")
+    return owner
+
+
+def _identity(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> UUID | None:
+    """``schedule_id`` (a UUID, or an external id: the key), ``uuid`` and ``key``."""
+    raw_id, key = doc.get("schedule_id"), doc.get("key")
+    if key is not None and (not isinstance(key, str) or len(key) > 200):
+        out.add("key", "must be a string of at most 200 characters")
+        key = None
+    schedule_id = _uuid(doc.get("uuid"), "uuid", out)
+    if raw_id not in (None, ""):
+        if not isinstance(raw_id, str | int) or isinstance(raw_id, bool) or len(str(raw_id)) > 200:
+            out.add("schedule_id", "must be a UUID or an external id of at most 200 characters")
+        elif looks_like_uuid(str(raw_id)):
+            from_id = UUID(str(raw_id))
+            if schedule_id is not None and schedule_id != from_id:
+                out.add("uuid", f"disagrees with schedule_id {raw_id!r}; drop one of them")
+            schedule_id = from_id
+        elif key not in (None, "") and key != str(raw_id):
+            out.add("key", f"{key!r} disagrees with schedule_id {raw_id!r}, which is the key")
+        else:
+            key = str(raw_id)
+    fields["key"] = key or None
+    return schedule_id
+
+
+def _uuid(value: Any, path: str, out: _Collector) -> UUID | None:
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str) or not looks_like_uuid(value):
+        out.add(path, f"{value!r} is not a UUID")
+        return None
+    return UUID(value)
+
+
+def _informational(doc: dict[str, Any], out: _Collector) -> int | None:
+    """Read-only fields: checked for shape, never stored; ``version`` kept for the
+    optional optimistic-concurrency check."""
+    version = doc.get("version")
+    if version is not None and (not _is_int(version) or version < 1):
+        out.add("version", f"must be a whole number >= 1 or null, got {version!r}")
+        version = None
+    for name in INFORMATIONAL[1:]:
+        if doc.get(name) is not None:
+            _instant(doc[name], name, out)
+    return version
+
+
+def _status(value: Any, out: _Collector) -> str:
+    status = enum_value(value)
+    if status not in (*importing.SETTABLE_STATUSES, *importing.VERDICT_STATUSES):
+        allowed = ", ".join(importing.SETTABLE_STATUSES)
+        out.add("status", f"unknown status {value!r}; use one of: {allowed} (any case)")
+        return "active"
+    return str(status)
+
+
+def _instant(value: Any, path: str, out: _Collector) -> datetime | None:
+    text = value.strip() if isinstance(value, str) else None
+    try:
+        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text and text[-1] in "Zz" else text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        out.add(path, f"{value!r} is not an ISO 8601 instant, e.g. 2026-03-29T02:30:00Z")
+        return None
+    if parsed.tzinfo is None:
+        out.add(path, f"{value!r} has no UTC offset; add one, e.g. Z or +02:00")
+        return None
+    try:
+        parsed.astimezone(UTC)
+    except OverflowError:
+        out.add(path, f"{value!r} is out of range in UTC")
+        return None
+    return parsed
+
+
+def _seconds(value: Any, path: str, out: _Collector, *, nullable: bool) -> Any:
+    if value is None and nullable:
+        return None
+    if _is_int(value) and value >= 0:
+        return value
+    if isinstance(value, str):
+        try:
+            return int(parse_duration(value, path).total_seconds())
+        except ScheduleValidationError as exc:
+            out.add(path, exc.message)
+            return None
+    out.add(path, f"must be a whole number of seconds >= 0 or a duration like '15m', got {value!r}")
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
