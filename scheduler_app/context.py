@@ -1,4 +1,9 @@
-"""The occurrence context a scheduled task sees: one frozen object, read from the message."""
+"""The occurrence context a scheduled task sees: one frozen object.
+
+Inside a run started by ``OccurrenceTask`` it is built from the stored occurrence (looked up
+by the task id), never from what the message claims; ``context_from_request`` reads the
+message header only to tell a scheduled delivery from an ordinary task call.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import current_task
 
 from scheduler_app.outbox import HEADER
+
+if TYPE_CHECKING:
+    from scheduler_app.models import Occurrence
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,6 +37,35 @@ class OccurrenceContext:
     objective: str
     deadline_at: datetime | None
     attempt: int = 1
+    rule: str = ""
+    """The schedule's rule as its version stores it (cron, RRULE, seconds, ISO instant)."""
+    fired_at: datetime | None = None
+    """When the beat handed the occurrence to the broker (its latest handoff)."""
+    payload_ref: str = ""
+    """The schedule's payload reference, for tasks that resolve their input by reference."""
+
+    @classmethod
+    def from_occurrence(cls, occurrence: Occurrence, attempt: int) -> OccurrenceContext:
+        """The context of a stored occurrence (with ``schedule_version`` loaded)."""
+        definition = occurrence.schedule_version.definition
+        return cls(
+            occurrence_id=str(occurrence.pk),
+            schedule_id=str(occurrence.schedule_id),
+            schedule_version=occurrence.schedule_version.version,
+            idempotency_key=occurrence.idempotency_key,
+            scheduled_for=occurrence.scheduled_for.astimezone(UTC),
+            window_start=occurrence.window_start.astimezone(UTC),
+            window_end=occurrence.window_end.astimezone(UTC),
+            timezone=occurrence.timezone,
+            trigger=occurrence.trigger,
+            catch_up=occurrence.catch_up,
+            objective=str(definition.get("objective") or ""),
+            deadline_at=occurrence.deadline_at,
+            attempt=attempt,
+            rule=str(definition.get("rule") or ""),
+            fired_at=occurrence.dispatched_at or occurrence.emitted_at,
+            payload_ref=str(definition.get("payload_ref") or ""),
+        )
 
     @classmethod
     def from_header(cls, header: dict[str, Any], attempt: int = 1) -> OccurrenceContext:
@@ -46,6 +83,9 @@ class OccurrenceContext:
             objective=header.get("objective") or "",
             deadline_at=_parse(header["deadline_at"]) if header.get("deadline_at") else None,
             attempt=attempt,
+            rule=str(header.get("rule") or ""),
+            fired_at=_parse(header["fired_at"]) if header.get("fired_at") else None,
+            payload_ref=str(header.get("payload_ref") or ""),
         )
 
     @property
@@ -67,14 +107,27 @@ def _parse(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
 
 
-def context_from_request(request: Any) -> OccurrenceContext | None:
-    """The context carried by a Celery task request, or None for a task not run by us."""
+def scheduler_header(request: Any) -> dict[str, Any] | None:
+    """The scheduler's header of a Celery task request: present on every delivery the beat
+    published (a scheduled delivery), absent on ordinary task calls."""
     header = getattr(request, HEADER, None)
     if header is None and isinstance(getattr(request, "headers", None), dict):
         header = request.headers.get(HEADER)
-    if not isinstance(header, dict):
+    return header if isinstance(header, dict) else None
+
+
+def context_from_request(request: Any) -> OccurrenceContext | None:
+    """The context the message header claims, or None for a task not run by us (or a header
+    that does not parse). Informational only: a run uses the stored occurrence."""
+    header = scheduler_header(request)
+    if header is None:
         return None
-    return OccurrenceContext.from_header(header, attempt=(getattr(request, "retries", 0) or 0) + 1)
+    try:
+        return OccurrenceContext.from_header(
+            header, attempt=(getattr(request, "retries", 0) or 0) + 1
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 _CURRENT: ContextVar[OccurrenceContext | None] = ContextVar("scheduler_occurrence", default=None)

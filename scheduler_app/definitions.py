@@ -11,6 +11,14 @@ from typing import Any
 
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.limits import (
+    MAX_JSON_DEPTH,
+    MAX_OPTIONS_BYTES,
+    check_json,
+    check_numbers,
+    check_rule,
+    check_text,
+)
 from scheduler_app.models import (
     IntervalMode,
     MisfirePolicy,
@@ -20,6 +28,7 @@ from scheduler_app.models import (
     ScheduleMode,
 )
 from scheduler_app.policies import MisfireRules
+from scheduler_app.targets import check_target, is_allowed_name
 from scheduler_app.timing import Kind, Timing, build_timing, parse_duration
 from scheduler_app.timing.rules import IntervalRule
 
@@ -105,6 +114,15 @@ def jitter_for(key: str, jitter_seconds: int) -> timedelta:
     return timedelta(seconds=digest % (jitter_seconds + 1))
 
 
+TEXT_FIELDS = (
+    "objective",
+    "timezone",
+    "active_window",
+    "job_type",
+    "payload_ref",
+    "lateness_class",
+)
+
 CHOICE_FIELDS = {
     "misfire_policy": MisfirePolicy,
     "overlap_policy": OverlapPolicy,
@@ -115,9 +133,17 @@ CHOICE_FIELDS = {
 
 
 def validate_definition(values: dict[str, Any]) -> Timing:
-    """Check a schedule definition; raise ``ScheduleValidationError`` for the first problem."""
+    """Check a schedule definition; raise ``ScheduleValidationError`` for the first problem.
+
+    The cheap limits (lengths, numbers, strict JSON) come first, so hostile input is refused
+    before anything parses or evaluates it.
+    """
+    check_rule(values.get("kind"), values.get("rule"))
+    for field in TEXT_FIELDS:
+        check_text(field, values.get(field))
     _check_task(values.get("task"))
     _check_payload(values.get("kwargs", {}))
+    _check_options(values.get("options"))
     for field, choices in CHOICE_FIELDS.items():
         if field in values and values[field] not in choices.values:
             allowed = ", ".join(choices.values)
@@ -158,6 +184,7 @@ def validate_definition(values: dict[str, Any]) -> Timing:
             raise ScheduleValidationError(
                 field, f"expected an aware datetime, got {type(values[field]).__name__}"
             )
+    check_numbers(values)
     if values.get("interval_mode", "fixed_rate") != "fixed_rate" and values["kind"] != "interval":
         raise ScheduleValidationError(
             "interval_mode", "fixed_delay applies to interval rules only; use kind='interval'"
@@ -205,18 +232,25 @@ def _check_min_interval(timing: Timing) -> None:
 
 
 def _check_task(task: object) -> None:
+    """Only allow-listed ``OccurrenceTask`` targets (``targets.check_target``), ``celery.*`` never.
+
+    With ``SCHEDULER_VALIDATE_TASK_NAMES = False`` (a process that cannot import the tasks,
+    such as a beat on another host) a task this process does not know is accepted only when
+    ``SCHEDULER_ALLOWED_TASKS`` names it: without the task its marker cannot be seen.
+    """
     if not isinstance(task, str) or not task.strip():
         raise ScheduleValidationError(
             "task", "a Celery task name is required, e.g. 'reports.daily'"
         )
-    if not get_settings().VALIDATE_TASK_NAMES:
+    if get_settings().VALIDATE_TASK_NAMES or task in _registered_tasks():
+        check_target(task)
         return
-    if task not in _registered_tasks():
+    if not is_allowed_name(task):
         raise ScheduleValidationError(
             "task",
-            f"unknown task {task!r}: no task of that name is registered in the Celery app; "
-            "check the name (see `celery -A project inspect registered`) or import its module",
-            code="unknown_task",
+            f"task {task!r} is not registered in this process and SCHEDULER_ALLOWED_TASKS does "
+            "not name it; add it (or a pattern such as 'reports.*') to SCHEDULER_ALLOWED_TASKS",
+            code="forbidden_task",
         )
 
 
@@ -241,7 +275,12 @@ def _check_payload(kwargs: object) -> None:
         )
     try:
         size = len(json.dumps(kwargs, separators=(",", ":")).encode())
-    except (TypeError, ValueError) as exc:
+    except RecursionError:
+        raise ScheduleValidationError(
+            "kwargs", f"is nested deeper than {MAX_JSON_DEPTH} levels; flatten it", code="too_deep"
+        ) from None
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        check_json("kwargs", kwargs)  # names the problem when it is one it knows
         raise ScheduleValidationError(
             "kwargs", f"the payload is not JSON-serializable ({exc}); pass plain JSON values"
         ) from None
@@ -252,4 +291,23 @@ def _check_payload(kwargs: object) -> None:
             f"the payload is {size} bytes, more than the limit of {limit} "
             "(SCHEDULER_MAX_PAYLOAD_BYTES); store large data elsewhere and pass its id",
             code="payload_too_large",
+        )
+    check_json("kwargs", kwargs)
+
+
+def _check_options(options: object) -> None:
+    if options is None or options == {}:
+        return
+    if not isinstance(options, dict):
+        raise ScheduleValidationError(
+            "options", 'routing options must be a JSON object, e.g. {"queue": "reports"}'
+        )
+    check_json("options", options)
+    try:
+        size = len(json.dumps(options).encode())
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ScheduleValidationError("options", f"not JSON-serializable ({exc})") from None
+    if size > MAX_OPTIONS_BYTES:
+        raise ScheduleValidationError(
+            "options", f"is {size} bytes; the limit is {MAX_OPTIONS_BYTES}", code="too_large"
         )

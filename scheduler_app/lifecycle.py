@@ -16,16 +16,19 @@ from uuid import UUID
 from django.db import transaction
 from django.db.models import F
 
+from scheduler_app import events
 from scheduler_app.definitions import timing_for
 from scheduler_app.models import (
     ACTIVE_STATES,
+    AttemptKind,
     IntervalMode,
     Occurrence,
+    OccurrenceAttempt,
     OccurrenceState,
     Schedule,
     ScheduleStatus,
 )
-from scheduler_app.permissions import may_run
+from scheduler_app.permissions import may_run, pause_owned_schedules, refusal
 
 logger = logging.getLogger("scheduler_app.lifecycle")
 
@@ -44,20 +47,35 @@ class Claim:
     occurrence: Occurrence | None = None
 
 
-def claim(occurrence_id: UUID | str, *, owner: str, now: datetime, lease: timedelta) -> Claim:
+def claim(
+    occurrence_id: UUID | str,
+    *,
+    owner: str,
+    now: datetime,
+    lease: timedelta,
+    task: str | None = None,
+) -> Claim:
     """``pending/dispatched/retrying -> running``, or why not (duplicate, cancelled, expired,
-    forbidden)."""
+    forbidden, another task's occurrence).
+
+    ``task`` is the name of the task the message was delivered to: an occurrence of another
+    task is never run by it (a forged or misrouted message), and is left as it is.
+    """
     occurrence = (
-        Occurrence.objects.select_related("schedule", "schedule__owner")
+        Occurrence.objects.select_related("schedule", "schedule__owner", "schedule_version")
         .filter(pk=occurrence_id)
         .first()
     )
     if occurrence is None:
         return Claim(False, "unknown_occurrence")
+    if task is not None and occurrence.task != task:
+        return Claim(False, "task_mismatch")
     if occurrence.state not in CLAIMABLE:
-        return Claim(False, f"already_{occurrence.state}")
+        return Claim(False, f"already_{occurrence.state}", occurrence=occurrence)
     if occurrence.state == OccurrenceState.RETRYING and now + EARLY < occurrence.not_before:
-        return Claim(False, "retry_not_due")  # an old delivery; the retry's own message follows
+        return Claim(
+            False, "retry_not_due", occurrence=occurrence
+        )  # an old delivery; the retry's own message follows
     if occurrence.cancel_requested_at is not None:
         # Asked to stop before it started (``cancel_previous`` or an operator) and the revoke
         # did not reach the worker: never start it, let the newer one go.
@@ -67,22 +85,67 @@ def claim(occurrence_id: UUID | str, *, owner: str, now: datetime, lease: timede
         end(occurrence, OccurrenceState.EXPIRED, "deadline_passed", now, from_states=CLAIMABLE)
         return Claim(False, "expired")
     if not may_run(occurrence.schedule):
-        end(occurrence, OccurrenceState.FAILED, "forbidden", now, from_states=CLAIMABLE)
+        why = refusal(occurrence.schedule)
+        end(occurrence, OccurrenceState.FAILED, "forbidden", now, from_states=CLAIMABLE, error=why)
+        owner = occurrence.schedule.owner
+        if owner is not None and not owner.is_active:
+            pause_owned_schedules(owner, f"paused: {why}", now)
         return Claim(False, "forbidden")
     token = occurrence.fencing_token + 1
-    won = Occurrence.objects.filter(
-        pk=occurrence.pk, state__in=CLAIMABLE, fencing_token=occurrence.fencing_token
-    ).update(
-        state=OccurrenceState.RUNNING,
-        fencing_token=token,
-        attempts=F("attempts") + 1,
-        lease_owner=owner,
-        lease_expires_at=now + lease,
-        started_at=now,
-    )
-    if not won:
-        return Claim(False, "claimed_by_another")
+    with transaction.atomic():
+        won = Occurrence.objects.filter(
+            pk=occurrence.pk, state__in=CLAIMABLE, fencing_token=occurrence.fencing_token
+        ).update(
+            state=OccurrenceState.RUNNING,
+            fencing_token=token,
+            attempts=F("attempts") + 1,
+            lease_owner=owner,
+            lease_expires_at=now + lease,
+            started_at=now,
+        )
+        if not won:
+            return Claim(False, "claimed_by_another", occurrence=occurrence)
+        OccurrenceAttempt.objects.create(
+            occurrence_id=occurrence.pk,
+            kind=AttemptKind.RUN,
+            number=occurrence.attempts + 1,
+            worker=owner[:200],
+            started_at=now,
+        )
     return Claim(True, "", token, occurrence.attempts + 1, occurrence)
+
+
+def close_attempt(occurrence_id: UUID | str, now: datetime, outcome: str, error: str = "") -> int:
+    """Finish the open run attempt of an occurrence (the one its last claim wrote)."""
+    return OccurrenceAttempt.objects.filter(
+        occurrence_id=occurrence_id, kind=AttemptKind.RUN, finished_at__isnull=True
+    ).update(finished_at=now, outcome=outcome, error=error[:4000])
+
+
+TERMINAL_STATES = frozenset(
+    {
+        OccurrenceState.SUCCEEDED,
+        OccurrenceState.FAILED,
+        OccurrenceState.EXPIRED,
+        OccurrenceState.SKIPPED,
+        OccurrenceState.CANCELLED,
+    }
+)
+
+
+def announce_finished(occurrences: list[Occurrence], state: str, reason: str) -> None:
+    """Send ``events.occurrence_finished`` for each row once the current transaction commits
+    (at once outside one): receivers never see a write that was rolled back."""
+    if not occurrences or state not in TERMINAL_STATES:
+        return
+
+    def send() -> None:
+        for occurrence in occurrences:
+            events.occurrence_finished.send(
+                sender=Occurrence, occurrence=occurrence, state=state, reason=reason
+            )
+
+    transaction.on_commit(send)
 
 
 def heartbeat(occurrence_id: UUID | str, *, token: int, now: datetime, lease: timedelta) -> bool:
@@ -122,8 +185,8 @@ def retry_later(
     occurrence_id: UUID | str, *, token: int, at: datetime, now: datetime, error: str
 ) -> bool:
     """``running -> retrying`` until ``at``; the same occurrence, key and slot, a new attempt."""
-    return bool(
-        Occurrence.objects.filter(
+    with transaction.atomic():
+        moved = Occurrence.objects.filter(
             pk=occurrence_id, state=OccurrenceState.RUNNING, fencing_token=token
         ).update(
             state=OccurrenceState.RETRYING,
@@ -134,7 +197,9 @@ def retry_later(
             dispatched_at=None,  # back in the outbox: the beat publishes it with eta=at
             publish_lease_until=None,
         )
-    )
+        if moved:
+            close_attempt(occurrence_id, now, "retrying", error)
+    return bool(moved)
 
 
 def end(
@@ -158,8 +223,11 @@ def end(
             changes["last_error"] = error[:4000]
         if not rows.update(**changes, lease_expires_at=None):
             return False
+        close_attempt(occurrence.pk, now, state, error)
         release_next(schedule, now)
         _after_fixed_delay_run(schedule, now)
+        occurrence.state, occurrence.reason, occurrence.finished_at = state, reason, now
+        announce_finished([occurrence], state, reason)
     logger.info(
         "occurrence ended",
         extra={

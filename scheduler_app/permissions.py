@@ -1,9 +1,15 @@
-"""Execution-time permission checks: is the schedule's owner still allowed to run it *now*?"""
+"""Execution-time permission checks: is the schedule's owner still allowed to run it *now*?
+
+And the owner's lifecycle: deleting or deactivating a user pauses the schedules they own
+(with a note saying why), so a schedule never silently becomes an owner-less, unchecked one.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from django.utils.module_loading import import_string
 
@@ -12,18 +18,67 @@ from scheduler_app.conf import get_settings
 if TYPE_CHECKING:
     from scheduler_app.models import Schedule
 
+logger = logging.getLogger("scheduler_app.permissions")
 RUN_PERMISSION = "scheduler_app.run_schedule"
+ASSIGN_OWNER_PERMISSION = "scheduler_app.assign_owner"
+OWNER_PAUSED_BY = "scheduler"
+"""``paused_by`` of a schedule paused because its owner was deleted or deactivated."""
+
+
+def owner_refusal(schedule: Schedule) -> str:
+    """Why the default check refuses to run ``schedule`` now, or "" when it may run."""
+    owner = schedule.owner
+    if owner is None:
+        if get_settings().REQUIRE_OWNER:
+            return (
+                "the schedule has no owner and SCHEDULER_REQUIRE_OWNER is set; "
+                "give it an owner with the run_schedule permission"
+            )
+        return ""
+    if not owner.is_active:
+        return f"the owner {owner.get_username()!r} is deactivated"
+    if not owner.has_perm(RUN_PERMISSION):
+        return f"the owner {owner.get_username()!r} lacks the {RUN_PERMISSION} permission"
+    return ""
 
 
 def owner_may_run(schedule: Schedule) -> bool:
-    """Default check: no owner (a system schedule), or an active owner with the run permission."""
-    owner = schedule.owner
-    if owner is None:
-        return True
-    return bool(owner.is_active and owner.has_perm(RUN_PERMISSION))
+    """Default check: an active owner with the run permission; no owner (a system schedule)
+    only while ``SCHEDULER_REQUIRE_OWNER`` is off."""
+    return not owner_refusal(schedule)
 
 
 def may_run(schedule: Schedule) -> bool:
     """Apply ``SCHEDULER_PERMISSION_CHECK`` (a dotted path to ``check(schedule) -> bool``)."""
     check: Callable[[Schedule], bool] = import_string(get_settings().PERMISSION_CHECK)
     return bool(check(schedule))
+
+
+def refusal(schedule: Schedule) -> str:
+    """The message stored on an occurrence the permission check refused."""
+    return owner_refusal(schedule) or "refused by SCHEDULER_PERMISSION_CHECK"
+
+
+def may_assign_owner(user: Any) -> bool:
+    """Superusers and users with ``scheduler_app.assign_owner`` may pick another owner."""
+    return bool(getattr(user, "is_superuser", False) or user.has_perm(ASSIGN_OWNER_PERMISSION))
+
+
+def pause_owned_schedules(user: Any, why: str, now: datetime) -> int:
+    """Pause the active schedules ``user`` owns, noting ``why``; returns how many."""
+    from scheduler_app.models import Schedule, ScheduleStatus
+
+    paused = Schedule.objects.filter(owner=user, status=ScheduleStatus.ACTIVE).update(
+        status=ScheduleStatus.PAUSED,
+        paused_at=now,
+        paused_by=OWNER_PAUSED_BY,
+        pause_note=why,
+        updated_at=now,
+    )
+    if paused:
+        logger.warning(
+            "schedules paused: %s",
+            why,
+            extra={"action": "schedule.owner_paused", "count": paused, "user_id": user.pk},
+        )
+    return paused

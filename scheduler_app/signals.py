@@ -1,8 +1,12 @@
-"""Celery signal handlers: outcomes that never reach the task body.
+"""Signal handlers: outcomes that never reach the task body, and owners that go away.
 
 A message Celery drops itself (revoked by ``cancel_previous`` or an operator, or past its
 ``expires`` = the occurrence's deadline) never calls the task, so the base class cannot
 record it; ``task_revoked`` does.
+
+A user deleted or deactivated pauses the schedules they own, with a note: without it a
+deleted owner (``on_delete=SET_NULL``) would turn the schedule into an owner-less one that
+no permission check stops.
 """
 
 from __future__ import annotations
@@ -12,11 +16,14 @@ from typing import Any
 
 from celery.signals import task_revoked
 from celery.worker import state as worker_state
+from django.conf import settings
+from django.db.models.signals import post_save, pre_delete
 
 from scheduler_app import lifecycle
 from scheduler_app.clock import SystemClock
 from scheduler_app.context import context_from_request
 from scheduler_app.models import Occurrence, OccurrenceState
+from scheduler_app.permissions import pause_owned_schedules
 
 logger = logging.getLogger("scheduler_app.signals")
 _clock = SystemClock()
@@ -85,3 +92,20 @@ def _forget_revoke(occurrence: Occurrence, task_id: str) -> None:
             "requeued": requeued,
         },
     )
+
+
+def owner_deleted(sender: Any, instance: Any, **_: Any) -> None:
+    """Runs before the delete (and before ``SET_NULL`` clears ``Schedule.owner``)."""
+    name = instance.get_username()
+    pause_owned_schedules(instance, f"paused: the owner {name!r} was deleted", _clock.now())
+
+
+def owner_saved(sender: Any, instance: Any, created: bool = False, **_: Any) -> None:
+    if created or instance.is_active:
+        return
+    name = instance.get_username()
+    pause_owned_schedules(instance, f"paused: the owner {name!r} was deactivated", _clock.now())
+
+
+pre_delete.connect(owner_deleted, sender=settings.AUTH_USER_MODEL, dispatch_uid="sched_owner_del")
+post_save.connect(owner_saved, sender=settings.AUTH_USER_MODEL, dispatch_uid="sched_owner_save")

@@ -23,7 +23,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, TypeVar
@@ -32,13 +31,14 @@ from celery import Task
 from celery.exceptions import Ignore
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
-from scheduler_app import lifecycle
+from scheduler_app import events, lifecycle
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
 from scheduler_app.context import (
     OccurrenceContext,
     context_from_request,
     current_occurrence,
+    scheduler_header,
     use_occurrence,
 )
 from scheduler_app.errors import OccurrenceCancelled
@@ -81,35 +81,32 @@ class OccurrenceTask(Task):
         return current_occurrence() or context_from_request(self.request)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        delivered = context_from_request(self.request)
-        if delivered is None:
+        if scheduler_header(self.request) is None:
             return super().__call__(*args, **kwargs)
+        # A scheduled delivery. The message is trusted for nothing but its task id: the
+        # occurrence, its payload, schedule and owner are read from the database. A forged
+        # header or body cannot pick another occurrence, payload or owner.
+        occurrence_id = str(self.request.id)
         if not self.request.is_eager:
             # A worker between tasks: drop a connection that died or aged out. Never when
             # run eagerly, where the caller's transaction may be open on this connection.
             close_old_connections()
         lease = timedelta(seconds=get_settings().WORKER_LEASE)
         claim = lifecycle.claim(
-            delivered.occurrence_id, owner=worker_owner(), now=self.clock.now(), lease=lease
+            occurrence_id, owner=worker_owner(), now=self.clock.now(), lease=lease, task=self.name
         )
-        if not claim.claimed:
-            # The reason goes in the message too: plain log formats do not show ``extra``.
-            logger.info(
-                "%s: %s %s",
-                "duplicate delivery ignored" if claim.reason in DUPLICATE else "delivery not run",
-                delivered.occurrence_id,
-                claim.reason,
-                extra={
-                    "action": "occurrence.refused",
-                    "occurrence_id": delivered.occurrence_id,
-                    "reason": claim.reason,
-                },
-            )
+        if not claim.claimed or claim.occurrence is None:
+            self._refused(occurrence_id, claim)
             raise Ignore()
-        context = replace(delivered, attempt=claim.attempt)
+        if args or kwargs != claim.occurrence.kwargs:
+            logger.warning(
+                "the message's arguments differ from the stored payload; running the stored one",
+                extra={"action": "occurrence.payload_mismatch", "occurrence_id": occurrence_id},
+            )
+        context = OccurrenceContext.from_occurrence(claim.occurrence, claim.attempt)
         with use_occurrence(context), Heartbeat(context.occurrence_id, claim, lease, self.clock):
             try:
-                result = super().__call__(*args, **kwargs)
+                result = super().__call__(**claim.occurrence.kwargs)
             except OccurrenceCancelled:
                 self._end(claim, OccurrenceState.CANCELLED, "cancel_requested")
                 raise Ignore() from None
@@ -118,6 +115,28 @@ class OccurrenceTask(Task):
                 raise
         self._end(claim, OccurrenceState.SUCCEEDED, "")
         return result
+
+    def _refused(self, occurrence_id: str, claim: lifecycle.Claim) -> None:
+        duplicate = claim.reason in DUPLICATE
+        # The reason goes in the message too: plain log formats do not show ``extra``.
+        logger.info(
+            "%s: %s %s",
+            "duplicate delivery ignored" if duplicate else "delivery not run",
+            occurrence_id,
+            claim.reason,
+            extra={
+                "action": "occurrence.refused",
+                "occurrence_id": occurrence_id,
+                "reason": claim.reason,
+            },
+        )
+        if duplicate:
+            events.duplicate_prevented.send(
+                sender=None,
+                kind="delivery",
+                schedule_id=str(claim.occurrence.schedule_id) if claim.occurrence else None,
+                occurrence_id=occurrence_id,
+            )
 
     def _end(self, claim: lifecycle.Claim, state: str, reason: str, error: str = "") -> None:
         if claim.occurrence is None:

@@ -58,3 +58,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def redis_url() -> str:
     require_server("Redis", REDIS_URL, 6379)
     return REDIS_URL
+
+
+TEST_TASK_PATTERNS = (
+    *("demo.*", "e2e.*", "tests.*", "torture.*", "lazy.*", "shared.*"),
+    *("reports.*", "sync.*", "billing.*", "lead.*", "docs_examples.*"),  # the docs' examples
+)
+"""The tasks the tests schedule. The allowlist (``SCHEDULER_ALLOWED_TASKS``) refuses every
+other target; tests of the allowlist itself override this."""
+
+
+@pytest.fixture(autouse=True)
+def _schedulable_test_tasks(settings: object) -> None:
+    if not hasattr(settings, "SCHEDULER_ALLOWED_TASKS"):
+        settings.SCHEDULER_ALLOWED_TASKS = TEST_TASK_PATTERNS  # type: ignore[attr-defined]

@@ -19,20 +19,31 @@ from scheduler_app.errors import (
     StaleVersion,
 )
 from scheduler_app.lateness import apply_class_defaults
+from scheduler_app.limits import check_descriptive, check_rule
 from scheduler_app.locking import update_in_order
 from scheduler_app.materialize import apply_overlap, due_slots, plan_schedule
 from scheduler_app.models import (
     SEMANTIC_FIELDS,
+    AttemptKind,
     Occurrence,
+    OccurrenceAttempt,
     OccurrenceState,
     PauseBehaviour,
     Schedule,
     ScheduleStatus,
     ScheduleVersion,
 )
+from scheduler_app.permissions import may_assign_owner
 from scheduler_app.policies import PlannedSlot, decide_misfire
 from scheduler_app.safety.gates import before_write
-from scheduler_app.timing import Kind, Timing, ensure_aware, next_after, parse_duration
+from scheduler_app.timing import (
+    Kind,
+    Timing,
+    ensure_aware,
+    first_slot,
+    next_after,
+    parse_duration,
+)
 
 logger = logging.getLogger("scheduler_app.services")
 _TICK = timedelta(microseconds=1)
@@ -79,21 +90,25 @@ def _clock(clock: Clock | None) -> Clock:
     return clock or SystemClock()
 
 
-def create_schedule(*, clock: Clock | None = None, **fields: Any) -> Schedule:
+def create_schedule(*, clock: Clock | None = None, user: Any = None, **fields: Any) -> Schedule:
     """Validate and store a new schedule (version 1); ``next_run_at`` is its first slot >= now.
 
     Required: ``task``, ``kind`` (cron|rrule|interval|once), ``rule``. See docs/api.md for the
-    rest. Raises ``ScheduleValidationError`` and stores nothing when anything is wrong.
+    rest. ``user`` is the person creating it: the owner defaults to them, and only a user
+    allowed to assign owners may name another. Raises ``ScheduleValidationError`` and stores
+    nothing when anything is wrong. Everything is validated before a transaction opens.
     """
     now = _clock(clock).now()
     _refuse_unknown(fields, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *CREATE_ONLY_FIELDS))
     for required in ("task", "kind", "rule"):
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
+    fields = _with_owner(fields, user, current=None)
+    check_descriptive(fields)
     semantic = apply_class_defaults({k: v for k, v in fields.items() if k in SEMANTIC_FIELDS})
     values = normalize_definition({**DEFAULTS, **semantic}, now)
     timing = validate_definition(values)
-    first = next_after(timing, now - _TICK)
+    first = first_slot(timing, now - _TICK)
     if first is None:
         raise ScheduleValidationError(
             "rule",
@@ -147,46 +162,97 @@ def _insert(schedule: Schedule) -> None:
 
 
 def update_schedule(
-    schedule_id: UUID | str, *, expected_version: int, clock: Clock | None = None, **changes: Any
+    schedule_id: UUID | str,
+    *,
+    expected_version: int,
+    clock: Clock | None = None,
+    user: Any = None,
+    **changes: Any,
 ) -> Schedule:
-    """Apply ``changes``; a semantic change makes a new version and recomputes ``next_run_at``.
+    """Apply ``changes``; any change (definition, name, tenant, owner) makes a new version, and
+    a change of the definition recomputes ``next_run_at``.
 
     ``expected_version`` is the version the caller edited: if someone changed the schedule
-    since, ``StaleVersion`` is raised and nothing is written.
+    since, ``StaleVersion`` is raised and nothing is written. ``user`` is the person editing:
+    only a user allowed to assign owners may change the owner. The new definition is
+    validated before the transaction opens (no lock is held while a rule is evaluated).
     """
     now = _clock(clock).now()
     _refuse_unknown(changes, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS))
+    before = _get(schedule_id)
+    _check_version(before, expected_version)
+    changes = _with_owner(changes, user, current=before)
+    check_descriptive(changes)
+    current = {name: getattr(before, name) for name in SEMANTIC_FIELDS}
+    requested = apply_class_defaults(
+        {k: v for k, v in changes.items() if k in current}, current=current
+    )
+    values = normalize_definition({**current, **requested}, now)
+    semantic = {k: v for k, v in values.items() if v != current[k]}
+    timing = validate_definition(values) if semantic else None
+    first = first_slot(timing, now - _TICK) if timing is not None else None
+    descriptive = {
+        k: v for k, v in _descriptive(changes).items() if _differs(getattr(before, k), v)
+    }
     with transaction.atomic():
         schedule = _locked(schedule_id)
-        if schedule.version != expected_version:
-            raise StaleVersion(
-                f"schedule {schedule.id} is at version {schedule.version}, your edit was based on "
-                f"version {expected_version}; reload it and apply your change again"
-            )
+        # The same version as validated: nothing it depends on changed in between.
+        _check_version(schedule, expected_version)
         if schedule.status == ScheduleStatus.CANCELLED:
             raise ScheduleStateError(f"schedule {schedule.id} is cancelled; create a new one")
-        current = {name: getattr(schedule, name) for name in SEMANTIC_FIELDS}
-        requested = apply_class_defaults(
-            {k: v for k, v in changes.items() if k in current}, current=current
-        )
-        values = normalize_definition({**current, **requested}, now)
-        semantic = {k: v for k, v in values.items() if v != current[k]}
-        due_rows: list[Occurrence] = []
-        if semantic:
-            timing = validate_definition(values)
-            due_rows = _flush_due(schedule, now)
-        for name, value in {**semantic, **_descriptive(changes)}.items():
+        due_rows: list[Occurrence] = _flush_due(schedule, now) if semantic else []
+        for name, value in {**semantic, **descriptive}.items():
             setattr(schedule, name, value)
-        if semantic:
+        if semantic or descriptive:
             schedule.version += 1
-            _restart(schedule, timing, now)
+        if timing is not None:
+            _restart_at(schedule, first)
         schedule.updated_at = now
         before_write(schedule, creating=False, now=now)
         schedule.save()
-        if semantic:
+        if semantic or descriptive:
             _snapshot(schedule, now)
         Occurrence.objects.bulk_create(due_rows, ignore_conflicts=True)
     return schedule
+
+
+def _check_version(schedule: Schedule, expected_version: int) -> None:
+    if schedule.version != expected_version:
+        raise StaleVersion(
+            f"schedule {schedule.id} is at version {schedule.version}, your edit was based on "
+            f"version {expected_version}; reload it and apply your change again"
+        )
+
+
+def _differs(old: Any, new: Any) -> bool:
+    """Compare a stored descriptive value with a requested one (an owner by primary key)."""
+    return getattr(old, "pk", old) != getattr(new, "pk", new)
+
+
+def _with_owner(fields: dict[str, Any], user: Any, *, current: Schedule | None) -> dict[str, Any]:
+    """Apply the owner rules for an edit by ``user`` (None: trusted code, no rules).
+
+    New schedules are owned by their creator unless an owner is given; only superusers and
+    users with ``scheduler_app.assign_owner`` may give (or change to) another owner.
+    """
+    if user is None or not getattr(user, "is_authenticated", False):
+        return fields
+    result = dict(fields)
+    if current is None and result.get("owner") is None:
+        result["owner"] = user
+        return result
+    if "owner" not in result:
+        return result
+    wanted = getattr(result["owner"], "pk", result["owner"])
+    unchanged = current is not None and wanted == current.owner_id
+    if not unchanged and wanted != user.pk and not may_assign_owner(user):
+        raise ScheduleValidationError(
+            "owner",
+            "you may not choose another user as the owner (it needs the "
+            "scheduler_app.assign_owner permission); leave the owner empty to own it yourself",
+            code="owner_not_allowed",
+        )
+    return result
 
 
 def _flush_due(schedule: Schedule, now: datetime) -> list[Occurrence]:
@@ -207,7 +273,11 @@ def _flush_due(schedule: Schedule, now: datetime) -> list[Occurrence]:
 
 def _restart(schedule: Schedule, timing: Timing, now: datetime) -> None:
     """Recompute the next slot from now under a new definition."""
-    schedule.next_run_at = next_after(timing, now - _TICK)
+    _restart_at(schedule, next_after(timing, now - _TICK))
+
+
+def _restart_at(schedule: Schedule, first: datetime | None) -> None:
+    schedule.next_run_at = first
     schedule.last_error = ""
     if schedule.next_run_at is None:
         schedule.status = ScheduleStatus.COMPLETED
@@ -215,8 +285,13 @@ def _restart(schedule: Schedule, timing: Timing, now: datetime) -> None:
         schedule.status = ScheduleStatus.ACTIVE
 
 
-def pause_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> Schedule:
-    """Stop new occurrences; pending ones are kept or cancelled per ``on_pause``."""
+def pause_schedule(
+    schedule_id: UUID | str, *, clock: Clock | None = None, note: str = "", by: str = ""
+) -> Schedule:
+    """Stop new occurrences; pending ones are kept or cancelled per ``on_pause``.
+
+    ``note`` (why) and ``by`` (who) are stored on the schedule as ``pause_note``/``paused_by``.
+    """
     now = _clock(clock).now()
     with transaction.atomic():
         schedule = _locked(schedule_id)
@@ -228,8 +303,12 @@ def pause_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> Sc
             )
         schedule.status = ScheduleStatus.PAUSED
         schedule.paused_at = now
+        schedule.pause_note = note
+        schedule.paused_by = by[:150]
         schedule.updated_at = now
-        schedule.save(update_fields=["status", "paused_at", "updated_at"])
+        schedule.save(
+            update_fields=["status", "paused_at", "pause_note", "paused_by", "updated_at"]
+        )
         if schedule.on_pause == PauseBehaviour.CANCEL:
             _cancel_waiting(schedule, "paused", now)
     return schedule
@@ -260,8 +339,14 @@ def preview_resume(schedule: Schedule, now: datetime | None = None) -> ResumePre
     return ResumePreview(decision.emit, decision.skipped, next_after(timing, now))
 
 
-def resume_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> Schedule:
-    """Reactivate; slots missed while paused go through the misfire policy right away."""
+def resume_schedule(
+    schedule_id: UUID | str, *, clock: Clock | None = None, note: str = "", by: str = ""
+) -> Schedule:
+    """Reactivate; slots missed while paused go through the misfire policy right away.
+
+    The pause's note is replaced by ``note`` (why it was resumed) and ``paused_by`` by ``by``
+    (who resumed it), so the last person to change the state is on record.
+    """
     now = _clock(clock).now()
     with transaction.atomic():
         schedule = _locked(schedule_id)
@@ -273,6 +358,8 @@ def resume_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> S
             )
         schedule.status = ScheduleStatus.ACTIVE
         schedule.paused_at = None
+        schedule.pause_note = note
+        schedule.paused_by = by[:150]
         if schedule.next_run_at is None:
             _restart(schedule, timing_for(schedule), now)
         rows: list[Occurrence] = []
@@ -315,6 +402,16 @@ def delete_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> s
     return "deleted"
 
 
+def _get(schedule_id: UUID | str) -> Schedule:
+    """The schedule as stored, without a lock (validation happens before any lock)."""
+    schedule = Schedule.objects.filter(pk=schedule_id).first() if _is_uuid(schedule_id) else None
+    if schedule is None:
+        raise ScheduleValidationError(
+            "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
+        )
+    return schedule
+
+
 def _locked(schedule_id: UUID | str) -> Schedule:
     try:
         return Schedule.objects.select_for_update().get(pk=schedule_id)
@@ -345,6 +442,8 @@ def _cancel_waiting(schedule: Schedule, reason: str, now: datetime) -> int:
 
 def _snapshot(schedule: Schedule, now: datetime) -> ScheduleVersion:
     definition = {name: _jsonable(getattr(schedule, name)) for name in SEMANTIC_FIELDS}
+    # Who and what it is called are versioned too: an edit of them is a new version.
+    definition.update(name=schedule.name, tenant=schedule.tenant, owner_id=schedule.owner_id)
     return ScheduleVersion.objects.create(
         id=version_id(schedule.id, schedule.version),
         schedule=schedule,
@@ -365,6 +464,7 @@ def _descriptive(fields: dict[str, Any]) -> dict[str, Any]:
 def normalize_definition(values: dict[str, Any], now: datetime) -> dict[str, Any]:
     """Store every field in one canonical form, so equal definitions compare equal."""
     result = dict(values)
+    check_rule(result["kind"], result["rule"])  # before a long rule is parsed or stripped
     kind = str(result["kind"]).strip().lower()
     result["kind"] = kind
     for name in ("anchor", "starts_at", "ends_at"):
@@ -400,11 +500,17 @@ REPLAYABLE = (OccurrenceState.FAILED, OccurrenceState.EXPIRED, OccurrenceState.C
 
 
 def replay_occurrence(
-    occurrence_id: UUID | str, *, force: bool = False, clock: Clock | None = None
+    occurrence_id: UUID | str,
+    *,
+    force: bool = False,
+    clock: Clock | None = None,
+    by: str = "",
+    note: str = "",
 ) -> Occurrence:
     """Run a failed (dead-letter), expired or cancelled occurrence again.
 
-    The same occurrence, key and ``scheduled_for``: the next attempt, its history kept.
+    The same occurrence, key and ``scheduled_for``: the next attempt, its history kept (the
+    replay itself is recorded as an attempt-history event with ``by`` and ``note``).
     Replaying a succeeded occurrence needs ``force=True``. The deadline no longer applies.
     """
     now = _clock(clock).now()
@@ -427,6 +533,7 @@ def replay_occurrence(
                 f"occurrence {occurrence.pk} is {occurrence.state}; only failed, expired or "
                 f"cancelled occurrences can be replayed{hint}"
             )
+        previous = occurrence.state
         occurrence.state = OccurrenceState.PENDING
         occurrence.reason = "replay"
         occurrence.deadline_at = None
@@ -436,6 +543,16 @@ def replay_occurrence(
         occurrence.publish_lease_until = None
         occurrence.cancel_requested_at = None
         occurrence.save()
+        OccurrenceAttempt.objects.create(
+            occurrence=occurrence,
+            kind=AttemptKind.REPLAY,
+            number=occurrence.attempts,
+            started_at=now,
+            finished_at=now,
+            outcome=previous,
+            by=by[:150],
+            note=note,
+        )
     logger.info(
         "occurrence replayed",
         extra={"action": "occurrence.replayed", "occurrence_id": str(occurrence.pk)},

@@ -12,6 +12,8 @@ from scheduler_app.timing.cron import CronExpr, parse_cron
 from scheduler_app.timing.describe import describe
 from scheduler_app.timing.durations import format_duration, parse_duration
 from scheduler_app.timing.engine import (
+    SearchExhausted,
+    first_slot,
     iter_annotated,
     iter_slots,
     next_after,
@@ -27,10 +29,12 @@ __all__ = [
     "DstPolicy",
     "Kind",
     "Nonexistent",
+    "SearchExhausted",
     "Timing",
     "build_timing",
     "describe",
     "ensure_aware",
+    "first_slot",
     "format_duration",
     "get_zone",
     "iter_annotated",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import islice
 from zoneinfo import ZoneInfo
@@ -31,6 +32,53 @@ _DST_REACH = timedelta(hours=26)
 _TICK = timedelta(microseconds=1)
 _EARLIEST = datetime(1, 1, 3, tzinfo=UTC)
 _LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+SEARCH_HORIZON = timedelta(days=366 * 100)
+"""How far ``first_slot`` looks for a slot before it calls the rule too sparse."""
+SEARCH_BUDGET = 100_000
+"""How many candidate times ``first_slot`` examines before it gives up."""
+
+
+class SearchExhausted(InvalidRule):
+    """``first_slot`` gave up: no slot within its horizon or candidate budget."""
+
+
+@dataclass
+class _Budget:
+    until: datetime
+    left: int
+
+    def charge(self, items: Iterable[Resolved]) -> Iterator[Resolved]:
+        for item in items:
+            self.left -= 1
+            if self.left < 0 or item[0] > self.until:
+                raise SearchExhausted(
+                    "rule",
+                    "no slot found within the next 100 years or the first "
+                    f"{SEARCH_BUDGET:,} candidate times (the active window or the bounds "
+                    "exclude nearly every time the rule produces); check the rule, the window "
+                    "and starts_at/ends_at",
+                    code="never_fires",
+                )
+            yield item
+
+
+def first_slot(
+    timing: Timing,
+    instant: datetime,
+    *,
+    horizon: timedelta = SEARCH_HORIZON,
+    budget: int = SEARCH_BUDGET,
+) -> datetime | None:
+    """``next_after`` with a bounded search: the "does it ever fire" question asked when a
+    schedule is validated. Raises ``SearchExhausted`` (a validation error on ``rule``) after
+    ``budget`` candidate times or past ``instant + horizon``, instead of walking for seconds."""
+    instant = ensure_aware(instant, "instant")
+    until = _LATEST if _LATEST - instant < horizon else instant + horizon
+    for slot, _, _ in iter_annotated(timing, instant, budget=_Budget(until, budget)):
+        return slot
+    return None
 
 
 def next_after(timing: Timing, instant: datetime) -> datetime | None:
@@ -92,12 +140,18 @@ def _interval_at_or_before(
     return slot
 
 
-def iter_annotated(timing: Timing, after: datetime) -> Iterator[Resolved]:
+def iter_annotated(
+    timing: Timing, after: datetime, *, budget: _Budget | None = None
+) -> Iterator[Resolved]:
     """Like ``iter_slots`` but each item is ``(slot, local wall time, DST note or None)``."""
     after = ensure_aware(after, "after")
     if timing.starts_at is not None and timing.starts_at > after:
         after = timing.starts_at - _TICK
-    items = _counted(timing, after) if timing.max_count is not None else _effective(timing, after)
+    items = (
+        _counted(timing, after, budget)
+        if timing.max_count is not None
+        else _effective(timing, after, budget)
+    )
     if timing.ends_at is None:
         return items
     ends_at = timing.ends_at
@@ -118,12 +172,12 @@ def _until(slots: Iterable[datetime], until: datetime) -> Iterator[datetime]:
         yield slot
 
 
-def _counted(timing: Timing, after: datetime) -> Iterator[Resolved]:
+def _counted(timing: Timing, after: datetime, budget: _Budget | None) -> Iterator[Resolved]:
     origin = timing.origin
     if origin is None or timing.max_count is None:
         raise InvalidRule("max_count", "max_count needs starts_at to count slots from")
     remaining = timing.max_count
-    for item in _effective(timing, min(after, origin - _TICK)):
+    for item in _effective(timing, min(after, origin - _TICK), budget):
         if remaining == 0:
             return
         remaining -= 1
@@ -131,14 +185,16 @@ def _counted(timing: Timing, after: datetime) -> Iterator[Resolved]:
             yield item
 
 
-def _effective(timing: Timing, after: datetime) -> Iterator[Resolved]:
+def _effective(timing: Timing, after: datetime, budget: _Budget | None) -> Iterator[Resolved]:
     """The rule's slots, passed through the active windows when the timing has some."""
     if timing.window is None:
-        return _raw(timing, after)
-    return _windowed(timing, timing.window, after)
+        return _raw(timing, after, budget)
+    return _windowed(timing, timing.window, after, budget)
 
 
-def _windowed(timing: Timing, windows: ActiveWindows, after: datetime) -> Iterator[Resolved]:
+def _windowed(
+    timing: Timing, windows: ActiveWindows, after: datetime, budget: _Budget | None
+) -> Iterator[Resolved]:
     # A slot from the closed period that contains ``after`` is deferred past ``after``:
     # start the rule from where that period began.
     start = after
@@ -148,12 +204,17 @@ def _windowed(timing: Timing, windows: ActiveWindows, after: datetime) -> Iterat
         start = min(after, since - _TICK)
         if timing.starts_at is not None:
             start = max(start, timing.starts_at - _TICK)
-    for item in apply_windows(_raw(timing, start), windows, timing.zone):
+    for item in apply_windows(_raw(timing, start, budget), windows, timing.zone):
         if item[0] > after:
             yield item
 
 
-def _raw(timing: Timing, after: datetime) -> Iterator[Resolved]:
+def _raw(timing: Timing, after: datetime, budget: _Budget | None = None) -> Iterator[Resolved]:
+    items = _rule_items(timing, after)
+    return items if budget is None else budget.charge(items)
+
+
+def _rule_items(timing: Timing, after: datetime) -> Iterator[Resolved]:
     rule = timing.rule
     if isinstance(rule, IntervalRule):
         return _interval(rule, timing.zone, after)

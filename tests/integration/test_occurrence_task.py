@@ -37,7 +37,7 @@ def run(task: object, occurrence: Occurrence) -> object:
 
 
 def test_runs_once_and_ignores_a_second_delivery() -> None:
-    occurrence = due_occurrence(kwargs={"what": "x"}, objective="fresh")
+    occurrence = due_occurrence(task="demo.record_context", kwargs={"what": "x"}, objective="fresh")
     first = run(record_context, occurrence)
     assert first.state == "SUCCESS"
     assert first.result["idempotency_key"] == occurrence.idempotency_key

@@ -105,6 +105,10 @@ def test_interval_below_the_minimum(settings: SettingsWrapper) -> None:
 
 def test_unknown_task_accepted_when_names_are_not_validated(settings: SettingsWrapper) -> None:
     settings.SCHEDULER_VALIDATE_TASK_NAMES = False
+    with pytest.raises(ScheduleValidationError) as caught:
+        schedule(FakeClock(START), task="elsewhere.task", **HOURLY)  # not allow-listed
+    assert caught.value.code == "forbidden_task"
+    settings.SCHEDULER_ALLOWED_TASKS = ("elsewhere.*",)
     created = schedule(FakeClock(START), task="elsewhere.task", **HOURLY)
     assert reload(created).task == "elsewhere.task"
 
@@ -134,14 +138,22 @@ def test_semantic_edit_makes_a_version_and_old_occurrences_keep_theirs() -> None
     assert found == [(at(1), 1, {"n": 1}), (at(1, 40), 2, {"n": 2})]
 
 
-def test_descriptive_or_unchanged_edits_keep_the_version() -> None:
+def test_unchanged_edits_keep_the_version_and_a_rename_is_versioned() -> None:
     clock = FakeClock(START)
     target = schedule(clock, kwargs={"n": 1}, **HOURLY)
     clock.advance(600)
+    update_schedule(target.id, expected_version=1, clock=clock, kwargs={"n": 1}, name="")
+    assert (reload(target).version, ScheduleVersion.objects.filter(schedule=target).count()) == (
+        1,
+        1,
+    )
     update_schedule(target.id, expected_version=1, clock=clock, name="renamed", kwargs={"n": 1})
     stored = reload(target)
-    assert (stored.name, stored.version, stored.next_run_at) == ("renamed", 1, at(1))
-    assert ScheduleVersion.objects.filter(schedule=target).count() == 1
+    # A rename is a new version (covered by the version check) but not a new timing.
+    assert (stored.name, stored.version, stored.next_run_at) == ("renamed", 2, at(1))
+    assert ScheduleVersion.objects.get(schedule=target, version=2).definition["name"] == "renamed"
+    with pytest.raises(StaleVersion):
+        update_schedule(target.id, expected_version=1, clock=clock, name="lost update")
 
 
 def test_a_stale_edit_fails_and_writes_nothing() -> None:

@@ -156,7 +156,13 @@ def test_duplicate_delivery_while_running_is_ignored_and_logged(
 def test_context_is_one_frozen_object_with_the_claimed_attempt() -> None:
     clock = FakeClock(START)
     target = schedule(
-        clock, kind="interval", rule="60s", timezone="Europe/Paris", objective="fresh", deadline=300
+        clock,
+        task="tests.context",
+        kind="interval",
+        rule="60s",
+        timezone="Europe/Paris",
+        objective="fresh",
+        deadline=300,
     )
     assert target.next_run_at is not None
     broker = MemoryPublisher()

@@ -85,8 +85,11 @@ def context_task(self: Any, at: str = "", **kwargs: Any) -> dict[str, Any]:
 def run(task: Any, occurrence: Occurrence, clock: FakeClock, **extra: Any) -> EagerResult:
     """Deliver ``occurrence`` to ``task`` in-process, as a worker would, at ``clock``'s time.
 
-    ``extra`` is added to the occurrence's kwargs (for test tasks that take arguments).
+    ``extra`` is added to the occurrence's stored kwargs (for test tasks that take arguments):
+    the worker runs the stored payload, never the message's.
     """
+    if extra:
+        Occurrence.objects.filter(pk=occurrence.pk).update(kwargs={**occurrence.kwargs, **extra})
     target = task._get_current_object() if hasattr(task, "_get_current_object") else task
     target.clock = clock
     try:

@@ -1,0 +1,225 @@
+"""Security: the worker trusts only the task id; owners cannot be bypassed or picked freely;
+only allow-listed tasks are targets. Each test reproduces a finding of the security review."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from pytest_django.fixtures import Settings as SettingsWrapper
+
+from project.celery import app
+from project.demo.tasks import ping, record_context
+from scheduler_app import events
+from scheduler_app.clock import FakeClock
+from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.models import OccurrenceAttempt, OccurrenceState, Schedule, ScheduleStatus
+from scheduler_app.outbox import HEADER, context_headers
+from scheduler_app.services import create_schedule, update_schedule
+from tests.integration.support import START, reload, schedule
+from tests.integration.worker_support import due_one, fetch, run
+
+pytestmark = pytest.mark.django_db
+
+
+def person(name: str, *perms: str, superuser: bool = False) -> User:
+    user = (
+        User.objects.create_superuser(name, f"{name}@example.com", "x")
+        if superuser
+        else User.objects.create_user(name)
+    )
+    for codename in perms:
+        user.user_permissions.add(Permission.objects.get(codename=codename))
+    return User.objects.get(pk=user.pk)  # a fresh instance: no cached permissions
+
+
+# -- the worker reads the occurrence from the database -----------------------------------------
+
+
+def test_a_forged_header_cannot_swap_the_payload_or_the_occurrence() -> None:
+    clock = FakeClock(START)
+    boss = person("boss", superuser=True)
+    real = due_one(clock, task="demo.record_context", owner=boss, kwargs={"who": "real"})
+    forged_header = {**context_headers(real), "schedule_id": "0" * 32, "objective": "forged"}
+    record_context.clock = clock
+    try:
+        # Same task id as the real occurrence, the attacker's payload and header.
+        result = record_context.apply(
+            kwargs={"who": "attacker", "record_to": None},
+            task_id=str(real.pk),
+            headers={HEADER: forged_header},
+        )
+        # A header that names the real occurrence under another task id is refused.
+        other = record_context.apply(
+            kwargs={"who": "attacker"}, task_id="f" * 32, headers={HEADER: context_headers(real)}
+        )
+    finally:
+        del record_context.clock
+    assert result.state == "SUCCESS"
+    seen: dict[str, Any] = result.result
+    assert seen["schedule_id"] == str(real.schedule_id)  # from the database, not the header
+    assert seen["objective"] == ""
+    assert fetch(real).state == OccurrenceState.SUCCEEDED
+    assert other.state == "IGNORED"
+
+
+def test_the_stored_payload_runs_not_the_messages() -> None:
+    clock = FakeClock(START)
+    real = due_one(clock, task="demo.record_context", kwargs={"who": "real"})
+    calls: list[dict[str, Any]] = []
+    original = record_context.run
+
+    def spy(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return original(**kwargs)
+
+    record_context.run = spy
+    try:
+        record_context.clock = clock
+        record_context.apply(
+            kwargs={"who": "attacker"}, task_id=str(real.pk), headers={HEADER: {"x": 1}}
+        )
+    finally:
+        del record_context.run
+        del record_context.clock
+    assert calls == [{"who": "real"}]
+
+
+def test_a_message_for_another_task_is_refused_and_leaves_the_occurrence_alone() -> None:
+    clock = FakeClock(START)
+    real = due_one(clock, task="demo.record_context")
+    assert run(ping, real, clock).state == "IGNORED"
+    row = fetch(real)
+    assert (row.state, row.attempts) == (OccurrenceState.DISPATCHED, 0)
+
+
+# -- attempts and events ---------------------------------------------------------------------
+
+
+def test_attempt_history_and_events_of_a_run_and_a_duplicate(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    clock = FakeClock(START)
+    finished: list[tuple[str, str]] = []
+    duplicates: list[str] = []
+
+    def on_finished(occurrence: Any, state: str, reason: str, **_: Any) -> None:
+        finished.append((str(occurrence.pk), state))
+
+    def on_duplicate(kind: str, **_: Any) -> None:
+        duplicates.append(kind)
+
+    events.occurrence_finished.connect(on_finished)
+    events.duplicate_prevented.connect(on_duplicate)
+    try:
+        occurrence = due_one(clock)
+        clock.advance(timedelta(seconds=3))
+        with django_capture_on_commit_callbacks(execute=True):
+            assert run(ping, occurrence, clock).state == "SUCCESS"
+        assert run(ping, fetch(occurrence), clock).state == "IGNORED"
+    finally:
+        events.occurrence_finished.disconnect(on_finished)
+        events.duplicate_prevented.disconnect(on_duplicate)
+    [attempt] = OccurrenceAttempt.objects.filter(occurrence=occurrence)
+    assert (attempt.kind, attempt.number, attempt.outcome) == ("run", 1, "succeeded")
+    assert attempt.started_at == attempt.finished_at == clock.now()
+    assert attempt.worker
+    assert finished == [(str(occurrence.pk), "succeeded")]
+    assert duplicates == ["delivery"]
+
+
+# -- owners --------------------------------------------------------------------------------------
+
+
+def test_the_owner_defaults_to_the_creator_and_only_assigners_pick_another() -> None:
+    clock = FakeClock(START)
+    ann = person("ann", "add_schedule")
+    boss = person("boss", superuser=True)
+    mine = schedule(clock, kind="interval", rule="60s", user=ann)
+    assert reload(mine).owner == ann
+    with pytest.raises(ScheduleValidationError) as caught:
+        schedule(clock, kind="interval", rule="60s", user=ann, owner=boss)
+    assert (caught.value.field, caught.value.code) == ("owner", "owner_not_allowed")
+    with pytest.raises(ScheduleValidationError):
+        update_schedule(mine.pk, expected_version=1, clock=clock, user=ann, owner=boss)
+    assigner = person("carol", "assign_owner")
+    theirs = schedule(clock, kind="interval", rule="60s", user=assigner, owner=ann)
+    assert reload(theirs).owner == ann
+    update_schedule(mine.pk, expected_version=1, clock=clock, user=boss, owner=assigner)
+    stored = reload(mine)
+    assert (stored.owner, stored.version) == (assigner, 2)  # an owner change is a version
+
+
+def test_an_ownerless_schedule_fails_when_an_owner_is_required(settings: SettingsWrapper) -> None:
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+    settings.SCHEDULER_REQUIRE_OWNER = True
+    assert run(ping, occurrence, clock).state == "IGNORED"
+    row = fetch(occurrence)
+    assert (row.state, row.reason) == (OccurrenceState.FAILED, "forbidden")
+    assert "SCHEDULER_REQUIRE_OWNER" in row.last_error
+
+
+@pytest.mark.parametrize("how", ["deleted", "deactivated"])
+def test_losing_the_owner_pauses_the_schedule_with_a_note(how: str) -> None:
+    clock = FakeClock(START)
+    ann = person("ann", "run_schedule")
+    target = create_schedule(clock=clock, task="demo.ping", kind="interval", rule="60s", owner=ann)
+    if how == "deleted":
+        ann.delete()
+    else:
+        ann.is_active = False
+        ann.save()
+    stored = Schedule.objects.get(pk=target.pk)
+    assert stored.status == ScheduleStatus.PAUSED
+    assert f"was {how}" in stored.pause_note and stored.paused_by == "scheduler"
+
+
+def test_an_owner_found_deactivated_at_run_time_pauses_the_schedule() -> None:
+    clock = FakeClock(START)
+    ann = person("ann", "run_schedule")
+    occurrence = due_one(clock, owner=ann)
+    User.objects.filter(pk=ann.pk).update(is_active=False)  # behind the signals' back
+    assert run(ping, occurrence, clock).state == "IGNORED"
+    stored = Schedule.objects.get(pk=occurrence.schedule_id)
+    assert stored.status == ScheduleStatus.PAUSED
+    assert "deactivated" in stored.pause_note
+
+
+# -- targets ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("task", "code"),
+    [
+        ("celery.group", "forbidden_task"),
+        ("celery.chord", "forbidden_task"),
+        ("payments.refund_everything", "unknown_task"),
+    ],
+)
+def test_only_allow_listed_occurrence_tasks_are_targets(task: str, code: str) -> None:
+    with pytest.raises(ScheduleValidationError) as caught:
+        schedule(FakeClock(START), task=task, kind="interval", rule="60s")
+    assert (caught.value.field, caught.value.code) == ("task", code)
+
+
+def test_a_registered_task_not_allow_listed_is_refused(settings: SettingsWrapper) -> None:
+    settings.SCHEDULER_ALLOWED_TASKS = ("demo.record_context",)
+    with pytest.raises(ScheduleValidationError) as caught:
+        schedule(FakeClock(START), task="demo.ping", kind="interval", rule="60s")
+    assert caught.value.code == "forbidden_task"
+    schedule(FakeClock(START), task="demo.record_context", kind="interval", rule="60s")
+
+
+def test_a_task_that_is_not_an_occurrence_task_is_refused(settings: SettingsWrapper) -> None:
+    from celery import Task
+
+    @app.task(name="tests.plain_base", base=Task, schedulable=True)
+    def plain(**kwargs: Any) -> None:
+        return None
+
+    with pytest.raises(ScheduleValidationError) as caught:
+        schedule(FakeClock(START), task="tests.plain_base", kind="interval", rule="60s")
+    assert caught.value.code == "not_occurrence_task"
