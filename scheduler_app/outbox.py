@@ -20,6 +20,8 @@ from django.db.models.functions import Coalesce
 
 from scheduler_app.locking import update_in_order
 from scheduler_app.models import Occurrence, OccurrenceState
+from scheduler_app.monitoring import metrics
+from scheduler_app.safety.handoff import screen
 
 logger = logging.getLogger("scheduler_app.outbox")
 
@@ -94,7 +96,7 @@ def claim_pending(now: datetime, limit: int, lease: timedelta) -> list[Occurrenc
             _publishable(now)
             .select_for_update(skip_locked=True, of=("self",))
             .order_by("created_at")
-            .select_related("schedule_version")[:limit]
+            .select_related("schedule_version", "schedule")[:limit]
         )
         if rows:
             Occurrence.objects.filter(pk__in=[row.pk for row in rows]).update(
@@ -150,10 +152,14 @@ class DispatchResult:
 def dispatch_batch(
     now: datetime, publisher: Publisher, *, limit: int, lease: timedelta, clock_now: Any
 ) -> DispatchResult:
-    """Claim, publish, mark. ``clock_now`` gives the dispatch time after publishing."""
-    rows = claim_pending(now, limit, lease)
-    if not rows:
+    """Claim, screen (kill switches, quotas), publish, mark. ``clock_now`` gives the dispatch
+    time after publishing."""
+    claimed = claim_pending(now, limit, lease)
+    if not claimed:
         return DispatchResult(0, 0, False)
+    rows = screen(claimed, now)
+    if not rows:
+        return DispatchResult(len(claimed), 0, False)
     failed = False
     try:
         published = publisher.publish(rows)
@@ -169,7 +175,11 @@ def dispatch_batch(
             "broker unavailable; occurrences stay in the outbox",
             extra={"action": "outbox.publish_failed", "pending": len(rows)},
         )
-    mark_dispatched(published, clock_now())
+    dispatched_at = clock_now()
+    mark_dispatched(published, dispatched_at)
+    metrics.observe_handoff(published, dispatched_at)
     published_ids = {row.pk for row in published}
     release([row for row in rows if row.pk not in published_ids])
-    return DispatchResult(len(rows), len(published), failed)
+    if failed:
+        metrics.HANDOFF_FAILURES.inc(len(rows) - len(published))
+    return DispatchResult(len(claimed), len(published), failed)

@@ -1,7 +1,14 @@
 """One scheduler tick: materialize due slots, publish the outbox, say how long to sleep.
 
-The beat class is a thin adapter around ``Ticker``; tests drive ``Ticker`` with a fake clock
-and a fake publisher.
+Around the work, on their own cadences: the heartbeat (every ``SCHEDULER_HEALTH_STALE`` / 3
+seconds), the expected-run monitor (``SCHEDULER_MONITOR_INTERVAL``), the clock-skew check
+(at start and every ``SKEW_INTERVAL``), retention (``SCHEDULER_RETENTION``, daily) and the
+metrics endpoint (``SCHEDULER_METRICS_PORT``). The beat class is a thin adapter around
+``Ticker``; tests drive ``Ticker`` with a fake clock and a fake publisher.
+
+Clocks: instants (slots, leases, cadences of the periodic jobs) come from ``clock``, the wall
+clock that the other processes share through the database; the tick's own duration is measured
+with ``monotonic``, which never steps.
 """
 
 from __future__ import annotations
@@ -10,22 +17,53 @@ import dataclasses
 import logging
 import os
 import socket
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import SchedulerSettings, get_settings
 from scheduler_app.materialize import earliest_due, materialize_batch
 from scheduler_app.models import SchedulerLease
+from scheduler_app.monitoring import metrics
+from scheduler_app.monitoring.heartbeat import Heartbeat
+from scheduler_app.monitoring.monitor import run_monitor
+from scheduler_app.monitoring.retention import DEFAULT_BATCH, parse_age, prune
+from scheduler_app.monitoring.skew import check_skew
 from scheduler_app.outbox import Publisher, dispatch_batch, has_publishable
 from scheduler_app.reconcile import reconcile
 
 logger = logging.getLogger("scheduler_app.ticker")
 LEASE_NAME = "beat"
 LOCKED_RETRY = 0.2
+SKEW_INTERVAL = 300.0
+"""Seconds between clock-skew checks (the first one runs on the first tick)."""
+RETENTION_INTERVAL = 86400.0
+RETENTION_ROWS_PER_TICK = 10 * DEFAULT_BATCH
+"""Retention deletes at most this many rows per tick, so a tick stays short."""
+
+
+class Every:
+    """A cadence on the wall clock that survives steps: a clock set back by an hour does not
+    postpone the job by an hour (it runs, and counts from the new time)."""
+
+    def __init__(self, seconds: float, *, at_start: bool = True) -> None:
+        self.interval = timedelta(seconds=seconds)
+        self.at_start = at_start
+        self.next: datetime | None = None
+
+    def due(self, now: datetime) -> bool:
+        if self.next is None:
+            self.next = now + self.interval
+            return self.at_start
+        if now >= self.next or self.next - now > self.interval:
+            self.next = now + self.interval
+            return True
+        return False
 
 
 @dataclass(frozen=True)
@@ -51,12 +89,21 @@ class Ticker:
         clock: Clock | None = None,
         settings: SchedulerSettings | None = None,
         owner: str | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.publisher = publisher
         self.clock = clock or SystemClock()
         self.settings = settings or get_settings()
         self.owner = owner or default_owner()
+        self.monotonic = monotonic
         self._next_reconcile: datetime | None = None
+        self.heartbeat = Heartbeat(self.settings.HEALTH_STALE / 3)
+        self._monitor = Every(self.settings.MONITOR_INTERVAL)
+        self._skew = Every(SKEW_INTERVAL)
+        self._retention = Every(RETENTION_INTERVAL)
+        self._pruning = False
+        self._error = ""
+        self._metrics_started = False
 
     @property
     def needs_lease(self) -> bool:
@@ -64,9 +111,24 @@ class Ticker:
         return not connection.features.has_select_for_update_skip_locked
 
     def tick(self) -> TickResult:
-        """One tick. When idle it runs a fixed number of queries whatever the schedule count:
-        [the SQLite lease] + the earliest due instant + an outbox probe."""
+        """One tick, then the periodic jobs that are due (heartbeat, monitor, skew, retention).
+
+        Between those jobs an idle tick runs a fixed number of queries whatever the schedule
+        count: [the SQLite lease] + the earliest due instant + an outbox probe."""
+        started = self.monotonic()
         now = self.clock.now()
+        self._serve_metrics()
+        try:
+            result = self._tick(now)
+        except DatabaseError as exc:
+            self._error = f"{type(exc).__name__}: {exc}"  # told by the next heartbeat
+            raise
+        metrics.TICK_DURATION.observe(max(self.monotonic() - started, 0.0))
+        metrics.TICK_BATCH.observe(result.created + result.published)
+        self.maintain(now, result)
+        return result
+
+    def _tick(self, now: datetime) -> TickResult:
         if self.needs_lease and not self.hold_lease(now):
             return TickResult(0, 0, self.settings.MAX_INTERVAL, leader=False)
         due = earliest_due()
@@ -82,6 +144,46 @@ class Ticker:
             # of spinning until it commits.
             sleep = min(LOCKED_RETRY, self.settings.MAX_INTERVAL)
         return TickResult(created, published, sleep, broker_failed=failed)
+
+    def maintain(self, now: datetime, result: TickResult) -> None:
+        """The periodic jobs; the standby beat of SQLite only keeps its heartbeat."""
+        skew = None
+        if result.leader and self._skew.due(now):
+            skew = check_skew(self.clock, self.settings.CLOCK_SKEW_WARN)
+        self.heartbeat.touch(
+            now, batch_size=result.created + result.published, error=self._error, skew=skew
+        )
+        self._error = ""
+        if not result.leader:
+            return
+        if self._monitor.due(now):
+            report = run_monitor(now)
+            if report.became_unhealthy or report.recovered:
+                logger.info(
+                    "monitor pass",
+                    extra={
+                        "action": "monitor.done",
+                        "unhealthy": len(report.problems),
+                        "became_unhealthy": len(report.became_unhealthy),
+                        "recovered": len(report.recovered),
+                    },
+                )
+        self.maybe_prune(now)
+
+    def maybe_prune(self, now: datetime) -> None:
+        """``SCHEDULER_RETENTION`` once a day, in slices of ``RETENTION_ROWS_PER_TICK``."""
+        if not self.settings.RETENTION:
+            return
+        if not (self._retention.due(now) or self._pruning):
+            return
+        report = prune(parse_age(self.settings.RETENTION), now, max_rows=RETENTION_ROWS_PER_TICK)
+        self._pruning = report.more
+
+    def _serve_metrics(self) -> None:
+        if self._metrics_started or not self.settings.METRICS_PORT:
+            return
+        self._metrics_started = True
+        metrics.serve(self.settings.METRICS_PORT)
 
     def materialize(self, now: datetime, due: datetime | None) -> tuple[int, int, int]:
         """Materialize every schedule due at ``now``; return (occurrences created, schedules
@@ -173,5 +275,7 @@ class Ticker:
         return True
 
     def release_lease(self) -> None:
+        """The beat stops: give up the SQLite lease and mark the heartbeat stopped."""
+        self.heartbeat.stop(self.clock.now())
         if self.needs_lease:
             SchedulerLease.objects.filter(name=LEASE_NAME, owner=self.owner).delete()

@@ -1,0 +1,75 @@
+"""``manage.py scheduler_status``: beats, backlogs, lateness of the last hour, kill switches.
+
+Exit status 1 when no beat ticked within ``SCHEDULER_HEALTH_STALE`` seconds, 2 when the
+database could not be read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import DatabaseError
+
+from scheduler_app.clock import SystemClock
+from scheduler_app.conf import get_settings
+from scheduler_app.monitoring.health import Status, gather_status
+from scheduler_app.monitoring.monitor import human_duration
+
+
+class Command(BaseCommand):
+    help = "Show the beats, the due and outbox backlogs, recent lateness and kill switches."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            status = gather_status(SystemClock().now(), get_settings().HEALTH_STALE)
+        except DatabaseError as exc:
+            self.stderr.write(f"could not read the scheduler's state: {exc}")
+            raise SystemExit(2) from None
+        if options["json"]:
+            self.stdout.write(json.dumps(status.as_dict(), indent=2, default=str))
+        else:
+            for line in lines(status):
+                self.stdout.write(line)
+        if not status.health.ok:
+            raise SystemExit(1)
+
+
+def lines(status: Status) -> list[str]:
+    out = [f"health: {'ok' if status.health.ok else 'FAILING'}: {status.health.message}", ""]
+    out.append("beats:")
+    for beat in status.beats or []:
+        state = "alive" if beat["alive"] else ("stopped" if beat["stopped_at"] else "silent")
+        skew = "" if beat["clock_skew"] is None else f", clock skew {beat['clock_skew']:+.3f} s"
+        out.append(
+            f"  {beat['host']}:{beat['pid']} v{beat['version']} {state}, last tick "
+            f"{human_duration(beat['last_tick_age'])} ago, last batch {beat['last_batch_size']}"
+            f"{skew}" + (f", last error: {beat['last_error']}" if beat["last_error"] else "")
+        )
+    if not status.beats:
+        out.append("  none")
+    oldest = status.outbox_oldest_age
+    out += [
+        "",
+        f"due backlog: {status.due_backlog} schedule(s) due now",
+        f"outbox backlog: {status.outbox_backlog} occurrence(s)"
+        + (f", oldest {human_duration(oldest)} old" if oldest is not None else ""),
+    ]
+    late = status.lateness_last_hour
+    if late.get("count"):
+        out.append(
+            f"dispatch lateness, last hour ({late['count']} handoffs): p50 {late['p50']:.1f} s, "
+            f"p95 {late['p95']:.1f} s, p99 {late['p99']:.1f} s, max {late['max']:.1f} s"
+        )
+    else:
+        out.append("dispatch lateness, last hour: no handoffs")
+    out.append(f"unhealthy schedules: {status.unhealthy_schedules}")
+    out.append("kill switches on:" + ("" if status.kill_switches else " none"))
+    for switch in status.kill_switches:
+        where = switch["scope"] + (f" {switch['target']}" if switch["target"] else "")
+        out.append(f"  {where}: by {switch['by']} since {switch['since']}: {switch['reason']}")
+    return out

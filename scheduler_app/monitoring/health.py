@@ -1,0 +1,140 @@
+"""What the health view and ``scheduler_status`` report: beats, backlogs, lateness, switches."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Min
+
+from scheduler_app.models import (
+    BeatHeartbeat,
+    KillSwitch,
+    Occurrence,
+    OccurrenceState,
+    Schedule,
+    ScheduleHealth,
+    ScheduleStatus,
+)
+from scheduler_app.monitoring.heartbeat import alive
+
+LATENESS_SAMPLE = 100_000
+"""At most this many occurrences of the last hour are read for the lateness figures."""
+
+
+@dataclass(frozen=True)
+class BeatHealth:
+    ok: bool
+    beats_alive: int
+    last_tick_age: float | None
+    stale_after: float
+    message: str
+
+
+def beat_health(now: datetime, stale: float) -> BeatHealth:
+    """OK when at least one beat ticked within ``stale`` seconds."""
+    count = alive(now, stale).count()
+    newest = BeatHeartbeat.objects.order_by("-last_tick_at").values_list("last_tick_at", flat=True)
+    last = next(iter(newest[:1]), None)
+    age = (now - last).total_seconds() if last else None
+    if count:
+        message = f"{count} beat(s) alive, last tick {age:.0f} s ago"
+    elif age is None:
+        message = "no beat has ever ticked: start one (celery beat -S scheduler_app.beat:...)"
+    else:
+        message = (
+            f"no beat has ticked for {age:.0f} s (limit {stale:.0f} s): nothing is being "
+            "scheduled; start or restart the beat"
+        )
+    return BeatHealth(count > 0, count, age, stale, message)
+
+
+@dataclass
+class Status:
+    """The figures ``scheduler_status`` prints."""
+
+    checked_at: datetime
+    health: BeatHealth
+    beats: list[dict[str, Any]] = field(default_factory=list)
+    due_backlog: int = 0
+    outbox_backlog: int = 0
+    outbox_oldest_age: float | None = None
+    lateness_last_hour: dict[str, float | int | None] = field(default_factory=dict)
+    kill_switches: list[dict[str, Any]] = field(default_factory=list)
+    unhealthy_schedules: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        result = asdict(self)
+        result["checked_at"] = self.checked_at.isoformat()
+        return result
+
+
+def gather_status(now: datetime, stale: float) -> Status:
+    from scheduler_app.outbox import UNPUBLISHED
+
+    status = Status(checked_at=now, health=beat_health(now, stale))
+    status.beats = [
+        _beat(row, now, stale) for row in BeatHeartbeat.objects.order_by("-last_tick_at")[:50]
+    ]
+    status.due_backlog = Schedule.objects.filter(
+        status=ScheduleStatus.ACTIVE, next_run_at__lte=now
+    ).count()
+    status.outbox_backlog = Occurrence.objects.filter(UNPUBLISHED).count()
+    oldest = Occurrence.objects.filter(state=OccurrenceState.PENDING).aggregate(
+        oldest=Min("created_at")
+    )["oldest"]
+    status.outbox_oldest_age = (now - oldest).total_seconds() if oldest else None
+    status.lateness_last_hour = lateness_summary(now)
+    status.kill_switches = [
+        {
+            "scope": switch.scope,
+            "target": switch.target,
+            "by": switch.changed_by,
+            "since": switch.changed_at.isoformat(),
+            "reason": switch.reason,
+        }
+        for switch in KillSwitch.objects.filter(enabled=True).order_by("scope", "target")
+    ]
+    status.unhealthy_schedules = Schedule.objects.filter(health=ScheduleHealth.UNHEALTHY).count()
+    return status
+
+
+def _beat(row: BeatHeartbeat, now: datetime, stale: float) -> dict[str, Any]:
+    age = (now - row.last_tick_at).total_seconds()
+    return {
+        "id": str(row.id),
+        "host": row.host,
+        "pid": row.pid,
+        "version": row.version,
+        "started_at": row.started_at.isoformat(),
+        "last_tick_at": row.last_tick_at.isoformat(),
+        "last_tick_age": age,
+        "alive": row.stopped_at is None and age <= stale,
+        "stopped_at": row.stopped_at.isoformat() if row.stopped_at else None,
+        "last_batch_size": row.last_batch_size,
+        "last_error": row.last_error,
+        "clock_skew": row.clock_skew,
+    }
+
+
+def lateness_summary(now: datetime) -> dict[str, float | int | None]:
+    """Dispatch lateness of the occurrences first handed off in the last hour."""
+    rows = Occurrence.objects.filter(
+        emitted_at__gte=now - timedelta(hours=1), emitted_at__isnull=False
+    ).values_list("emitted_at", "scheduled_for")[:LATENESS_SAMPLE]
+    values = sorted(max((e - s).total_seconds(), 0.0) for e, s in rows if e is not None)
+    if not values:
+        return {"count": 0, "p50": None, "p95": None, "p99": None, "max": None}
+    return {
+        "count": len(values),
+        "p50": _percentile(values, 0.50),
+        "p95": _percentile(values, 0.95),
+        "p99": _percentile(values, 0.99),
+        "max": values[-1],
+    }
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    index = min(round(fraction * (len(values) - 1)), len(values) - 1)
+    return values[index]

@@ -1,0 +1,262 @@
+"""The expected-run monitor: schedules that stopped succeeding, schedules the beat left behind.
+
+Two problems, in business words:
+
+- **no success**: an active schedule with ``expected_every`` has no successful occurrence
+  within that window (the window starts at its last success, or at its last edit or resume
+  when that is later, so a new schedule gets one window to prove itself);
+- **overdue**: an active schedule whose ``next_run_at`` is further in the past than its
+  ``max_lateness`` plus a margin (``SCHEDULER_MONITOR_MARGIN``, 60 s): no beat is working it.
+
+A pass is one bounded query (at most ``LIMIT`` rows: the candidates plus the schedules flagged
+unhealthy before). Transitions are stored on the schedule (``health``, ``health_reason``,
+``health_changed_at``) with a compare-and-set, so ``schedule_unhealthy`` and
+``schedule_recovered`` are sent once per transition, whichever beat or command sees it first.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, Greatest
+
+from scheduler_app import events
+from scheduler_app.models import (
+    Occurrence,
+    OccurrenceState,
+    Schedule,
+    ScheduleHealth,
+    ScheduleStatus,
+)
+from scheduler_app.monitoring.sql import ShiftSeconds
+
+logger = logging.getLogger("scheduler_app.monitoring")
+LIMIT = 5000
+"""Rows one pass looks at; beyond that the report says it is incomplete."""
+TERMINAL = (
+    OccurrenceState.SUCCEEDED,
+    OccurrenceState.FAILED,
+    OccurrenceState.EXPIRED,
+    OccurrenceState.SKIPPED,
+    OccurrenceState.CANCELLED,
+)
+NO_SUCCESS = "no_success"
+OVERDUE = "overdue"
+
+
+def monitor_margin() -> float:
+    """``SCHEDULER_MONITOR_MARGIN``: seconds of lateness beyond ``max_lateness`` tolerated."""
+    return float(getattr(django_settings, "SCHEDULER_MONITOR_MARGIN", 60.0))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One unhealthy schedule, with a line an operator can act on."""
+
+    schedule_id: str
+    name: str
+    kind: str
+    message: str
+    since: datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "schedule_id": self.schedule_id,
+            "name": self.name,
+            "kind": self.kind,
+            "message": self.message,
+            "since": self.since.isoformat() if self.since else None,
+        }
+
+
+@dataclass
+class MonitorReport:
+    checked_at: datetime
+    problems: list[Problem] = field(default_factory=list)
+    became_unhealthy: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+    complete: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _latest(**filters: Any) -> QuerySet[Occurrence]:
+    return Occurrence.objects.filter(schedule=OuterRef("pk"), **filters).order_by("-scheduled_for")
+
+
+def candidates(now: datetime, margin: float) -> QuerySet[Schedule]:
+    """The one query: schedules that may be unhealthy now, and those flagged before."""
+    last_success = _latest(state=OccurrenceState.SUCCEEDED).values("finished_at")[:1]
+    last = _latest(state__in=TERMINAL)
+    rows = Schedule.objects.annotate(
+        last_success_at=Subquery(last_success),
+        last_attempt_for=Subquery(last.values("scheduled_for")[:1]),
+        last_attempt_state=Subquery(last.values("state")[:1]),
+        last_attempt_error=Subquery(last.values("last_error")[:1]),
+        last_attempt_reason=Subquery(last.values("reason")[:1]),
+        success_due=ShiftSeconds(
+            Greatest(Coalesce("last_success_at", "updated_at"), F("updated_at")),
+            F("expected_every"),
+        ),
+    )
+    overdue = Q(
+        status=ScheduleStatus.ACTIVE,
+        next_run_at__lt=now - timedelta(seconds=margin),  # the due index bounds the scan
+    )
+    missing = Q(
+        status=ScheduleStatus.ACTIVE, expected_every__isnull=False, success_due__lt=Value(now)
+    )
+    return rows.filter(overdue | missing | Q(health=ScheduleHealth.UNHEALTHY)).order_by(
+        "next_run_at", "id"
+    )
+
+
+def diagnose(schedule: Any, now: datetime, margin: float) -> Problem | None:
+    """The problem of one candidate row (annotated by ``candidates``), or None: healthy."""
+    if schedule.status != ScheduleStatus.ACTIVE:
+        return None
+    if schedule.next_run_at is not None:
+        late = (now - schedule.next_run_at).total_seconds()
+        if late > schedule.max_lateness + margin:
+            return Problem(
+                str(schedule.pk),
+                str(schedule),
+                OVERDUE,
+                f"{schedule}: overdue by {human_duration(late)}: its run due "
+                f"{_stamp(schedule.next_run_at)} was not started "
+                f"(max lateness {human_duration(schedule.max_lateness)}); is a beat running?",
+                schedule.next_run_at,
+            )
+    if schedule.expected_every:
+        return _no_success(schedule, now)
+    return None
+
+
+def _no_success(schedule: Any, now: datetime) -> Problem | None:
+    start = max(schedule.last_success_at or schedule.updated_at, schedule.updated_at)
+    silent = (now - start).total_seconds()
+    if silent <= schedule.expected_every:
+        return None
+    if schedule.last_success_at is not None:
+        head = f"no successful run for {human_duration(silent)}"
+    else:
+        head = f"no successful run yet ({human_duration(silent)} since it was set up or resumed)"
+    return Problem(
+        str(schedule.pk),
+        str(schedule),
+        NO_SUCCESS,
+        f"{schedule}: {head}, expected within {human_duration(schedule.expected_every)}; "
+        f"{_last_attempt(schedule)}",
+        start,
+    )
+
+
+def _last_attempt(schedule: Any) -> str:
+    if schedule.last_attempt_for is None:
+        return "no run has finished yet"
+    text = f"last attempt {_stamp(schedule.last_attempt_for)} {schedule.last_attempt_state}"
+    detail = _first_line(schedule.last_attempt_error) or schedule.last_attempt_reason
+    return f"{text}: {detail}" if detail else text
+
+
+def _first_line(error: str | None) -> str:
+    """The exception line of a stored error (the last non-empty line of a traceback)."""
+    lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+def _stamp(instant: datetime) -> str:
+    return instant.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def human_duration(seconds: float) -> str:
+    """``27 h``, ``1 d 3 h``, ``45 min``, ``30 s``: what a person says."""
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 120:
+        return f"{minutes} min"
+    hours = minutes // 60
+    if hours < 48:
+        rest = minutes % 60
+        return f"{hours} h {rest} min" if rest and hours < 10 else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+def run_monitor(now: datetime, *, margin: float | None = None) -> MonitorReport:
+    """One pass: find problems, store transitions, send each transition's signal once."""
+    margin = monitor_margin() if margin is None else margin
+    report = MonitorReport(checked_at=now)
+    rows = list(candidates(now, margin)[: LIMIT + 1])
+    if len(rows) > LIMIT:
+        rows, report.complete = rows[:LIMIT], False
+    for schedule in rows:
+        problem = diagnose(schedule, now, margin)
+        if problem is not None:
+            report.problems.append(problem)
+            if _mark_unhealthy(schedule, problem, now):
+                report.became_unhealthy.append(problem.schedule_id)
+        elif schedule.health == ScheduleHealth.UNHEALTHY and _mark_recovered(schedule, now):
+            report.recovered.append(str(schedule.pk))
+    return report
+
+
+def _mark_unhealthy(schedule: Schedule, problem: Problem, now: datetime) -> bool:
+    """ok -> unhealthy (signal); unhealthy for another reason: the reason only (no signal)."""
+    changed = Schedule.objects.filter(pk=schedule.pk, health=ScheduleHealth.OK).update(
+        health=ScheduleHealth.UNHEALTHY, health_reason=problem.message, health_changed_at=now
+    )
+    if not changed:
+        Schedule.objects.filter(pk=schedule.pk, health=ScheduleHealth.UNHEALTHY).exclude(
+            health_reason=problem.message
+        ).update(health_reason=problem.message)
+        return False
+    schedule.health, schedule.health_reason = ScheduleHealth.UNHEALTHY, problem.message
+    schedule.health_changed_at = now
+    logger.warning(
+        problem.message,
+        extra={"action": "monitor.unhealthy", "schedule_id": problem.schedule_id},
+    )
+    events.schedule_unhealthy.send(sender=Schedule, schedule=schedule, reason=problem.message)
+    return True
+
+
+def _mark_recovered(schedule: Schedule, now: datetime) -> bool:
+    changed = Schedule.objects.filter(pk=schedule.pk, health=ScheduleHealth.UNHEALTHY).update(
+        health=ScheduleHealth.OK, health_reason="", health_changed_at=now
+    )
+    if not changed:
+        return False
+    schedule.health, schedule.health_reason, schedule.health_changed_at = (
+        ScheduleHealth.OK,
+        "",
+        now,
+    )
+    logger.info(
+        "schedule recovered",
+        extra={"action": "monitor.recovered", "schedule_id": str(schedule.pk)},
+    )
+    events.schedule_recovered.send(sender=Schedule, schedule=schedule)
+    return True
+
+
+def overdue_count(now: datetime, margin: float | None = None) -> int:
+    """Active schedules overdue beyond ``max_lateness`` + margin (the metric)."""
+    margin = monitor_margin() if margin is None else margin
+    return (
+        Schedule.objects.filter(
+            status=ScheduleStatus.ACTIVE, next_run_at__lt=now - timedelta(seconds=margin)
+        )
+        .annotate(limit=ShiftSeconds(F("next_run_at"), F("max_lateness") + margin))
+        .filter(limit__lt=Value(now))
+        .count()
+    )

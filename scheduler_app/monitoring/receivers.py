@@ -1,0 +1,110 @@
+"""Receivers of the scheduler's own signals: metrics, pause after failures, archive on completion.
+
+Connected when ``scheduler_app.monitoring`` is imported (the models package imports it, so
+every process that loads the app has them). Heavy imports happen inside the receivers.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+
+from scheduler_app import events
+
+logger = logging.getLogger("scheduler_app.monitoring")
+SYSTEM_USER = "scheduler"
+"""``paused_by`` of a schedule the scheduler paused itself."""
+
+
+def on_occurrence_finished(
+    sender: Any, occurrence: Any, state: str, reason: str = "", **_: Any
+) -> None:
+    from scheduler_app.clock import SystemClock
+    from scheduler_app.monitoring.metrics import observe_finished
+
+    observe_finished(occurrence, state, reason)
+    now = SystemClock().now()
+    count_failures(occurrence, state, now)
+    archive_if_done(occurrence, state, now)
+
+
+def on_duplicate_prevented(sender: Any, kind: str = "", **_: Any) -> None:
+    from scheduler_app.monitoring.metrics import DUPLICATES_PREVENTED
+
+    DUPLICATES_PREVENTED.labels(kind or "unknown").inc()
+
+
+def count_failures(occurrence: Any, state: str, now: Any) -> None:
+    """``failed`` adds one to ``consecutive_failures``; ``succeeded`` resets it. At
+    ``pause_after_failures`` the schedule pauses itself with a note saying why."""
+    from scheduler_app.models import OccurrenceState, Schedule
+
+    rows = Schedule.objects.filter(pk=occurrence.schedule_id)
+    if state == OccurrenceState.SUCCEEDED:
+        rows.exclude(consecutive_failures=0).update(consecutive_failures=0)
+        return
+    if state != OccurrenceState.FAILED:
+        return
+    with transaction.atomic():
+        rows.update(consecutive_failures=F("consecutive_failures") + 1)
+        schedule = rows.select_for_update().first()
+        if schedule is None:
+            return
+        limit = schedule.pause_after_failures
+        if limit and schedule.consecutive_failures >= limit and schedule.status == "active":
+            _pause(schedule, occurrence, now)
+
+
+def _pause(schedule: Any, occurrence: Any, now: Any) -> None:
+    from scheduler_app.models import Occurrence, Schedule
+    from scheduler_app.monitoring.monitor import _first_line
+    from scheduler_app.services import pause_schedule
+
+    error = Occurrence.objects.filter(pk=occurrence.pk).values_list("last_error", flat=True)
+    detail = _first_line(next(iter(error), "")) or occurrence.reason or "no error recorded"
+    note = (
+        f"paused after {schedule.consecutive_failures} consecutive failures; "
+        f"last: occurrence {occurrence.pk}: {detail}"
+    )
+    pause_schedule(schedule.pk)
+    Schedule.objects.filter(pk=schedule.pk).update(pause_note=note, paused_by=SYSTEM_USER)
+    logger.warning(
+        note, extra={"action": "schedule.paused_after_failures", "schedule_id": str(schedule.pk)}
+    )
+
+
+def archive_if_done(occurrence: Any, state: str, now: Any) -> None:
+    """A one-time schedule with ``archive_on_completion`` is archived once its run ended."""
+    from scheduler_app.models import OPEN_STATES, Occurrence, Schedule, ScheduleStatus
+
+    schedule = Schedule.objects.filter(pk=occurrence.schedule_id).first()
+    if (
+        schedule is None
+        or not schedule.archive_on_completion
+        or schedule.kind != "once"
+        or schedule.archived_at is not None
+        or schedule.status != ScheduleStatus.COMPLETED
+    ):
+        return
+    if Occurrence.objects.filter(schedule=schedule, state__in=OPEN_STATES).exists():
+        return  # a retry or another attempt is still to come
+    Schedule.objects.filter(pk=schedule.pk, archived_at__isnull=True).update(archived_at=now)
+    logger.info(
+        "one-time schedule archived",
+        extra={"action": "schedule.archived", "schedule_id": str(schedule.pk), "state": state},
+    )
+
+
+def connect() -> None:
+    events.occurrence_finished.connect(
+        on_occurrence_finished, dispatch_uid="scheduler_app.monitoring.finished"
+    )
+    events.duplicate_prevented.connect(
+        on_duplicate_prevented, dispatch_uid="scheduler_app.monitoring.duplicates"
+    )
+
+
+connect()
