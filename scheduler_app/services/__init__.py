@@ -1,7 +1,7 @@
 """The service layer: every way of changing a schedule (admin, commands, decorator, API) goes here.
 
-``schedules``: create, update, pause, resume, cancel, delete, replay. ``manual``: run now and
-backfill.
+``schedules``: create, update, pause, resume, cancel, delete, replay. ``operator``: run now,
+backfill and undoing a cancel (with the acting user's tenant and permission checked).
 """
 
 from scheduler_app.services.schedules import (
@@ -19,8 +19,20 @@ from scheduler_app.services.schedules import (
     resume_schedule,
     update_schedule,
 )
+from scheduler_app.services.operator import (
+    BackfillPlan,
+    OperatorPermissionDenied,
+    backfill,
+    restore_schedule,
+    run_now,
+)
 
 __all__ = [
+    "BackfillPlan",
+    "OperatorPermissionDenied",
+    "backfill",
+    "restore_schedule",
+    "run_now",
     "CREATE_ONLY_FIELDS",
     "DEFAULTS",
     "DESCRIPTIVE_FIELDS",

@@ -1,32 +1,24 @@
 """``manage.py schedule_preview``: the next slots of a timing rule, as a table or as JSON.
 
 A thin adapter: parse the arguments, ask the pure time engine, format. The clock is read here,
-at the edge, and only when ``--after`` is not given.
+at the edge, and only when ``--after`` is not given. ``--schedule ID`` previews a stored
+schedule through ``definitions.timing_for``, the function the beat evaluates it with (active
+window, bounds and count included), from the slot the beat will handle next.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
-from itertools import islice
+from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone as django_timezone
 
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.timing import (
-    Ambiguous,
-    Kind,
-    Nonexistent,
-    Timing,
-    build_timing,
-    describe,
-    iter_annotated,
-)
-from scheduler_app.timing.rules import IntervalRule, OnceRule
-from scheduler_app.timing.zones import FOLD_FIRST, FOLD_LAST, GAP_NEXT_VALID, GAP_SHIFT
+from scheduler_app.preview import PreviewRow, policy_text, preview_rows, utc_text
+from scheduler_app.timing import Ambiguous, Kind, Nonexistent, Timing, build_timing, describe
 
 MAX_COUNT = 10_000
 OUT_OF_RANGE = (
@@ -34,6 +26,7 @@ OUT_OF_RANGE = (
     "(in UTC and in --tz)"
 )
 RULE_OPTIONS = ("cron", "rrule", "every", "at")
+BOUND_OPTIONS = ("starts_at", "ends_at", "max_count", "window")
 # Engine field names (before the first dot) -> the option a user of this command typed.
 OPTION_OF_FIELD = {
     "cron": "--cron",
@@ -43,14 +36,18 @@ OPTION_OF_FIELD = {
     "anchor": "--anchor",
     "timezone": "--tz",
     "dst": "--nonexistent/--ambiguous",
+    "starts_at": "--starts-at",
+    "ends_at": "--ends-at",
+    "max_count": "--max-count",
+    "window": "--window",
+    "active_window": "--window",
 }
-
-Row = tuple[datetime, str | None]  # (slot in the zone, human note or None)
+_TICK = timedelta(microseconds=1)
 
 
 class Command(BaseCommand):
     help = "Show the next slots of a cron, RRULE, interval or one-time rule, with DST notes."
-    requires_system_checks: list[str] = []  # a pure preview: no models, no database
+    requires_system_checks: list[str] = []  # a pure preview: no models (--schedule reads one)
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
         parser = super().create_parser(prog_name, subcommand, **kwargs)
@@ -69,7 +66,7 @@ class Command(BaseCommand):
         return bool(getattr(self, "_called_from_command_line", False))
 
     def add_arguments(self, parser: CommandParser) -> None:
-        rule = parser.add_mutually_exclusive_group(required=True)
+        rule = parser.add_mutually_exclusive_group()
         rule.add_argument("--cron", metavar="EXPR", help="five-field cron expression or @macro")
         rule.add_argument(
             "--rrule", metavar="RULE", help="RFC 5545 RRULE, e.g. FREQ=DAILY;BYHOUR=9"
@@ -77,6 +74,11 @@ class Command(BaseCommand):
         rule.add_argument("--every", metavar="DURATION", help="fixed-rate interval: 90s, 15m, 6h")
         rule.add_argument(
             "--at", metavar="ISO", help="one time: with offset an instant, else local"
+        )
+        rule.add_argument(
+            "--schedule",
+            metavar="ID",
+            help="a stored schedule: its next slots exactly as the beat computes them",
         )
         parser.add_argument(
             "--anchor",
@@ -87,17 +89,46 @@ class Command(BaseCommand):
         parser.add_argument("--nonexistent", default="auto", choices=[c.value for c in Nonexistent])
         parser.add_argument("--ambiguous", default="auto", choices=[c.value for c in Ambiguous])
         parser.add_argument(
+            "--starts-at", dest="starts_at", metavar="ISO", help="no slot before this instant"
+        )
+        parser.add_argument(
+            "--ends-at", dest="ends_at", metavar="ISO", help="no slot after this instant"
+        )
+        parser.add_argument(
+            "--max-count",
+            dest="max_count",
+            type=int,
+            metavar="N",
+            help="at most N slots counted from --starts-at (needs --starts-at)",
+        )
+        parser.add_argument(
+            "--window",
+            metavar="TEXT",
+            help="active window in --tz, e.g. 'MON-FRI 09:00-18:00'",
+        )
+        parser.add_argument(
+            "--window-policy",
+            dest="window_policy",
+            default="defer",
+            choices=["defer", "skip"],
+            help="a slot outside --window: defer to the next opening (default) or skip it",
+        )
+        parser.add_argument(
             "--after",
             metavar="ISO",
-            help="instant with offset or Z; slots strictly after it (default now)",
+            help="instant with offset or Z; slots strictly after it "
+            "(default now; with --schedule: just before its next run)",
         )
         parser.add_argument("--count", type=int, default=10, help=f"how many slots, 1..{MAX_COUNT}")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            after = _parse_after(options["after"])
-            timing = _build(options, after)
+            if options.get("schedule"):
+                timing, after = _stored(options)
+            else:
+                after = _parse_after(options["after"])
+                timing = _build(options, after)
             rows = _slots(timing, after, _check_count(options["count"]))
         except ScheduleValidationError as error:
             raise CommandError(_one_line(_option_message(error)), returncode=2) from None
@@ -109,18 +140,48 @@ class Command(BaseCommand):
         self.stdout.write(output)
 
 
+def _stored(options: dict[str, Any]) -> tuple[Timing, datetime]:
+    """The stored schedule's timing (the beat's ``timing_for``) and where the beat stands."""
+    from scheduler_app.definitions import timing_for
+    from scheduler_app.models import Schedule
+
+    given = [f"--{n.replace('_', '-')}" for n in (*BOUND_OPTIONS, "anchor") if options.get(n)]
+    if given:
+        raise ValueError(
+            f"--schedule: {', '.join(given)} cannot be combined with it (the stored schedule "
+            "has its own); preview the rule with --cron/--rrule/--every/--at to try other values"
+        )
+    try:
+        schedule = Schedule.objects.get(pk=options["schedule"])
+    except (Schedule.DoesNotExist, ValueError, ScheduleValidationError):
+        raise ValueError(
+            f"--schedule: no schedule with id {options['schedule']!r}; "
+            "list them in the admin or with export_schedules"
+        ) from None
+    timing = timing_for(schedule)
+    if options["after"] is not None:
+        return timing, _parse_after(options["after"])
+    if schedule.next_run_at is not None:
+        return timing, schedule.next_run_at - _TICK
+    return timing, django_timezone.now().replace(microsecond=0)
+
+
 def _parse_after(text: str | None) -> datetime:
     if text is None:
         return django_timezone.now().replace(microsecond=0)
+    return _instant(text, "--after")
+
+
+def _instant(text: str, option: str) -> datetime:
     try:
         value = datetime.fromisoformat(text.strip())
     except ValueError:
         raise ValueError(
-            f"--after: {text[:60]!r} is not an ISO 8601 instant; e.g. 2026-03-28T00:00:00Z"
+            f"{option}: {text[:60]!r} is not an ISO 8601 instant; e.g. 2026-03-28T00:00:00Z"
         ) from None
     if value.utcoffset() is None:
         raise ValueError(
-            f"--after: {text[:60]!r} has no offset; add Z or one, e.g. {value.isoformat()}Z"
+            f"{option}: {text[:60]!r} has no offset; add Z or one, e.g. {value.isoformat()}Z"
         )
     return value.astimezone(UTC)
 
@@ -134,13 +195,19 @@ def _check_count(count: Any) -> int:
 def _build(options: dict[str, Any], after: datetime) -> Timing:
     chosen = [name for name in RULE_OPTIONS if options.get(name) is not None]
     if len(chosen) != 1:
-        raise ValueError("give exactly one of --cron, --rrule, --every or --at")
+        raise ValueError("give exactly one of --cron, --rrule, --every, --at or --schedule")
     kind = {"cron": Kind.CRON, "rrule": Kind.RRULE, "every": Kind.INTERVAL, "at": Kind.ONCE}
     anchor = options["anchor"]
     if anchor is not None and chosen[0] not in ("rrule", "every"):
         raise ValueError(f"--anchor: only --rrule and --every take an anchor, not --{chosen[0]}")
     if anchor is None and chosen[0] in ("rrule", "every"):
         anchor = after
+    starts_at = options.get("starts_at")
+    max_count = options.get("max_count")
+    if max_count is not None and (isinstance(max_count, bool) or max_count < 1):
+        raise ValueError(f"--max-count: must be a whole number of at least 1, got {max_count!r}")
+    if max_count is not None and starts_at is None:
+        raise ValueError("--max-count: counts slots from --starts-at; give --starts-at too")
     return build_timing(
         kind=kind[chosen[0]],
         rule=options[chosen[0]],
@@ -148,59 +215,35 @@ def _build(options: dict[str, Any], after: datetime) -> Timing:
         anchor=anchor,
         nonexistent=options["nonexistent"],
         ambiguous=options["ambiguous"],
+        starts_at=_instant(starts_at, "--starts-at") if starts_at else None,
+        ends_at=_instant(options["ends_at"], "--ends-at") if options.get("ends_at") else None,
+        max_count=max_count,
+        window=options.get("window") or None,
+        window_policy=options.get("window_policy") or "defer",
     )
 
 
-def _slots(timing: Timing, after: datetime, count: int) -> list[Row]:
-    zone, ambiguous = timing.zone, timing.effective_dst.ambiguous
-    return [
-        (slot.astimezone(zone), _note(code, wall, slot.astimezone(zone), ambiguous))
-        for slot, wall, code in islice(iter_annotated(timing, after), count)
-    ]
+def _slots(timing: Timing, after: datetime, count: int) -> list[PreviewRow]:
+    return preview_rows(timing, after, count)
 
 
-def _note(code: str | None, wall: datetime, local: datetime, ambiguous: Ambiguous) -> str | None:
-    """Say in words what DST did to the wall time ``wall`` that the rule asked for."""
-    asked, landed = _clock(wall), _clock(local)
-    if local.date() != wall.date():  # a gap across midnight, or a skipped day (Samoa 2011)
-        asked, landed = f"{wall.date()} {asked}", f"{local.date()} {landed}"
-    if code == GAP_SHIFT:
-        return f"{asked} does not exist (DST gap): shifted to {landed}"
-    if code == GAP_NEXT_VALID:
-        return f"{asked} does not exist (DST gap): moved to {landed}, when the clock jumps"
-    if code == FOLD_FIRST:
-        kept = "" if ambiguous is Ambiguous.BOTH else "; the repeat is skipped"
-        return f"{asked} happens twice: first of two{kept}"
-    if code == FOLD_LAST:
-        kept = "" if ambiguous is Ambiguous.BOTH else "; the first is skipped"
-        return f"{asked} happens twice: second of two{kept}"
-    return None
-
-
-def _clock(value: datetime) -> str:
-    return f"{value:%H:%M:%S}" if value.second else f"{value:%H:%M}"
-
-
-def _utc_text(local: datetime) -> str:
-    return local.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
-
-
-def _as_json(timing: Timing, rows: list[Row]) -> str:
-    slots = [
-        {"utc": _utc_text(local), "local": local.isoformat(timespec="seconds"), "note": note}
-        for local, note in rows
-    ]
+def _as_json(timing: Timing, rows: list[PreviewRow]) -> str:
     return json.dumps(
-        {"description": describe(timing), "timezone": timing.zone.key, "slots": slots}, indent=2
+        {
+            "description": describe(timing),
+            "timezone": timing.zone.key,
+            "slots": [row.as_json() for row in rows],
+        },
+        indent=2,
     )
 
 
-def _as_table(timing: Timing, after: datetime, rows: list[Row]) -> str:
-    lines = [describe(timing), f"Slots after {_utc_text(after)}; {_policy_text(timing)}", ""]
+def _as_table(timing: Timing, after: datetime, rows: list[PreviewRow]) -> str:
+    lines = [describe(timing), f"Slots after {utc_text(after)}; {policy_text(timing)}", ""]
     if not rows:
         return "\n".join([*lines, "No slots: the rule does not fire after that instant."])
     header = (f"Local ({timing.zone.key})", "UTC", "Note")
-    cells = [(_local_text(local), _utc_text(local), note or "") for local, note in rows]
+    cells = [(_local_text(row.local), utc_text(row.local), row.note or "") for row in rows]
     widths = [max(len(row[i]) for row in [header, *cells]) for i in range(2)]
     for row in [header, *cells]:
         lines.append(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]}".rstrip())
@@ -210,16 +253,6 @@ def _as_table(timing: Timing, after: datetime, rows: list[Row]) -> str:
 def _local_text(local: datetime) -> str:
     text = local.isoformat(sep=" ", timespec="seconds")  # pads the year, unlike strftime
     return f"{local:%a} {text[:19]} {text[19:]}"
-
-
-def _policy_text(timing: Timing) -> str:
-    rule = timing.rule
-    if isinstance(rule, IntervalRule) or (
-        isinstance(rule, OnceRule) and rule.at.tzinfo is not None
-    ):
-        return "absolute times (DST does not move them)"
-    dst = timing.effective_dst
-    return f"DST: nonexistent={dst.nonexistent.value}, ambiguous={dst.ambiguous.value}"
 
 
 def _option_message(error: ScheduleValidationError) -> str:

@@ -83,13 +83,24 @@ def test_the_change_page_shows_the_next_slots(client: Client) -> None:
     assert "02:30" in page.content.decode()
 
 
-def test_pause_and_resume_actions(client: Client) -> None:
+def test_pause_and_resume_go_through_a_confirmation_page(client: Client) -> None:
     schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
     url = reverse("admin:scheduler_app_schedule_changelist")
-    client.post(url, {"action": "pause", "_selected_action": [schedule.pk]})
+    selected = {"_selected_action": [schedule.pk]}
+    page = client.post(url, {"action": "pause_selected", **selected})
+    assert "are you sure" in page.content.decode()
     schedule.refresh_from_db()
-    assert schedule.status == ScheduleStatus.PAUSED
-    client.post(url, {"action": "resume", "_selected_action": [schedule.pk]})
+    assert schedule.status == ScheduleStatus.ACTIVE  # nothing written before the confirmation
+    client.post(url, {"action": "pause_selected", "confirm": "1", "note": "db move", **selected})
+    schedule.refresh_from_db()
+    assert (schedule.status, schedule.pause_note, schedule.paused_by) == (
+        ScheduleStatus.PAUSED,
+        "db move",
+        "admin",
+    )
+    page = client.post(url, {"action": "resume_selected", **selected})
+    assert "Resuming creates 0 catch-up occurrence(s)" in page.content.decode()
+    client.post(url, {"action": "resume_selected", "confirm": "1", "expected": 0, **selected})
     schedule.refresh_from_db()
     assert schedule.status == ScheduleStatus.ACTIVE
 
@@ -118,5 +129,11 @@ def test_occurrences_are_read_only_and_failed_ones_can_be_replayed(client: Clien
     change = client.get(reverse("admin:scheduler_app_occurrence_change", args=[occurrence.pk]))
     assert 'type="submit" value="Save"' not in change.content.decode()
     client.post(url, {"action": "replay", "_selected_action": [occurrence.pk]})
+    occurrence.refresh_from_db()
+    assert occurrence.state == OccurrenceState.FAILED  # the confirmation page comes first
+    client.post(
+        url,
+        {"action": "replay", "confirm": "1", "note": "fixed", "_selected_action": [occurrence.pk]},
+    )
     occurrence.refresh_from_db()
     assert (occurrence.state, occurrence.reason) == (OccurrenceState.PENDING, "replay")

@@ -1,0 +1,36 @@
+"""List filters shared by the schedule and occurrence lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from scheduler_app.models import Schedule
+from scheduler_app.tenancy import allowed_tenants
+
+
+class TenantFilter(admin.SimpleListFilter):
+    """By tenant: only the tenants the user may see are offered."""
+
+    title = "tenant"
+    parameter_name = "tenant"
+    path = "tenant"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        tenants = allowed_tenants(request.user)
+        if tenants is None:
+            names = Schedule.objects.order_by("tenant").values_list("tenant", flat=True)
+            tenants = set(names.distinct())
+        return [(t, t or "(no tenant)") for t in sorted(tenants)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(**{self.path: value})
+
+
+class OccurrenceTenantFilter(TenantFilter):
+    parameter_name = "schedule__tenant"
+    path = "schedule__tenant"

@@ -1,0 +1,329 @@
+"""The schedule form: a builder for the rule, task and zone as choices, field-level errors
+with the service layer's messages, owner choices limited to what the editor may assign."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, cast
+from zoneinfo import available_timezones
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.db.models import Q
+from django.utils import timezone
+
+from scheduler_app.admin.builder import (
+    MONTHLY_ON,
+    NTHS,
+    REPEATS,
+    WEEKDAYS,
+    BuilderError,
+    BuilderSpec,
+    format_times,
+    from_rule,
+    parse_times,
+    to_rule,
+)
+from scheduler_app.definitions import validate_definition
+from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.models import SEMANTIC_FIELDS, Schedule
+from scheduler_app.permissions import RUN_PERMISSION
+from scheduler_app.targets import allowed_tasks, check_target
+from scheduler_app.tenancy import allowed_tenants
+from scheduler_app.timing import Kind, next_after
+
+EDITABLE = ("name", "tenant", "owner", *SEMANTIC_FIELDS)
+BUILDER_FIELDS = (
+    "repeat",
+    "every",
+    "at_times",
+    "weekdays",
+    "monthly_on",
+    "month_day",
+    "nth",
+    "nth_weekday",
+    "once_at",
+)
+ASSIGN_OWNER = "scheduler_app.assign_owner"
+# Engine field (before the first dot) -> the form field that shows its error.
+FIELD_OF_ERROR = {
+    "cron": "rule",
+    "rrule": "rule",
+    "at": "rule",
+    "every": "rule",
+    "window": "active_window",
+    "dst": "dst_nonexistent",
+    "range": "rule",
+}
+
+
+@cache
+def zone_names() -> tuple[str, ...]:
+    return tuple(sorted(available_timezones()))
+
+
+class DatalistInput(forms.TextInput):
+    """A text input with a ``<datalist>`` of suggestions: searchable in every browser."""
+
+    template_name = "admin/scheduler_app/widgets/datalist.html"
+
+    def __init__(self, options: tuple[str, ...] | list[str] = (), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.options = list(options)
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        context = super().get_context(name, value, attrs)
+        list_id = f"{context['widget']['attrs'].get('id', name)}_options"
+        context["widget"]["attrs"]["list"] = list_id
+        context["widget"]["list_id"] = list_id
+        context["widget"]["options"] = self.options
+        return context
+
+
+def error_target(field: str, fields: Any, *, built: bool) -> str | None:
+    """The form field that shows an engine error on ``field`` (``cron.hour`` -> ``rule``)."""
+    head = field.split(".")[0]
+    target = FIELD_OF_ERROR.get(head, head)
+    if target == "rule" and built:
+        target = "repeat"
+    return target if target in fields else None
+
+
+def error_message(field: str, message: str) -> str:
+    """Name the part of the rule, as ``schedule_preview`` does: ``cron field "hour": ...``."""
+    head, _, part = field.partition(".")
+    if head in ("cron", "rrule") and part:
+        return f'{head} field "{part}": {message}'
+    return message
+
+
+class ScheduleForm(forms.ModelForm):
+    """Validates the whole definition with the same rules as the API, field by field."""
+
+    expected_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    repeat = forms.ChoiceField(
+        choices=REPEATS,
+        initial="daily",
+        required=False,
+        label="Repeat",
+        help_text="Posted without it (scripts), the raw kind and rule are used.",
+    )
+    every = forms.IntegerField(min_value=1, required=False, label="Every N", initial=15)
+    at_times = forms.CharField(
+        required=False,
+        initial="09:00",
+        label="At (local times)",
+        help_text="HH:MM, several separated by commas: 09:00, 17:00",
+    )
+    weekdays = forms.MultipleChoiceField(
+        choices=WEEKDAYS, required=False, widget=forms.CheckboxSelectMultiple, label="On"
+    )
+    monthly_on = forms.ChoiceField(choices=MONTHLY_ON, required=False, initial="day")
+    month_day = forms.IntegerField(min_value=1, max_value=31, required=False, initial=1)
+    nth = forms.TypedChoiceField(choices=NTHS, coerce=int, required=False, empty_value=None)
+    nth_weekday = forms.ChoiceField(choices=WEEKDAYS, required=False, label="Weekday")
+    once_at = forms.DateTimeField(
+        required=False,
+        label="At (local date and time)",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
+    )
+
+    blocking_fields: tuple[str, ...] = (*SEMANTIC_FIELDS, *BUILDER_FIELDS)
+    """A refused field among these leaves the definition incomplete: skip the full check."""
+
+    class Meta:
+        model = Schedule
+        fields = (*EDITABLE, "cost_estimate")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.request = kwargs.pop("request", None)
+        super().__init__(*args, **kwargs)
+        adding = self.instance._state.adding
+        self.fields["expected_version"].initial = 0 if adding else self.instance.version
+        if "kind" in self.fields:
+            self.fields["kind"].required = False
+            self.fields["rule"].required = False
+        self._choices()
+        if not adding and not self.is_bound:
+            self._builder_initial()
+        self.warnings: list[str] = []
+
+    # -- choices -----------------------------------------------------------------------------
+
+    def _choices(self) -> None:
+        if "task" in self.fields:
+            tasks = allowed_tasks()
+            self.fields["task"].widget = DatalistInput(tasks, attrs={"size": 50})
+            self.fields["task"].help_text = "One of the schedulable tasks (start typing)."
+        if "timezone" in self.fields:
+            self.fields["timezone"].widget = DatalistInput(zone_names(), attrs={"size": 30})
+            self.fields["timezone"].help_text = "IANA zone, e.g. Europe/Riga (start typing)."
+        user = getattr(self.request, "user", None)
+        if "owner" in self.fields and user is not None:
+            owner_field = cast(forms.ModelChoiceField, self.fields["owner"])
+            owner_field.queryset = self._owner_choices(user)
+            self.fields[
+                "owner"
+            ].help_text = "Runs are checked against this user's permissions when they start."
+        if "tenant" in self.fields and user is not None:
+            tenants = allowed_tenants(user)
+            if tenants is not None:
+                options = sorted(tenants)
+                self.fields["tenant"] = forms.ChoiceField(
+                    choices=[(t, t or "(no tenant)") for t in options],
+                    initial=options[0] if options else "",
+                    required=False,
+                )
+
+    def _owner_choices(self, user: Any) -> Any:
+        """Yourself, the current owner, and (with ``assign_owner``) active users who may run
+        schedules, never the whole user table to any editor."""
+        users = get_user_model().objects.all()
+        keep = Q(pk=user.pk)
+        if self.instance.owner_id is not None:
+            keep |= Q(pk=self.instance.owner_id)
+        if user.has_perm(ASSIGN_OWNER):
+            app, codename = RUN_PERMISSION.split(".")
+            runners = (
+                Q(is_superuser=True)
+                | Q(
+                    user_permissions__codename=codename,
+                    user_permissions__content_type__app_label=app,
+                )
+                | Q(
+                    groups__permissions__codename=codename,
+                    groups__permissions__content_type__app_label=app,
+                )
+            )
+            keep |= Q(is_active=True) & runners
+        return users.filter(keep).distinct().order_by("username")
+
+    def _builder_initial(self) -> None:
+        spec = from_rule(self.instance.kind, self.instance.rule)
+        if spec is None:
+            self.initial["repeat"] = "advanced"
+            return
+        self.initial.update(
+            repeat=spec.repeat,
+            every=spec.every,
+            at_times=format_times(spec.at_times) if spec.at_times else "09:00",
+            weekdays=list(spec.weekdays),
+            monthly_on=spec.monthly_on,
+            month_day=spec.month_day or 1,
+            nth=spec.nth,
+            nth_weekday=spec.nth_weekday,
+            once_at=spec.once_at,
+        )
+
+    # -- validation --------------------------------------------------------------------------
+
+    def clean_task(self) -> str:
+        name = (self.cleaned_data.get("task") or "").strip()
+        if self.instance.pk and name == self.instance.task and "task" not in self.changed_data:
+            return name
+        try:
+            check_target(name)
+        except ScheduleValidationError as exc:
+            raise forms.ValidationError(exc.message, code=exc.code) from None
+        return name
+
+    def clean_owner(self) -> Any:
+        owner = self.cleaned_data.get("owner")
+        user = getattr(self.request, "user", None)
+        if owner is None and user is not None and self.instance._state.adding:
+            return user  # the owner defaults to whoever creates the schedule
+        return owner
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if "options" in cleaned:
+            cleaned["options"] = cleaned["options"] or {}
+        self._check_version(cleaned)
+        built = self._apply_builder(cleaned)
+        if any(name in self.errors for name in self.blocking_fields):
+            return cleaned  # a field is already refused: the definition is incomplete
+        self._default_anchor(cleaned)
+        self._validate(cleaned, built=built)
+        self._warn_owner(cleaned)
+        return cleaned
+
+    def _check_version(self, cleaned: dict[str, Any]) -> None:
+        if self.instance._state.adding:
+            return
+        current = Schedule.objects.filter(pk=self.instance.pk).values_list("version", flat=True)
+        if cleaned.get("expected_version") != current.first():
+            raise forms.ValidationError(
+                "Someone changed this schedule while you were editing it; reload the page "
+                "and apply your change again.",
+                code="stale_version",
+            )
+
+    def _apply_builder(self, cleaned: dict[str, Any]) -> bool:
+        """Write ``kind``/``rule`` from the builder; False in the advanced mode."""
+        if "repeat" not in self.fields:
+            return False
+        repeat = cleaned.get("repeat") or "advanced"
+        if repeat == "advanced":
+            for name in ("kind", "rule"):
+                if not cleaned.get(name):
+                    self.add_error(name, forms.ValidationError(f"{name} is required"))
+            return False
+        try:
+            spec = BuilderSpec(
+                repeat=repeat,
+                every=cleaned.get("every"),
+                at_times=parse_times(cleaned.get("at_times") or "")
+                if repeat in ("daily", "weekly", "monthly")
+                else (),
+                weekdays=tuple(cleaned.get("weekdays") or ()),
+                monthly_on=cleaned.get("monthly_on") or "day",
+                month_day=cleaned.get("month_day"),
+                nth=cleaned.get("nth"),
+                nth_weekday=cleaned.get("nth_weekday") or "",
+                once_at=cleaned.get("once_at"),
+            )
+            kind, rule = to_rule(spec)
+        except BuilderError as exc:
+            self.add_error(exc.field if exc.field in self.fields else "repeat", exc.message)
+            return True
+        cleaned["kind"], cleaned["rule"] = kind, rule
+        return True
+
+    def _default_anchor(self, cleaned: dict[str, Any]) -> None:
+        """RRULE and interval rules need an anchor; the default has no seconds and no
+        microseconds the user never chose (a 17:00 rule must not run at 17:00:43)."""
+        if cleaned.get("kind") in (Kind.RRULE, Kind.INTERVAL) and not cleaned.get("anchor"):
+            cleaned["anchor"] = self._now().replace(second=0, microsecond=0)
+
+    def _now(self) -> datetime:
+        return timezone.now().astimezone(UTC)
+
+    def _validate(self, cleaned: dict[str, Any], *, built: bool) -> None:
+        values = {name: cleaned.get(name) for name in SEMANTIC_FIELDS if name in cleaned}
+        values["kwargs"] = values.get("kwargs") or {}
+        now = self._now()
+        try:
+            timing = validate_definition(
+                {**values, "anchor": values.get("anchor") or now.replace(microsecond=0)}
+            )
+            if next_after(timing, now) is None and (
+                "rule" in self.changed_data or self.instance._state.adding
+            ):
+                raise ScheduleValidationError(
+                    "rule", "the rule has no slot after now; pick a future time"
+                )
+        except ScheduleValidationError as exc:
+            target = error_target(exc.field, self.fields, built=built)
+            message = error_message(exc.field, exc.message)
+            self.add_error(target, forms.ValidationError(message, code=exc.code))
+
+    def _warn_owner(self, cleaned: dict[str, Any]) -> None:
+        owner = cleaned.get("owner")
+        if owner is not None and not (owner.is_active and owner.has_perm(RUN_PERMISSION)):
+            self.warnings.append(
+                f"The owner {owner} does not have the permission {RUN_PERMISSION!r} (or is "
+                "inactive): every run will end 'forbidden' until they get it. Grant it, or "
+                "choose another owner."
+            )

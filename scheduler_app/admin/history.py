@@ -1,0 +1,92 @@
+"""The schedule page's history: its last 20 occurrences and its versions with a field diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from scheduler_app.admin.display import STATE_CLASS, local_and_utc_text
+from scheduler_app.models import Schedule
+
+RECENT = 20
+VERSIONS = 20
+
+
+def recent_occurrences(schedule: Schedule) -> SafeString | str:
+    rows = list(
+        schedule.occurrences.order_by("-scheduled_for").values_list(
+            "pk", "scheduled_for", "trigger", "state", "reason", "attempts"
+        )[:RECENT]
+    )
+    if not rows:
+        return "none yet"
+    body = format_html_join(
+        "",
+        '<tr><td><a href="{}">{}</a></td><td>{}</td><td><span class="sched-badge {}">{}</span>'
+        "</td><td>{}</td><td>{}</td></tr>",
+        (
+            (
+                reverse("admin:scheduler_app_occurrence_change", args=[pk]),
+                local_and_utc_text(slot, schedule.timezone),
+                trigger,
+                STATE_CLASS.get(state, "sched-paused"),
+                state,
+                reason,
+                attempts,
+            )
+            for pk, slot, trigger, state, reason, attempts in rows
+        ),
+    )
+    link = (
+        reverse("admin:scheduler_app_occurrence_changelist") + f"?schedule__id__exact={schedule.pk}"
+    )
+    return format_html(
+        '<table class="sched-table"><thead><tr><th>slot</th><th>trigger</th><th>state</th>'
+        "<th>reason</th><th>attempts</th></tr></thead><tbody>{}</tbody></table>"
+        '<p><a href="{}">all occurrences of this schedule</a></p>',
+        body,
+        link,
+    )
+
+
+def field_diff(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``(field, old, new)`` for every field whose value differs, in field order."""
+    names = list(dict.fromkeys([*before, *after]))
+    return [
+        (name, _text(before.get(name)), _text(after.get(name)))
+        for name in names
+        if before.get(name) != after.get(name)
+    ]
+
+
+def _text(value: Any) -> str:
+    text = "-" if value in (None, "") else str(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def version_diffs(schedule: Schedule) -> SafeString | str:
+    versions = list(
+        schedule.versions.order_by("-version").values_list("version", "created_at", "definition")[
+            : VERSIONS + 1
+        ]
+    )
+    if not versions:
+        return "-"
+    items = []
+    for index, (number, created, definition) in enumerate(versions[:VERSIONS]):
+        older = versions[index + 1][2] if index + 1 < len(versions) else None
+        if older is None:
+            changes = format_html("{}", "first version")
+        else:
+            changes = format_html_join(
+                "", "<li><code>{}</code>: {} → {}</li>", field_diff(older, definition)
+            ) or format_html("{}", "no semantic change")
+        items.append((number, local_and_utc_text(created, schedule.timezone), changes))
+    return format_html(
+        '<table class="sched-table"><thead><tr><th>version</th><th>created</th><th>changes</th>'
+        "</tr></thead><tbody>{}</tbody></table>",
+        format_html_join("", "<tr><td>v{}</td><td>{}</td><td><ul>{}</ul></td></tr>", items),
+    )

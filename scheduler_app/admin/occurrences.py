@@ -1,0 +1,243 @@
+"""Occurrences: read-only, newest slot first, local and UTC times labelled, attempts inline,
+filters by state, trigger, schedule, lateness and tenant, search by schedule name; a replay
+action behind ``replay_occurrence`` with a confirmation page that records who and why."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
+from django.http import Http404, HttpRequest
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html
+
+from scheduler_app import services
+from scheduler_app.admin.display import STATE_CLASS, format_seconds, local_and_utc
+from scheduler_app.admin.filters import OccurrenceTenantFilter
+from scheduler_app.errors import SchedulerError
+from scheduler_app.models import Occurrence, OccurrenceAttempt, Schedule
+from scheduler_app.tenancy import scope
+
+REPLAY_PERMISSION = "scheduler_app.replay_occurrence"
+VIEW_PERMISSION = "scheduler_app.view_occurrence"
+LATE_AFTER = timedelta(seconds=60)
+SCHEDULE_CHOICES = 100
+
+
+class ScheduleFilter(admin.SimpleListFilter):
+    """By schedule: the user's schedules by name (the first 100; the search box finds more)."""
+
+    title = "schedule"
+    parameter_name = "schedule__id__exact"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        schedules = scope(Schedule.objects.all(), request.user).order_by("name")
+        return [
+            (str(pk), name or key or str(pk))
+            for pk, name, key in schedules.values_list("pk", "name", "key")[:SCHEDULE_CHOICES]
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(schedule_id=value)
+
+
+class LateFilter(admin.SimpleListFilter):
+    title = "late"
+    parameter_name = "late"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "dispatched over 60 s late"), ("no", "on time")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value is None:
+            return queryset
+        lag = ExpressionWrapper(
+            F("dispatched_at") - F("scheduled_for"), output_field=DurationField()
+        )
+        annotated = queryset.annotate(lag=lag)
+        return (
+            annotated.filter(lag__gt=LATE_AFTER)
+            if value == "yes"
+            else annotated.filter(lag__lte=LATE_AFTER)
+        )
+
+
+class AttemptInline(admin.TabularInline):
+    model = OccurrenceAttempt
+    extra = 0
+    can_delete = False
+    fields = (
+        "number",
+        "kind",
+        "worker",
+        "started_at",
+        "finished_at",
+        "outcome",
+        "error",
+        "by",
+        "note",
+    )
+    readonly_fields = fields
+    ordering = ("started_at", "pk")
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.has_perm(VIEW_PERMISSION))
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReplayForm(forms.Form):
+    note = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2, "cols": 60})
+    )
+
+
+@admin.register(Occurrence)
+class OccurrenceAdmin(admin.ModelAdmin):
+    """Machine-written rows: read-only, with a replay action for the dead letters."""
+
+    list_display = (
+        "slot_text",
+        "schedule_link",
+        "trigger",
+        "state_badge",
+        "reason",
+        "attempts",
+        "lateness",
+    )
+    list_display_links = ("slot_text",)
+    list_filter = ("state", "trigger", ScheduleFilter, LateFilter, OccurrenceTenantFilter, "reason")
+    search_fields = ("schedule__name", "schedule__key", "=idempotency_key", "task")
+    ordering = ("-scheduled_for",)
+    list_select_related = ("schedule",)
+    show_full_result_count = False
+    list_per_page = 50
+    inlines = (AttemptInline,)
+    actions = ("replay",)
+    readonly_fields = ("schedule_link", "task_result_link", "slot_text")
+    fieldsets = (
+        (None, {"fields": ("slot_text", "schedule_link", "task", "kwargs", "trigger", "state")}),
+        ("Outcome", {"fields": ("reason", "last_error", "attempts", "task_result_link")}),
+        (
+            "Times (UTC)",
+            {
+                "fields": (
+                    "window_start",
+                    "window_end",
+                    "timezone",
+                    "not_before",
+                    "deadline_at",
+                    "created_at",
+                    "dispatched_at",
+                    "received_at",
+                    "received_by",
+                    "started_at",
+                    "finished_at",
+                )
+            },
+        ),
+        ("Request", {"fields": ("requested_by", "note", "idempotency_key", "schedule_version")}),
+    )
+
+    class Media:
+        css = {"all": ("scheduler_app/admin.css",)}
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Occurrence]:
+        return scope(super().get_queryset(request), request.user, "schedule__tenant")
+
+    def _get_obj_does_not_exist_redirect(
+        self, request: HttpRequest, opts: Any, object_id: str
+    ) -> Any:
+        raise Http404("no such occurrence")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Occurrence | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Occurrence | None = None) -> bool:
+        return False
+
+    def has_replay_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm(REPLAY_PERMISSION))
+
+    @admin.display(description="slot", ordering="scheduled_for")
+    def slot_text(self, obj: Occurrence) -> str:
+        return local_and_utc(obj.scheduled_for, obj.timezone)
+
+    @admin.display(description="schedule", ordering="schedule__name")
+    def schedule_link(self, obj: Occurrence) -> str:
+        url = reverse("admin:scheduler_app_schedule_change", args=[obj.schedule_id])
+        return format_html('<a href="{}">{}</a>', url, obj.schedule)
+
+    @admin.display(description="state", ordering="state")
+    def state_badge(self, obj: Occurrence) -> str:
+        return format_html(
+            '<span class="sched-badge {}">{}</span>', STATE_CLASS.get(obj.state, ""), obj.state
+        )
+
+    @admin.display(description="dispatch lateness")
+    def lateness(self, obj: Occurrence) -> str:
+        late = obj.dispatch_lateness
+        return "-" if late is None else format_seconds(late)
+
+    @admin.display(description="task result")
+    def task_result_link(self, obj: Occurrence) -> str:
+        result = obj.task_result
+        if result is None:
+            return "-"
+        try:
+            url = reverse("admin:django_celery_results_taskresult_change", args=[result.pk])
+        except NoReverseMatch:
+            return str(result.status)
+        return format_html('<a href="{}">{} ({})</a>', url, result.task_id, result.status)
+
+    @admin.action(
+        description="Replay selected failed/expired/cancelled occurrences…", permissions=["replay"]
+    )
+    def replay(self, request: HttpRequest, queryset: QuerySet[Occurrence]) -> Any:
+        form = ReplayForm(request.POST if "confirm" in request.POST else None)
+        if "confirm" in request.POST and form.is_valid():
+            replayed = 0
+            for occurrence in queryset:
+                try:
+                    services.replay_occurrence(
+                        occurrence.pk,
+                        by=str(request.user.get_username()),
+                        note=form.cleaned_data["note"],
+                    )
+                    replayed += 1
+                except SchedulerError as exc:
+                    self.message_user(request, str(exc), messages.ERROR)
+            self.message_user(request, f"{replayed} occurrence(s) replayed")
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Replay: are you sure?",
+            "page": {"form": form, "confirm_label": "Replay", "stage": "confirm", "errors": []},
+            "rows": [
+                (
+                    o,
+                    [
+                        f"{o.state} ({o.reason or 'no reason'}): runs again with the same key; "
+                        "who and why are recorded in its attempts."
+                    ],
+                )
+                for o in queryset
+            ],
+            "bulk_action": "replay",
+            "selected": request.POST.getlist("_selected_action"),
+        }
+        return TemplateResponse(request, "admin/scheduler_app/schedule/confirm.html", context)

@@ -1,0 +1,443 @@
+"""The schedule admin: a list that reads at a glance, a form in fieldsets with a builder and a
+live preview, actions behind their own permissions and confirmation pages, tenant scoping."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from scheduler_app import services
+from scheduler_app.admin import actions, display, views
+from scheduler_app.admin.filters import TenantFilter
+from scheduler_app.admin.forms import BUILDER_FIELDS, EDITABLE, ScheduleForm
+from scheduler_app.admin.history import recent_occurrences, version_diffs
+from scheduler_app.definitions import timing_for
+from scheduler_app.errors import SchedulerError
+from scheduler_app.models import Occurrence, Schedule, ScheduleOrigin, ScheduleStatus
+from scheduler_app.permissions import RUN_PERMISSION
+from scheduler_app.preview import preview_rows
+from scheduler_app.tenancy import scope
+
+PREVIEW_COUNT = 10
+_TICK = timedelta(microseconds=1)
+PAUSE_PERMISSION = "scheduler_app.pause_schedule"
+
+FIELDSETS_BUILDER = (
+    (
+        "What",
+        {"fields": ("name", "task", "kwargs", "objective", "tenant", "owner")},
+    ),
+    (
+        "When",
+        {
+            "fields": (*BUILDER_FIELDS, "kind", "rule", "timezone"),
+            "description": "Build the rule, or choose Advanced to type cron, RRULE, an "
+            "interval or an instant. The preview below follows your changes.",
+        },
+    ),
+    (
+        "If late or overlapping",
+        {
+            "fields": (
+                "misfire_policy",
+                "max_lateness",
+                "catch_up_window",
+                "catch_up_limit",
+                "overlap_policy",
+                "deadline",
+                "max_attempts",
+                "retry_delay",
+                "cancel_grace",
+                "on_pause",
+            )
+        },
+    ),
+    (
+        "Advanced",
+        {
+            "classes": ("collapse",),
+            "fields": (
+                "dst_nonexistent",
+                "dst_ambiguous",
+                "anchor",
+                "starts_at",
+                "ends_at",
+                "max_count",
+                "active_window",
+                "window_policy",
+                "jitter",
+                "mode",
+                "interval_mode",
+                "lateness_class",
+                "expected_every",
+                "max_per_day",
+                "pause_after_failures",
+                "archive_on_completion",
+                "job_type",
+                "payload_ref",
+                "options",
+                "cost_estimate",
+            ),
+        },
+    ),
+)
+STATE_FIELDS = (
+    "id",
+    "key",
+    "origin",
+    "code_location",
+    "status_text",
+    "pause_text",
+    "version",
+    "next_run_text",
+    "last_scheduled_for",
+    "health",
+    "health_reason",
+    "missed_count",
+    "skipped_count",
+    "caught_up_count",
+    "occurrence_count",
+    "last_error",
+    "created_at",
+    "updated_at",
+)
+HISTORY_FIELDS = ("preview", "owner_warning", "recent", "versions_diff")
+
+
+def is_code_declared(schedule: Schedule | None) -> bool:
+    """Schedules declared with ``@scheduled`` are owned by code: only pause/resume/run here."""
+    return schedule is not None and schedule.origin == ScheduleOrigin.CODE
+
+
+def last_outcome_annotations() -> dict[str, Subquery]:
+    """The latest occurrence's state, slot and start, as subqueries on the indexed
+    ``(schedule, -scheduled_for)``: the list needs no query per row."""
+    latest = Occurrence.objects.filter(schedule=OuterRef("pk")).order_by("-scheduled_for")
+    return {
+        "last_state": Subquery(latest.values("state")[:1]),
+        "last_slot": Subquery(latest.values("scheduled_for")[:1]),
+        "last_started": Subquery(latest.values("started_at")[:1]),
+    }
+
+
+class LastOutcomeFilter(admin.SimpleListFilter):
+    title = "last outcome"
+    parameter_name = "last"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(s, s) for s in ("succeeded", "failed", "expired", "skipped", "running", "none")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value is None:
+            return queryset
+        if value == "none":
+            return queryset.filter(last_state__isnull=True)
+        return queryset.filter(last_state=value)
+
+
+class TaskFilter(admin.SimpleListFilter):
+    title = "task"
+    parameter_name = "task"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        qs = scope(Schedule.objects.all(), request.user)
+        return [(t, t) for t in qs.order_by("task").values_list("task", flat=True).distinct()[:200]]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(task=value)
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(admin.ModelAdmin):
+    form = ScheduleForm
+    change_form_template = "admin/scheduler_app/schedule/change_form.html"
+    change_list_template = "admin/scheduler_app/schedule/change_list.html"
+    list_display = (
+        "name_text",
+        "task",
+        "rule_text",
+        "timezone",
+        "status_badge",
+        "mode",
+        "origin",
+        "next_run_text",
+        "last_outcome",
+    )
+    list_display_links = ("name_text",)
+    list_filter = (
+        "status",
+        TenantFilter,
+        TaskFilter,
+        "kind",
+        "origin",
+        "mode",
+        "misfire_policy",
+        "overlap_policy",
+        LastOutcomeFilter,
+    )
+    search_fields = ("name", "key", "task", "tenant")
+    ordering = ("next_run_at",)
+    list_per_page = 50
+    show_full_result_count = False
+    actions = ("pause_selected", "resume_selected", "cancel_selected")
+
+    class Media:
+        css = {"all": ("scheduler_app/admin.css",)}
+        js = ("scheduler_app/builder.js",)
+
+    # -- scoping and permissions ---------------------------------------------------------
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Schedule]:
+        queryset = scope(super().get_queryset(request), request.user)
+        if request.resolver_match and request.resolver_match.url_name == (
+            "scheduler_app_schedule_changelist"
+        ):
+            queryset = queryset.annotate(**last_outcome_annotations())
+        return queryset
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kw: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change=change, **kw)
+
+        class RequestForm(form):  # type: ignore[misc, valid-type]
+            def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+                kwargs["request"] = request
+                return form(*args, **kwargs)
+
+        return RequestForm
+
+    def _get_obj_does_not_exist_redirect(
+        self, request: HttpRequest, opts: Any, object_id: str
+    ) -> Any:
+        # Another tenant's schedule (outside the scoped queryset) answers 404, not a redirect
+        # that would confirm it exists.
+        raise Http404("no such schedule")
+
+    def has_change_permission(self, request: HttpRequest, obj: Schedule | None = None) -> bool:
+        # Code owns a declared schedule's definition: its page is a view, with no Save.
+        return super().has_change_permission(request, obj) and not is_code_declared(obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Schedule | None = None) -> bool:
+        return super().has_delete_permission(request, obj) and not is_code_declared(obj)
+
+    def has_pause_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm(PAUSE_PERMISSION))
+
+    def has_run_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm(RUN_PERMISSION))
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        found = super().get_actions(request)
+        found.pop("delete_selected", None)  # deletes go through services.delete_schedule
+        return found
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """Deleting a schedule with history cancels it (``services.delete_schedule``): its
+        occurrences are kept, so they are not "deleted objects" needing their own permission."""
+        to_delete = [format_html("{}: {}", Schedule._meta.verbose_name, obj) for obj in objs]
+        kept = sum(obj.occurrences.count() for obj in objs)
+        summary = {Schedule._meta.verbose_name_plural: len(to_delete)}
+        if kept:
+            to_delete.append(
+                format_html(
+                    "It has {} occurrence(s): it will be cancelled instead of deleted, "
+                    "and its history kept.",
+                    kept,
+                )
+            )
+        return to_delete, summary, set(), []
+
+    # -- the form ------------------------------------------------------------------------
+
+    def get_fieldsets(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
+        if obj is not None and is_code_declared(obj):
+            fields = [name for name in EDITABLE if name != "owner"]
+            return (
+                ("Declared in code (read-only)", {"fields": ("code_location", *fields)}),
+                ("State", {"fields": tuple(f for f in STATE_FIELDS if f != "code_location")}),
+                ("History", {"fields": HISTORY_FIELDS}),
+            )
+        fieldsets: list[Any] = list(FIELDSETS_BUILDER)
+        if obj is not None:
+            fieldsets.append(("State", {"classes": ("collapse",), "fields": STATE_FIELDS}))
+            fieldsets.append(("History", {"fields": HISTORY_FIELDS}))
+        return fieldsets
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
+        computed = (*STATE_FIELDS, *HISTORY_FIELDS)
+        if obj is not None and is_code_declared(obj):
+            return (*EDITABLE, *computed)
+        return computed
+
+    def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
+        values = {name: form.cleaned_data[name] for name in EDITABLE if name in form.cleaned_data}
+        try:
+            if change:
+                changed = {name: values[name] for name in form.changed_data if name in values}
+                for name in ("kind", "rule", "anchor"):
+                    if name in values and values[name] != getattr(obj, name):
+                        changed[name] = values[name]
+                saved = services.update_schedule(
+                    obj.pk, expected_version=form.cleaned_data["expected_version"], **changed
+                )
+            else:
+                saved = services.create_schedule(**values)
+        except SchedulerError as exc:  # a race since the form was checked (e.g. StaleVersion)
+            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
+            return
+        if "cost_estimate" in form.cleaned_data:
+            Schedule.objects.filter(pk=saved.pk).update(
+                cost_estimate=form.cleaned_data["cost_estimate"]
+            )
+        obj.pk = saved.pk
+        obj.refresh_from_db()
+        for warning in getattr(form, "warnings", []):
+            self.message_user(request, warning, messages.WARNING)
+
+    def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
+        outcome = services.delete_schedule(obj.pk)
+        if outcome == "cancelled":
+            self.message_user(request, f"{obj} has history: it was cancelled instead of deleted")
+
+    # -- list columns --------------------------------------------------------------------
+
+    @admin.display(description="name", ordering="name")
+    def name_text(self, obj: Schedule) -> str:
+        return str(obj)
+
+    @admin.display(description="rule")
+    def rule_text(self, obj: Schedule) -> str:
+        return display.rule_sentence(obj)
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: Schedule) -> str:
+        return display.status_badge(obj, timezone.now())
+
+    @admin.display(description="next run", ordering="next_run_at")
+    def next_run_text(self, obj: Schedule) -> str:
+        return display.local_and_utc(obj.next_run_at, obj.timezone)
+
+    @admin.display(description="last run", ordering="last_slot")
+    def last_outcome(self, obj: Schedule) -> str:
+        return display.last_outcome(
+            getattr(obj, "last_state", None),
+            getattr(obj, "last_slot", None),
+            getattr(obj, "last_started", None),
+        )
+
+    # -- the change page -----------------------------------------------------------------
+
+    @admin.display(description="status")
+    def status_text(self, obj: Schedule) -> str:
+        return display.status_badge(obj, timezone.now())
+
+    @admin.display(description="paused")
+    def pause_text(self, obj: Schedule) -> str:
+        if obj.status != ScheduleStatus.PAUSED:
+            return "-"
+        who = f" by {obj.paused_by}" if obj.paused_by else ""
+        note = f": {obj.pause_note}" if obj.pause_note else ""
+        return f"since {display.local_and_utc_text(obj.paused_at, obj.timezone)}{who}{note}"
+
+    @admin.display(description="next slots")
+    def preview(self, obj: Schedule) -> str:
+        if obj.pk is None or obj.next_run_at is None:
+            return "-"
+        try:
+            rows = preview_rows(timing_for(obj), obj.next_run_at - _TICK, PREVIEW_COUNT)
+        except (SchedulerError, ArithmeticError, ValueError) as exc:
+            return str(exc)
+        return display.preview_table([row.as_display() for row in rows])
+
+    @admin.display(description="owner check")
+    def owner_warning(self, obj: Schedule) -> str:
+        owner = obj.owner
+        if owner is None:
+            return "no owner: runs are not checked against a person"
+        if owner.is_active and owner.has_perm(RUN_PERMISSION):
+            return f"{owner} may run schedules"
+        return format_html(
+            '<span class="sched-badge sched-warn">{} lacks {} or is inactive: runs end '
+            "'forbidden'</span>",
+            owner,
+            RUN_PERMISSION,
+        )
+
+    @admin.display(description="last 20 occurrences")
+    def recent(self, obj: Schedule) -> str:
+        return recent_occurrences(obj)
+
+    @admin.display(description="versions")
+    def versions_diff(self, obj: Schedule) -> str:
+        return version_diffs(obj)
+
+    # -- URLs: the preview, the confirmation pages, monitoring ---------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        own = [
+            path("preview/", wrap(self.preview_view), name="scheduler_app_schedule_preview"),
+            path("monitoring/", wrap(self.monitoring_view), name="scheduler_app_monitoring"),
+        ]
+        for name in actions.OBJECT_ACTIONS:
+            own.append(
+                path(
+                    f"<path:object_id>/{name}/",
+                    wrap(self.object_action_view),
+                    {"action": name},
+                    name=f"scheduler_app_schedule_{name}",
+                )
+            )
+        return own + super().get_urls()
+
+    def preview_view(self, request: HttpRequest) -> HttpResponse:
+        return views.preview(self, request)
+
+    def monitoring_view(self, request: HttpRequest) -> HttpResponse:
+        from scheduler_app.admin.monitoring import monitoring_page
+
+        return monitoring_page(self, request)
+
+    def object_action_view(self, request: HttpRequest, object_id: str, action: str) -> HttpResponse:
+        return actions.object_action(self, request, object_id, action)
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        extra = dict(extra_context or {})
+        obj = self.get_object(request, object_id)
+        if obj is not None:
+            extra["sched_buttons"] = actions.buttons_for(self, request, obj)
+        extra["sched_preview_url"] = reverse("admin:scheduler_app_schedule_preview")
+        return super().change_view(request, object_id, form_url, extra)
+
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        extra = dict(extra_context or {})
+        extra["sched_preview_url"] = reverse("admin:scheduler_app_schedule_preview")
+        return super().add_view(request, form_url, extra)
+
+    # -- bulk actions (each through its confirmation page) -------------------------------
+
+    @admin.action(description="Pause selected schedules…", permissions=["pause"])
+    def pause_selected(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> Any:
+        return actions.confirm(self, request, queryset, "pause")
+
+    @admin.action(description="Resume selected schedules…", permissions=["pause"])
+    def resume_selected(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> Any:
+        return actions.confirm(self, request, queryset, "resume")
+
+    @admin.action(description="Cancel selected schedules…", permissions=["change"])
+    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> Any:
+        return actions.confirm(self, request, queryset, "cancel")

@@ -1,0 +1,111 @@
+"""One describer of preview rows, shared by ``schedule_preview`` and the admin's live preview.
+
+A row is a slot in local time and in UTC with, when DST moved or doubled the wall time the
+rule asked for, a sentence saying what happened ("03:30 does not exist (DST gap): moved to
+04:00, when the clock jumps").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from itertools import islice
+
+from scheduler_app.timing import Ambiguous, Timing, describe, iter_annotated
+from scheduler_app.timing.rules import IntervalRule, OnceRule
+from scheduler_app.timing.zones import FOLD_FIRST, FOLD_LAST, GAP_NEXT_VALID, GAP_SHIFT
+
+_TICK = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreviewRow:
+    local: datetime
+    """The slot in the schedule's zone."""
+    note: str | None
+    """What DST did to the wall time the rule asked for, as a sentence; None: nothing."""
+
+    @property
+    def utc(self) -> datetime:
+        return self.local.astimezone(UTC)
+
+    def as_json(self) -> dict[str, str | None]:
+        return {
+            "utc": utc_text(self.local),
+            "local": self.local.isoformat(timespec="seconds"),
+            "note": self.note,
+        }
+
+    def as_display(self) -> dict[str, str | None]:
+        """Texts for a page: weekday, date and time (seconds only when not zero), zone."""
+        local, utc = self.local, self.utc
+        return {
+            "local": f"{local:%a} {local:%Y-%m-%d} {clock_text(local)} {local.tzname()}",
+            "utc": f"{utc:%Y-%m-%d} {clock_text(utc)} UTC",
+            "note": self.note,
+        }
+
+
+def preview_rows(timing: Timing, after: datetime, count: int) -> list[PreviewRow]:
+    """The first ``count`` slots strictly after ``after``, each with its DST sentence."""
+    zone, ambiguous = timing.zone, timing.effective_dst.ambiguous
+    return [
+        PreviewRow(
+            local=slot.astimezone(zone),
+            note=dst_note(code, wall, slot.astimezone(zone), ambiguous),
+        )
+        for slot, wall, code in islice(iter_annotated(timing, after), count)
+    ]
+
+
+def dst_note(code: str | None, wall: datetime, local: datetime, ambiguous: Ambiguous) -> str | None:
+    """Say in words what DST did to the wall time ``wall`` that the rule asked for."""
+    asked, landed = clock_text(wall), clock_text(local)
+    if local.date() != wall.date():  # a gap across midnight, or a skipped day (Samoa 2011)
+        asked, landed = f"{wall.date()} {asked}", f"{local.date()} {landed}"
+    if code == GAP_SHIFT:
+        return f"{asked} does not exist (DST gap): shifted to {landed}"
+    if code == GAP_NEXT_VALID:
+        return f"{asked} does not exist (DST gap): moved to {landed}, when the clock jumps"
+    if code == FOLD_FIRST:
+        kept = "" if ambiguous is Ambiguous.BOTH else "; the repeat is skipped"
+        return f"{asked} happens twice: first of two{kept}"
+    if code == FOLD_LAST:
+        kept = "" if ambiguous is Ambiguous.BOTH else "; the first is skipped"
+        return f"{asked} happens twice: second of two{kept}"
+    return None
+
+
+def clock_text(value: datetime) -> str:
+    """``HH:MM``, or ``HH:MM:SS`` when the seconds are not zero."""
+    return f"{value:%H:%M:%S}" if value.second else f"{value:%H:%M}"
+
+
+def utc_text(local: datetime) -> str:
+    return local.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+
+
+def policy_text(timing: Timing) -> str:
+    """The DST policy in force, or that the rule is made of absolute times."""
+    rule = timing.rule
+    if isinstance(rule, IntervalRule) or (
+        isinstance(rule, OnceRule) and rule.at.tzinfo is not None
+    ):
+        return "absolute times (DST does not move them)"
+    dst = timing.effective_dst
+    return f"DST: nonexistent={dst.nonexistent.value}, ambiguous={dst.ambiguous.value}"
+
+
+def preview_payload(timing: Timing, after: datetime, count: int) -> dict[str, object]:
+    """The JSON document both the command (``--json``) and the admin's preview view send."""
+    rows = preview_rows(timing, after, count)
+    return {
+        "description": describe(timing),
+        "timezone": timing.zone.key,
+        "slots": [row.as_json() for row in rows],
+    }
+
+
+def first_slot_after(timing: Timing, instant: datetime) -> datetime:
+    """``after`` for a stored schedule: just before its next slot, as the beat sees it."""
+    return instant - _TICK

@@ -1,0 +1,397 @@
+"""Operator services: run now, backfill, undo a cancel. Used by the admin, commands and the API.
+
+Every function takes the acting ``user`` (``None``: the system, no checks). A user must
+belong to the schedule's tenant (``scheduler_app.tenancy``) and hold the permission the
+action needs (``run_schedule`` for run now and backfill, ``change_schedule`` to undo a
+cancel); otherwise ``TenantForbidden`` / ``OperatorPermissionDenied`` and nothing is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.db import transaction
+
+from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.conf import get_settings
+from scheduler_app.definitions import (
+    idempotency_key,
+    jitter_for,
+    occurrence_id,
+    timing_for,
+    version_id,
+)
+from scheduler_app.errors import SchedulerError, ScheduleStateError, ScheduleValidationError
+from scheduler_app.materialize import apply_overlap
+from scheduler_app.models import (
+    AttemptKind,
+    Occurrence,
+    OccurrenceAttempt,
+    OccurrenceState,
+    OverlapPolicy,
+    Schedule,
+    ScheduleMode,
+    ScheduleStatus,
+    Trigger,
+)
+from scheduler_app.tenancy import check_access
+from scheduler_app.timing import ensure_aware, iter_slots, next_after
+
+logger = logging.getLogger("scheduler_app.services")
+RUN_PERMISSION = "scheduler_app.run_schedule"
+CHANGE_PERMISSION = "scheduler_app.change_schedule"
+HARD_BACKFILL_LIMIT = 100_000
+"""No backfill creates more occurrences than this, confirmed or not (split the range)."""
+_TICK = timedelta(microseconds=1)
+
+
+class OperatorPermissionDenied(SchedulerError):
+    """The user lacks the model permission an operator action needs."""
+
+
+def _authorize(user: Any, schedule: Schedule, permission: str) -> None:
+    if user is None:
+        return
+    check_access(user, schedule)
+    if not user.has_perm(permission):
+        raise OperatorPermissionDenied(
+            f"{user} lacks the permission {permission!r}; ask an administrator to grant it"
+        )
+
+
+def _who(user: Any) -> str:
+    return "" if user is None else str(user.get_username())[:150]
+
+
+def _locked(schedule: Schedule | UUID | str) -> Schedule:
+    pk = schedule.pk if isinstance(schedule, Schedule) else schedule
+    found = Schedule.objects.select_for_update().filter(pk=pk).first()
+    if found is None:
+        raise ScheduleValidationError("schedule", f"no schedule with id {pk}", code="not_found")
+    return found
+
+
+def run_now(
+    schedule: Schedule | UUID | str,
+    *,
+    user: Any = None,
+    reason: str = "",
+    window_start: datetime | None = None,
+    window_end: datetime | None = None,
+    respect_overlap: bool = True,
+    clock: Clock | None = None,
+) -> Occurrence:
+    """Create one occurrence with trigger ``manual`` for now, outside the rule.
+
+    Its idempotency key contains ``manual`` and a random part, so it never equals a rule
+    slot's key (those are the schedule id and the slot instant). The business window
+    defaults to the instant itself. With ``respect_overlap`` the schedule's overlap policy
+    decides as for any slot (it may be buffered or skipped); without it, it runs regardless.
+    """
+    now = (clock or SystemClock()).now()
+    start = ensure_aware(window_start, "window_start") if window_start else now
+    end = ensure_aware(window_end, "window_end") if window_end else max(now, start)
+    if start > end:
+        raise ScheduleValidationError(
+            "window_start", "the window starts after it ends; swap the two", code="bad_window"
+        )
+    with transaction.atomic():
+        target = _locked(schedule)
+        _authorize(user, target, RUN_PERMISSION)
+        if target.status in (ScheduleStatus.CANCELLED, ScheduleStatus.AWAITING_APPROVAL):
+            raise ScheduleStateError(
+                f"schedule {target.pk} is {target.status}; it cannot be run "
+                "(restore or approve it first)"
+            )
+        key = f"{target.pk}:manual:{uuid.uuid4().hex}"
+        row = _occurrence(target, key, now, Trigger.MANUAL, now, user, reason)
+        row.window_start, row.window_end = start, end
+        if respect_overlap and row.state == OccurrenceState.PENDING:
+            apply_overlap([target], {target.pk: [row]}, now)
+        row.save(force_insert=True)
+    logger.info(
+        "occurrence run now",
+        extra={
+            "action": "occurrence.run_now",
+            "schedule_id": str(target.pk),
+            "occurrence_id": str(row.pk),
+        },
+    )
+    return row
+
+
+def _occurrence(
+    schedule: Schedule,
+    key: str,
+    slot: datetime,
+    trigger: str,
+    now: datetime,
+    user: Any,
+    reason: str,
+) -> Occurrence:
+    shadow = schedule.mode == ScheduleMode.SHADOW
+    deadline = (
+        slot + timedelta(seconds=schedule.deadline)
+        if schedule.deadline is not None and trigger == Trigger.MANUAL
+        else None
+    )
+    return Occurrence(
+        id=occurrence_id(key),
+        schedule_id=schedule.pk,
+        schedule_version_id=version_id(schedule.pk, schedule.version),
+        trigger=trigger,
+        scheduled_for=slot,
+        window_start=slot,
+        window_end=slot,
+        timezone=schedule.timezone,
+        idempotency_key=key,
+        task=schedule.task,
+        kwargs=schedule.kwargs,
+        not_before=now if trigger == Trigger.MANUAL else slot + jitter_for(key, schedule.jitter),
+        deadline_at=deadline,
+        state=OccurrenceState.SKIPPED if shadow else OccurrenceState.PENDING,
+        reason="shadow" if shadow else "",
+        created_at=now,
+        requested_by=_who(user),
+        note=reason[:2000],
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackfillPlan:
+    """What a backfill of ``[start, end]`` does (``created`` is 0 for a dry run)."""
+
+    schedule_id: UUID
+    start: datetime
+    end: datetime
+    count: int
+    """Slots of the rule in the range."""
+    existing: int
+    """Of those, slots that already have an occurrence (any trigger): left alone."""
+    first: datetime | None
+    last: datetime | None
+    estimated_cost: float | None
+    """``count - existing`` times the schedule's ``cost_estimate`` (None when not set)."""
+    overlap: str
+    over_max: bool
+    """More new occurrences than ``SCHEDULER_BACKFILL_MAX``: needs ``confirm_over_max``."""
+    dry_run: bool
+    created: int = 0
+
+    @property
+    def new(self) -> int:
+        return self.count - self.existing
+
+
+def backfill_max() -> int:
+    return int(get_settings().BACKFILL_MAX)
+
+
+def backfill(
+    schedule: Schedule | UUID | str,
+    *,
+    start: datetime,
+    end: datetime,
+    user: Any = None,
+    reason: str = "",
+    overlap: str = OverlapPolicy.BUFFER_ALL,
+    max_count: int | None = None,
+    confirm_over_max: bool = False,
+    dry_run: bool = False,
+    clock: Clock | None = None,
+) -> BackfillPlan:
+    """Create an occurrence (trigger ``backfill``) for every slot of the rule in
+    ``[start, end]`` that has none yet, whatever that one's trigger.
+
+    The slots and the payload are those of the schedule's *current* definition (its current
+    version is recorded on each occurrence). ``overlap`` replaces the schedule's overlap
+    policy for these rows (default ``buffer_all``: they run one after the other, oldest
+    first). More than ``max_count`` (default ``SCHEDULER_BACKFILL_MAX``) new occurrences
+    are refused unless ``confirm_over_max``. ``dry_run`` computes the plan, writes nothing.
+    """
+    now = (clock or SystemClock()).now()
+    start, end = ensure_aware(start, "start"), ensure_aware(end, "end")
+    _check_range(start, end, now, overlap)
+    limit = backfill_max() if max_count is None else max_count
+    with transaction.atomic():
+        target = _locked(schedule)
+        _authorize(user, target, RUN_PERMISSION)
+        if target.status == ScheduleStatus.CANCELLED:
+            raise ScheduleStateError(f"schedule {target.pk} is cancelled; restore it first")
+        slots = _slots_in(target, start, end)
+        keys = {idempotency_key(target.pk, slot): slot for slot in slots}
+        taken = _existing(target, keys)
+        fresh = [slot for key, slot in keys.items() if key not in taken]
+        plan = _plan(target, start, end, slots, len(slots) - len(fresh), overlap, limit, dry_run)
+        if plan.over_max and not confirm_over_max:
+            raise ScheduleValidationError(
+                "end",
+                f"this backfill creates {plan.new} occurrences, more than the limit of {limit} "
+                "(SCHEDULER_BACKFILL_MAX); narrow the range or confirm a second time "
+                "(confirm_over_max=True, --yes)",
+                code="over_backfill_max",
+            )
+        if dry_run or not fresh:
+            return plan
+        rows = [
+            _occurrence(
+                target, idempotency_key(target.pk, slot), slot, Trigger.BACKFILL, now, user, reason
+            )
+            for slot in fresh
+        ]
+        _windows(target, rows)
+        policy = target.overlap_policy
+        target.overlap_policy = overlap
+        apply_overlap([target], {target.pk: rows}, now)
+        target.overlap_policy = policy
+        created = Occurrence.objects.bulk_create(rows, ignore_conflicts=True)
+    logger.info(
+        "schedule backfilled",
+        extra={"action": "schedule.backfilled", "schedule_id": str(target.pk), "count": len(rows)},
+    )
+    return _replace(plan, created=len(created))
+
+
+def _replace(plan: BackfillPlan, **changes: Any) -> BackfillPlan:
+    from dataclasses import replace
+
+    return replace(plan, **changes)
+
+
+def _check_range(start: datetime, end: datetime, now: datetime, overlap: str) -> None:
+    if start > end:
+        raise ScheduleValidationError("start", "start is after end; swap them", code="bad_range")
+    if end > now:
+        raise ScheduleValidationError(
+            "end",
+            f"end {end.isoformat()} is in the future; a backfill covers past slots only "
+            "(future ones run on their own)",
+            code="future_backfill",
+        )
+    if overlap not in OverlapPolicy.values:
+        choices = ", ".join(OverlapPolicy.values)
+        raise ScheduleValidationError(
+            "overlap", f"unknown overlap policy {overlap!r}; use one of: {choices}"
+        )
+
+
+def _slots_in(schedule: Schedule, start: datetime, end: datetime) -> list[datetime]:
+    timing = timing_for(schedule)
+    slots: list[datetime] = []
+    for slot in iter_slots(timing, start - _TICK):
+        if slot > end:
+            break
+        slots.append(slot)
+        if len(slots) > HARD_BACKFILL_LIMIT:
+            raise ScheduleValidationError(
+                "end",
+                f"the range holds more than {HARD_BACKFILL_LIMIT} slots; backfill it in parts",
+                code="backfill_too_large",
+            )
+    return slots
+
+
+def _existing(schedule: Schedule, keys: dict[str, datetime]) -> set[str]:
+    """Keys already used, and slots that have an occurrence of any trigger."""
+    if not keys:
+        return set()
+    slots = list(keys.values())
+    first, last = min(slots), max(slots)
+    found = Occurrence.objects.filter(
+        schedule=schedule, scheduled_for__gte=first, scheduled_for__lte=last
+    ).values_list("idempotency_key", "scheduled_for")
+    at = {slot for _, slot in found}
+    used = {key for key, _ in found}
+    return {key for key, slot in keys.items() if key in used or slot in at}
+
+
+def _plan(
+    schedule: Schedule,
+    start: datetime,
+    end: datetime,
+    slots: list[datetime],
+    existing: int,
+    overlap: str,
+    limit: int,
+    dry_run: bool,
+) -> BackfillPlan:
+    new = len(slots) - existing
+    cost = None if schedule.cost_estimate is None else new * schedule.cost_estimate
+    return BackfillPlan(
+        schedule_id=schedule.pk,
+        start=start,
+        end=end,
+        count=len(slots),
+        existing=existing,
+        first=slots[0] if slots else None,
+        last=slots[-1] if slots else None,
+        estimated_cost=cost,
+        overlap=str(overlap),
+        over_max=new > limit,
+        dry_run=dry_run,
+    )
+
+
+def _windows(schedule: Schedule, rows: list[Occurrence]) -> None:
+    """Each backfilled slot covers the business period since the rule's previous slot."""
+    from scheduler_app.timing import previous_slot
+
+    timing = timing_for(schedule)
+    before: datetime | None = None
+    for row in rows:
+        previous = before or previous_slot(timing, row.scheduled_for, inclusive=False)
+        row.window_start = min(previous or row.scheduled_for, row.scheduled_for)
+        before = row.scheduled_for
+
+
+def restore_schedule(
+    schedule: Schedule | UUID | str, *, user: Any = None, clock: Clock | None = None
+) -> Schedule:
+    """Undo a cancel: the schedule comes back *paused* (resume it to see what catching up
+    would run), and occurrences the cancel stopped before they started are recorded as
+    restorable in their attempt history (replay them to run them)."""
+    now = (clock or SystemClock()).now()
+    with transaction.atomic():
+        target = _locked(schedule)
+        _authorize(user, target, CHANGE_PERMISSION)
+        if target.status != ScheduleStatus.CANCELLED:
+            raise ScheduleStateError(
+                f"schedule {target.pk} is {target.status}, not cancelled: nothing to undo"
+            )
+        timing = timing_for(target)
+        target.status = ScheduleStatus.PAUSED
+        target.paused_at = now
+        target.pause_note = f"restored after a cancel by {_who(user) or 'the system'}"
+        target.paused_by = _who(user)
+        target.next_run_at = next_after(timing, (target.last_scheduled_for or now))
+        if target.next_run_at is None:
+            target.status = ScheduleStatus.COMPLETED
+        target.updated_at = now
+        target.save()
+        stopped = Occurrence.objects.filter(
+            schedule=target, state=OccurrenceState.CANCELLED, reason="schedule_cancelled"
+        )
+        OccurrenceAttempt.objects.bulk_create(
+            [
+                OccurrenceAttempt(
+                    occurrence_id=pk,
+                    kind=AttemptKind.RESTORE,
+                    number=attempts,
+                    started_at=now,
+                    finished_at=now,
+                    outcome="restorable",
+                    by=_who(user),
+                    note="the schedule's cancel was undone; replay this occurrence to run it",
+                )
+                for pk, attempts in stopped.values_list("pk", "attempts")
+            ]
+        )
+    logger.info(
+        "schedule restored", extra={"action": "schedule.restored", "schedule_id": str(target.pk)}
+    )
+    return target

@@ -1,0 +1,102 @@
+/* The schedule form's builder and live preview: plain JavaScript, no framework, no build step.
+   Shows the builder fields that the chosen "repeat" needs, and POSTs the form (unsaved) to
+   the admin's preview view whenever it changes, then draws the next slots it answers. */
+(function () {
+  "use strict";
+  var SHOWN = {
+    minutes: ["every"],
+    hours: ["every"],
+    daily: ["at_times"],
+    weekly: ["at_times", "weekdays"],
+    monthly: ["at_times", "monthly_on", "month_day", "nth", "nth_weekday"],
+    once: ["once_at"],
+    advanced: ["kind", "rule"]
+  };
+  var BUILDER = ["every", "at_times", "weekdays", "monthly_on", "month_day", "nth",
+                 "nth_weekday", "once_at", "kind", "rule"];
+
+  function row(name) {
+    return document.querySelector(".form-row.field-" + name) ||
+      document.querySelector(".field-" + name);
+  }
+
+  function showBuilder(form) {
+    var select = form.querySelector("[name=repeat]");
+    if (!select) { return; }
+    var wanted = SHOWN[select.value] || [];
+    var monthly = form.querySelector("[name=monthly_on]");
+    BUILDER.forEach(function (name) {
+      var element = row(name);
+      if (!element) { return; }
+      var visible = wanted.indexOf(name) !== -1;
+      if (visible && monthly && select.value === "monthly") {
+        if (name === "month_day") { visible = monthly.value === "day"; }
+        if (name === "nth" || name === "nth_weekday") { visible = monthly.value === "nth"; }
+      }
+      element.style.display = visible ? "" : "none";
+    });
+  }
+
+  function text(tag, value, className) {
+    var element = document.createElement(tag);
+    element.textContent = value === null || value === undefined ? "" : value;
+    if (className) { element.className = className; }
+    return element;
+  }
+
+  function draw(box, answer) {
+    var errors = box.querySelector("#sched-errors");
+    var body = box.querySelector("#sched-slots tbody");
+    errors.textContent = "";
+    body.textContent = "";
+    Object.keys(answer.errors || {}).forEach(function (field) {
+      answer.errors[field].forEach(function (message) {
+        errors.appendChild(text("li", field + ": " + message));
+      });
+    });
+    box.querySelector("#sched-description").textContent = answer.ok ? answer.description : "";
+    box.querySelector("#sched-rule").textContent =
+      answer.ok ? "Stored rule: " + answer.kind + " " + answer.rule : "";
+    (answer.slots || []).forEach(function (slot) {
+      var tr = document.createElement("tr");
+      tr.appendChild(text("td", slot.local));
+      tr.appendChild(text("td", slot.utc));
+      tr.appendChild(text("td", slot.note || "", slot.note ? "sched-note" : ""));
+      body.appendChild(tr);
+    });
+    box.setAttribute("data-state", answer.ok ? "ok" : "error");
+  }
+
+  function refresh(form, box) {
+    var data = new FormData(form);
+    data.append("_object_id", box.getAttribute("data-object-id") || "");
+    box.setAttribute("data-state", "loading");
+    fetch(box.getAttribute("data-url"), {
+      method: "POST", body: data, credentials: "same-origin",
+      headers: {"X-Requested-With": "XMLHttpRequest"}
+    }).then(function (response) {
+      if (!response.ok) { throw new Error("HTTP " + response.status); }
+      return response.json();
+    }).then(function (answer) { draw(box, answer); })
+      .catch(function (error) {
+        draw(box, {ok: false, errors: {preview: [String(error)]}});
+      });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var box = document.getElementById("sched-live-preview");
+    var form = document.querySelector("#schedule_form");
+    if (!form) { return; }
+    showBuilder(form);
+    if (!box) { return; }
+    var timer = null;
+    function later() {
+      showBuilder(form);
+      clearTimeout(timer);
+      timer = setTimeout(function () { refresh(form, box); }, 250);
+    }
+    form.addEventListener("input", later);
+    form.addEventListener("change", later);
+    refresh(form, box);
+  });
+}());
