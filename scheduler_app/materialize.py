@@ -15,6 +15,7 @@ from uuid import UUID
 from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import Count, Field, JSONField, Min
 
+from scheduler_app import events
 from scheduler_app.conf import get_settings
 from scheduler_app.definitions import (
     idempotency_key,
@@ -25,6 +26,7 @@ from scheduler_app.definitions import (
     version_id,
 )
 from scheduler_app.errors import SchedulerError
+from scheduler_app.lifecycle import announce_finished
 from scheduler_app.locking import lock_in_order, update_in_order
 from scheduler_app.models import (
     ACTIVE_STATES,
@@ -138,8 +140,16 @@ def insert_occurrences(rows: Sequence[Occurrence]) -> set[UUID] | None:
     and sends a statement as long as the batch); returns the ids really inserted. Elsewhere
     ``bulk_create(ignore_conflicts=True)``, which cannot tell: returns None.
     """
+    if not rows:
+        return set() if connection.vendor == "postgresql" else None
     if connection.vendor != "postgresql":
+        # One lookup tells the rows that exist already (ids are derived from the slot), so
+        # that their duplicates can be reported; the insert still ignores any conflict.
+        before = set(
+            Occurrence.objects.filter(pk__in=[row.id for row in rows]).values_list("pk", flat=True)
+        )
         Occurrence.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
+        announce_inserted(rows, {row.id for row in rows} - before)
         return None
     inserted: set[UUID] = set()
     for start in range(0, len(rows), 1000):
@@ -150,7 +160,33 @@ def insert_occurrences(rows: Sequence[Occurrence]) -> set[UUID] | None:
             "occurrences existed already",
             extra={"action": "materialize.conflict", "count": existing},
         )
+    announce_inserted(rows, inserted)
     return inserted
+
+
+def announce_inserted(rows: Sequence[Occurrence], inserted: set[UUID]) -> None:
+    """After commit: ``duplicate_prevented(kind="insert_conflict")`` for each slot whose row
+    existed already, ``occurrence_finished`` for each new row born terminal (skipped by the
+    overlap policy or by shadow mode)."""
+    conflicts = [(str(row.schedule_id), str(row.id)) for row in rows if row.id not in inserted]
+    if conflicts:
+
+        def send() -> None:
+            for schedule_id, occurrence_pk in conflicts:
+                events.duplicate_prevented.send(
+                    sender=None,
+                    kind="insert_conflict",
+                    schedule_id=schedule_id,
+                    occurrence_id=occurrence_pk,
+                )
+
+        transaction.on_commit(send)
+    born_skipped = [
+        row for row in rows if row.id in inserted and row.state == OccurrenceState.SKIPPED
+    ]
+    for reason in sorted({row.reason for row in born_skipped}):
+        group = [row for row in born_skipped if row.reason == reason]
+        announce_finished(group, OccurrenceState.SKIPPED, reason)
 
 
 def _insert_unnest(rows: Sequence[Occurrence]) -> list[UUID]:
@@ -342,12 +378,14 @@ def apply_overlap(
         if decision.cancel_active:
             stopping.append(schedule.id)
     if superseded:
-        update_in_order(
-            Occurrence.objects.filter(schedule_id__in=superseded, state=OccurrenceState.BUFFERED),
-            state=OccurrenceState.CANCELLED,
-            reason="superseded",
-            finished_at=now,
+        waiting = Occurrence.objects.filter(
+            schedule_id__in=superseded, state=OccurrenceState.BUFFERED
         )
+        replaced = list(waiting.select_for_update().order_by("pk"))
+        update_in_order(
+            waiting, state=OccurrenceState.CANCELLED, reason="superseded", finished_at=now
+        )
+        announce_finished(replaced, OccurrenceState.CANCELLED, "superseded")
     return _request_stop(stopping, now)
 
 

@@ -6,14 +6,17 @@ message was lost, and moves them on. Run by the beat on a slow cadence and by
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import DataError, transaction
 from django.db.models import Q
 
 from scheduler_app.conf import get_settings
-from scheduler_app.lifecycle import end, release_next
+from scheduler_app.errors import SchedulerError
+from scheduler_app.lifecycle import close_attempt, end, release_next
 from scheduler_app.locking import update_in_order
 from scheduler_app.models import (
     ACTIVE_STATES,
@@ -76,42 +79,41 @@ def _lost_workers(now: datetime) -> tuple[int, int]:
         state=OccurrenceState.RUNNING, lease_expires_at__lt=now
     ).select_related("schedule")[:BATCH]
     for occurrence in stale:
-        deadline_ok = occurrence.deadline_at is None or now < occurrence.deadline_at
-        if occurrence.cancel_requested_at is not None:
-            # It was asked to stop anyway: do not run it again, let the next one start.
-            lost += end(
-                occurrence,
-                OccurrenceState.CANCELLED,
-                "cancel_requested",
-                now,
-                from_states=(OccurrenceState.RUNNING,),
-                token=occurrence.fencing_token,
-                error="the worker stopped heartbeating after it was asked to stop",
-            )
-        elif stopped := _schedule_stopped(occurrence.schedule):
-            # Cancelled (or paused with on_pause=cancel) while it ran: no new attempt.
-            lost += end(
-                occurrence,
-                OccurrenceState.CANCELLED,
-                stopped,
-                now,
-                from_states=(OccurrenceState.RUNNING,),
-                token=occurrence.fencing_token,
-                error="the worker stopped heartbeating; the schedule no longer runs",
-            )
-        elif occurrence.attempts < occurrence.schedule.max_attempts and deadline_ok:
-            requeued += _requeue(occurrence, now)
-        else:
-            lost += end(
-                occurrence,
-                OccurrenceState.FAILED,
-                "lost",
-                now,
-                from_states=(OccurrenceState.RUNNING,),
-                token=occurrence.fencing_token,
-                error="the worker stopped heartbeating (killed or lost)",
-            )
+        with parking(occurrence.schedule_id, now):
+            one_lost, one_requeued = _lost_worker(occurrence, now)
+            lost, requeued = lost + one_lost, requeued + one_requeued
     return lost, requeued
+
+
+def _lost_worker(occurrence: Occurrence, now: datetime) -> tuple[int, int]:
+    """(lost, requeued) for one running occurrence whose lease ran out."""
+    deadline_ok = occurrence.deadline_at is None or now < occurrence.deadline_at
+    if occurrence.cancel_requested_at is not None:
+        # It was asked to stop anyway: do not run it again, let the next one start.
+        why = ("cancel_requested", "the worker stopped heartbeating after it was asked to stop")
+        return _end_running(occurrence, OccurrenceState.CANCELLED, *why, now), 0
+    if stopped := _schedule_stopped(occurrence.schedule):
+        # Cancelled (or paused with on_pause=cancel) while it ran: no new attempt.
+        why = (stopped, "the worker stopped heartbeating; the schedule no longer runs")
+        return _end_running(occurrence, OccurrenceState.CANCELLED, *why, now), 0
+    if occurrence.attempts < occurrence.schedule.max_attempts and deadline_ok:
+        return 0, _requeue(occurrence, now)
+    why = ("lost", "the worker stopped heartbeating (killed or lost)")
+    return _end_running(occurrence, OccurrenceState.FAILED, *why, now), 0
+
+
+def _end_running(occurrence: Occurrence, state: str, reason: str, error: str, now: datetime) -> int:
+    return int(
+        end(
+            occurrence,
+            state,
+            reason,
+            now,
+            from_states=(OccurrenceState.RUNNING,),
+            token=occurrence.fencing_token,
+            error=error,
+        )
+    )
 
 
 def _schedule_stopped(schedule: Schedule) -> str:
@@ -150,16 +152,21 @@ def _never_started(now: datetime, timeout: timedelta, max_publishes: int) -> tup
 
 def _requeue(occurrence: Occurrence, now: datetime) -> int:
     """Back to the outbox for another attempt (same id, same key); the history stays."""
-    return Occurrence.objects.filter(
-        pk=occurrence.pk, state=OccurrenceState.RUNNING, fencing_token=occurrence.fencing_token
-    ).update(
-        state=OccurrenceState.PENDING,
-        reason="lost_retry",
-        last_error="the worker stopped heartbeating (killed or lost); retrying",
-        lease_expires_at=None,
-        publish_lease_until=None,
-        not_before=now,
-    )
+    error = "the worker stopped heartbeating (killed or lost); retrying"
+    with transaction.atomic():
+        moved = Occurrence.objects.filter(
+            pk=occurrence.pk, state=OccurrenceState.RUNNING, fencing_token=occurrence.fencing_token
+        ).update(
+            state=OccurrenceState.PENDING,
+            reason="lost_retry",
+            last_error=error,
+            lease_expires_at=None,
+            publish_lease_until=None,
+            not_before=now,
+        )
+        if moved:
+            close_attempt(occurrence.pk, now, "lost", error)
+    return moved
 
 
 def _expired(now: datetime) -> int:
@@ -200,20 +207,52 @@ def _stuck_cancellations(now: datetime) -> int:
         .distinct()[:BATCH]
     )
     for schedule_id in set(asked):
-        with transaction.atomic():
-            schedule = Schedule.objects.select_for_update().get(pk=schedule_id)
-            if _within_grace(schedule, now):
-                continue
-            waiting = (
-                Occurrence.objects.filter(schedule=schedule, state=OccurrenceState.BUFFERED)
-                .order_by("scheduled_for")
-                .first()
-            )
-            if waiting is not None:
-                released += Occurrence.objects.filter(
-                    pk=waiting.pk, state=OccurrenceState.BUFFERED
-                ).update(state=OccurrenceState.PENDING, reason="released_after_grace")
+        with parking(schedule_id, now):
+            released += _release_after_grace(schedule_id, now)
     return released
+
+
+def _release_after_grace(schedule_id: object, now: datetime) -> int:
+    with transaction.atomic():
+        schedule = Schedule.objects.select_for_update().get(pk=schedule_id)
+        if _within_grace(schedule, now):
+            return 0
+        waiting = (
+            Occurrence.objects.filter(schedule=schedule, state=OccurrenceState.BUFFERED)
+            .order_by("scheduled_for")
+            .first()
+        )
+        if waiting is None:
+            return 0
+        return Occurrence.objects.filter(pk=waiting.pk, state=OccurrenceState.BUFFERED).update(
+            state=OccurrenceState.PENDING, reason="released_after_grace"
+        )
+
+
+PARKED_ERRORS = (ArithmeticError, ValueError, TypeError, SchedulerError, DataError)
+"""What a row the reconciler cannot process raises (a stored value out of range, say)."""
+
+
+@contextmanager
+def parking(schedule_id: object, now: datetime) -> Iterator[None]:
+    """Run one schedule's step; if its stored values make it fail, pause the schedule with
+    the error (visible to operators) and carry on with the others, as the materializer does."""
+    try:
+        yield
+    except PARKED_ERRORS as exc:
+        logger.error(
+            "reconciler cannot process a schedule; paused",
+            extra={
+                "action": "reconcile.parked",
+                "schedule_id": str(schedule_id),
+                "error": repr(exc),
+            },
+        )
+        Schedule.objects.filter(pk=schedule_id).update(
+            status=ScheduleStatus.PAUSED,
+            last_error=f"reconciler: {type(exc).__name__}: {exc}"[:1000],
+            updated_at=now,
+        )
 
 
 def _within_grace(schedule: Schedule, now: datetime) -> bool:

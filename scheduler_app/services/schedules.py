@@ -19,9 +19,10 @@ from scheduler_app.errors import (
     StaleVersion,
 )
 from scheduler_app.lateness import apply_class_defaults
+from scheduler_app.lifecycle import announce_finished
 from scheduler_app.limits import check_descriptive, check_rule
 from scheduler_app.locking import update_in_order
-from scheduler_app.materialize import apply_overlap, due_slots, plan_schedule
+from scheduler_app.materialize import apply_overlap, due_slots, insert_occurrences, plan_schedule
 from scheduler_app.models import (
     SEMANTIC_FIELDS,
     AttemptKind,
@@ -212,7 +213,7 @@ def update_schedule(
         schedule.save()
         if semantic or descriptive:
             _snapshot(schedule, now)
-        Occurrence.objects.bulk_create(due_rows, ignore_conflicts=True)
+        insert_occurrences(due_rows)
     return schedule
 
 
@@ -369,7 +370,7 @@ def resume_schedule(
             apply_overlap([schedule], {schedule.id: rows}, now)
         schedule.updated_at = now
         schedule.save()
-        Occurrence.objects.bulk_create(rows, ignore_conflicts=True)
+        insert_occurrences(rows)
     return schedule
 
 
@@ -432,12 +433,13 @@ finishes normally and its result is recorded."""
 
 
 def _cancel_waiting(schedule: Schedule, reason: str, now: datetime) -> int:
-    return update_in_order(
-        Occurrence.objects.filter(schedule=schedule, state__in=WAITING_STATES),
-        state=OccurrenceState.CANCELLED,
-        reason=reason,
-        finished_at=now,
+    waiting = Occurrence.objects.filter(schedule=schedule, state__in=WAITING_STATES)
+    stopped = list(waiting.select_for_update().order_by("pk"))
+    count = update_in_order(
+        waiting, state=OccurrenceState.CANCELLED, reason=reason, finished_at=now
     )
+    announce_finished(stopped, OccurrenceState.CANCELLED, reason)
+    return count
 
 
 def _snapshot(schedule: Schedule, now: datetime) -> ScheduleVersion:
