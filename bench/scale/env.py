@@ -61,8 +61,13 @@ def ensure_database() -> None:
     name = config["NAME"]
     if not name or "test" in name:
         raise SystemExit(f"refusing database {name!r}: point DATABASE_URL at a dedicated one")
-    dsn = {"host": config["HOST"], "port": config["PORT"] or 5432, "user": config["USER"]}
-    with psycopg.connect(dbname="postgres", autocommit=True, **dsn) as conn:
+    with psycopg.connect(
+        dbname="postgres",
+        autocommit=True,
+        host=config["HOST"],
+        port=config["PORT"] or 5432,
+        user=config["USER"],
+    ) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             conn.execute(f'CREATE DATABASE "{name}"')
 

@@ -339,7 +339,7 @@ def worker_text(worker: dict[str, Any] | None) -> list[str]:
         " (the `scheduler` header set) and the same number of plain `apply_async` messages;"
         " both store their result with the project's `django-db` result backend. Timed from"
         " the first task's start to the last one's end (`task_prerun` / `task_postrun` in the"
-        f" worker), queries counted in the worker; {runs} runs each, interleaved."
+        f" worker), queries counted in the worker's main thread; {runs} run(s) each, interleaved."
     )
     return [f"### Worker overhead\n\n{intro}\n\n{table}\n\n{LIMITS['worker']}"]
 

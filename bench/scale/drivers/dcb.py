@@ -34,7 +34,7 @@ def burst(size: int, at: datetime, seconds: float) -> dict[str, Any]:
 
     sent: set[str] = set()
 
-    class Counting(DatabaseScheduler):  # type: ignore[misc]
+    class Counting(DatabaseScheduler):
         def apply_entry(self, entry: Any, producer: Any = None) -> None:
             sent.add(entry.name)
             super().apply_entry(entry, producer=producer)

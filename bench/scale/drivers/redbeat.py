@@ -57,22 +57,30 @@ def configure(app: Any) -> None:
     ensure_conf(app)
 
 
+def rrule_arguments(zone: str, at: datetime) -> dict[str, Any]:
+    """Redbeat ``rrule`` arguments of a daily rule in ``zone`` with a slot at ``at``: the
+    local hour and minute, from a ``dtstart`` a day before in the zone (redbeat keeps only
+    its UTC offset)."""
+    local = at.astimezone(ZoneInfo(zone))
+    dtstart = (at - DAY).astimezone(ZoneInfo(zone))
+    return {"dtstart": dtstart, "byhour": local.hour, "byminute": local.minute}
+
+
 def redbeat_schedule(kind: str, zone: str, at: datetime) -> Any:
     """Redbeat's nearest equivalent of our ``kind`` schedule in ``zone`` with a slot at ``at``
     (a zone-aware instant)."""
     from celery.schedules import crontab, schedule
-    from redbeat.schedules import rrule
 
     if kind == "cron":
         utc = at.astimezone(ZoneInfo("UTC"))
         return crontab(minute=str(utc.minute), hour=str(utc.hour))
     if kind == "rrule":
-        local = at.astimezone(ZoneInfo(zone))
-        dtstart = (at - DAY).astimezone(ZoneInfo(zone))
-        return rrule("DAILY", dtstart=dtstart, byhour=local.hour, byminute=local.minute)
+        from redbeat.schedules import rrule
+
+        return rrule("DAILY", **rrule_arguments(zone, at))
     if kind == "interval":
         return schedule(run_every=HOUR)
-    raise ValueError(f"unknown kind {kind!r}")
+    raise ValueError(f"unknown kind {kind!r}: expected cron, rrule or interval")
 
 
 def period(kind: str) -> timedelta:
@@ -185,7 +193,7 @@ def burst(size: int, at: datetime, seconds: float) -> dict[str, Any]:
 
     sent: set[str] = set()
 
-    class Counting(RedBeatScheduler):  # type: ignore[misc]
+    class Counting(RedBeatScheduler):
         def apply_async(
             self, entry: Any, producer: Any = None, advance: bool = True, **kwargs: Any
         ) -> Any:

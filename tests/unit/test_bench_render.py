@@ -1,0 +1,258 @@
+"""The scale benchmark's report: rendered from the JSON results only, the three schedulers side
+by side, loaded machines flagged, issue 16's targets judged (``bench.scale.render``,
+``bench.scale.judge``, ``bench.scale.__main__``)."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import report
+from bench.scale.__main__ import choose, merge, parse_args
+from bench.scale.judge import judge
+from bench.scale.render import render, stat
+
+
+def spread(median: float, low: float | None = None, high: float | None = None) -> dict[str, Any]:
+    return {
+        "n": 3, "median": median, "p10": median, "p90": median,
+        "min": median if low is None else low, "max": median if high is None else high,
+    }  # fmt: skip
+
+
+def startup(seconds: float, tick_ms: float, queries: int, redis: int) -> dict[str, Any]:
+    return {
+        "finished": True,
+        "startup_s": spread(seconds),
+        "rss_mib": spread(75.0),
+        "idle_tick_ms": spread(tick_ms, tick_ms / 2, tick_ms * 2),
+        "idle_tick_queries": {"min": queries, "max": queries, "n": 60},
+        "idle_tick_redis": {"min": redis, "max": redis, "n": 60},
+    }
+
+
+def burst(burst_size: int, seconds: float | None, budget: float = 60.0) -> dict[str, Any]:
+    if seconds is None:
+        runs = [{"finished": False, "seconds": budget, "sent": 400}]
+        return {
+            "burst": burst_size, "budget_s": budget, "runs": runs, "finished": False,
+            "sent_within_budget": 400, "per_second": 400 / budget,
+        }  # fmt: skip
+    return {
+        "burst": burst_size, "budget_s": budget, "finished": True,
+        "runs": [{"finished": True, "seconds": seconds, "sent": burst_size}],
+        "seconds": spread(seconds), "per_second": burst_size / seconds,
+    }  # fmt: skip
+
+
+def payload(load_before: float = 0.1, load_after: float = 1.2) -> dict[str, Any]:
+    size = {
+        "size": 10_000,
+        "create": {"seconds": 2.0},
+        "ours": {
+            "startup": startup(0.15, 1.5, 2, 0),
+            "bursts": {"1000": burst(1000, 0.08)},
+            "soak": {
+                "finished": True,
+                "due": 720,
+                "rss_start_mib": spread(72.0),
+                "rss_end_mib": spread(74.0),
+                "rss_max_mib": spread(74.0),
+            },
+        },
+        "redbeat": {
+            "startup": startup(0.05, 2.0, 0, 2),
+            "bursts": {"1000": burst(1000, 2.5)},
+            "soak": {"finished": False, "note": "real clock only"},
+        },
+        "dcb": {
+            "startup": {"finished": False, "budget_s": 60.0},
+            "bursts": {"1000": burst(1000, None)},
+        },
+    }
+    return {
+        "command": "make bench",
+        "machine": {
+            "cpus": "2",
+            "cpu_model": "CPU",
+            "memory": "8Gi",
+            "python": "3.11.7",
+            "implementation": "CPython",
+            "platform": "Linux",
+            "commit": "abcdef1234567890",
+            "dirty": False,
+            "load_before": load_before,
+            "load_after": load_after,
+        },
+        "settings": {
+            "sizes": [10_000],
+            "database": "bench",
+            "redis_db": "11",
+            "repeats": 3,
+            "idle_ticks": 20,
+            "dcb_budget": 60.0,
+            "rb_budget": 120.0,
+            "budget": 120.0,
+            "batch_size": 500,
+            "rb_repeats": 3,
+            "dcb_repeats": 1,
+            "raw_repeats": 3,
+        },
+        "wall_s": {"raw": 20.0, "size 10,000": 300.0},
+        "load": {"raw": 0.1, "size 10,000": 0.4},
+        "raw_limits": {
+            "apply_async": {"label": "plain `apply_async` loop", "per_second": spread(800.0)},
+            "pipeline": {"label": "Redis pipeline of LPUSHes", "per_second": spread(50_000.0)},
+        },
+        "sizes": [size],
+        "lateness": None,
+        "sustained": None,
+        "worker": {
+            "tasks": 1000,
+            "runs": {"occurrence": [{}], "plain": [{}]},
+            "occurrence": {
+                "per_second": spread(300.0),
+                "ms_per_task": spread(3.3),
+                "queries_per_task": spread(5.0),
+            },
+            "plain": {
+                "per_second": spread(600.0),
+                "ms_per_task": spread(1.6),
+                "queries_per_task": spread(2.0),
+            },
+            "overhead_ms": 1.7,
+            "overhead_queries": 3.0,
+        },
+    }
+
+
+def rendered(data: dict[str, Any]) -> str:
+    data["targets"] = judge(data)
+    return render(data)
+
+
+def table_row(text: str, first_cell: str) -> list[str]:
+    for line in text.splitlines():
+        if line.startswith(f"| {first_cell} |"):
+            return [cell.strip() for cell in line.strip("|").split("|")]
+    raise AssertionError(f"no row {first_cell!r} in:\n{text}")
+
+
+def test_each_figure_has_the_three_schedulers_side_by_side() -> None:
+    text = rendered(payload())
+    header = "| schedules | this project | celery-redbeat 2.4.2 | django-celery-beat 2.9.0 |"
+    assert text.count(header) == 5  # start-up, RSS, idle tick, round trips, soak
+    assert "| burst | this project | celery-redbeat 2.4.2 | django-celery-beat 2.9.0 |" in text
+    assert table_row(text, "1,000 due, 10,000 stored") == [
+        "1,000 due, 10,000 stored",
+        "0.080 (12,500/s)",
+        "2.500 (400/s)",
+        "did not finish within 60 s (400 of 1,000 sent, 7/s)",
+    ]
+    idle = text.split("### Round trips per idle tick")[1]
+    assert table_row(idle, "10,000") == ["10,000", "2 / 0", "0 / 2", "did not finish in 60 s"]
+    assert text.count("What limits it:") >= 7
+
+
+def test_the_run_is_described_with_commit_load_and_raw_limits() -> None:
+    text = rendered(payload())
+    assert "commit abcdef123456" in text
+    assert "1-minute load average 0.1 before, 1.2 after the run" in text
+    assert "raw 20 s (load 0.1), size 10,000 300 s (load 0.4)" in text
+    assert "| Redis pipeline of LPUSHes | 50,000 |" in text
+    assert "1,000 messages take 0.020 s through Redis pipelines and 1.250 s" in text
+    assert "Measured on a loaded machine" not in text
+
+
+def test_figures_from_a_loaded_machine_are_marked() -> None:
+    text = rendered(payload(load_before=2.5, load_after=3.0))
+    assert "**Measured on a loaded machine** (1-minute load average 2.5 before, 3.0 after" in text
+
+
+def test_targets_are_judged_against_the_same_run() -> None:
+    verdicts = {v["target"]: v for v in judge(payload())}
+    assert verdicts["burst of 1,000 <= 0.1 s (10,000 stored)"]["met"] is True
+    ratio = verdicts["burst of 1,000 >= 20x faster than celery-redbeat (10,000 stored)"]
+    assert ratio["met"] is True and ratio["measured"].startswith("31.2x")
+    assert verdicts["idle tick <= celery-redbeat's in the same run"]["met"] is True
+    assert verdicts["idle tick <= 2 queries, flat"]["met"] is True
+    assert verdicts["start-up <= 0.2 s, flat in N"]["met"] is True
+    worker = verdicts["`OccurrenceTask` overhead <= 2 ms and <= 3 queries per occurrence"]
+    assert worker["met"] is False  # 5 queries per occurrence
+    assert verdicts["one beat >= 10,000 occurrences/s"]["met"] is None  # not measured
+
+
+def test_lateness_at_a_lower_rate_than_the_target_is_not_judged() -> None:
+    data = payload()
+    data["lateness"] = {
+        "rate_per_minute": 600, "duration_s": 20.0, "p99_s": spread(0.2),
+        "runs": [{"dispatched": 200, "expected": 200}],
+    }  # fmt: skip
+    verdict = next(v for v in judge(data) if v["target"].startswith("p99 dispatch lateness"))
+    assert verdict["met"] is None and "a lower rate than the target's" in verdict["measured"]
+    data["lateness"]["rate_per_minute"] = 60_000
+    verdict = next(v for v in judge(data) if v["target"].startswith("p99 dispatch lateness"))
+    assert verdict["met"] is True
+
+
+def test_stat_shows_median_and_spread_or_a_dash() -> None:
+    assert stat({"x": spread(1.0, 0.5, 2.0)}, "x", fmt="{:.1f}") == "1.0 (0.5-2.0)"
+    assert stat({"x": spread(1.0)}, "x", fmt="{:.1f}") == "1.0"
+    assert stat({"finished": False, "x": spread(1.0)}, "x") == "-"
+    assert stat(None, "x") == "-"
+
+
+def test_a_split_run_keeps_the_other_parts_and_says_where_they_came_from() -> None:
+    old = payload()
+    old["command"], old["timestamp"] = "old run", "2026-11-30T00:00:00+00:00"
+    new = copy.deepcopy(old)
+    new["worker"] = None
+    del new["sizes"][0]["redbeat"]["bursts"]
+    merge(new, old)
+    assert new["worker"] == old["worker"]
+    assert new["sizes"][0]["redbeat"]["bursts"] == old["sizes"][0]["redbeat"]["bursts"]
+    assert new["merged"] == {
+        "worker": "`old run` (2026-11-30T00:00:00+00:00)",
+        "bursts at 10,000 (redbeat)": "`old run` (2026-11-30T00:00:00+00:00)",
+    }
+    assert "Split run: these figures come from earlier runs" in rendered(new)
+
+
+def test_the_section_is_replaced_and_the_rest_of_the_page_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = tmp_path / "performance.md"
+    page.write_text("# Performance\n\n## Scale (`make bench`)\n\nold\n\n## By hand\n\nkept\n")
+    monkeypatch.setattr(report, "PERFORMANCE_MD", page)
+    report.write_section("Scale (`make bench`)", "new body", {})
+    assert page.read_text() == (
+        "# Performance\n\n## Scale (`make bench`)\n\nnew body\n\n## By hand\n\nkept\n"
+    )
+
+
+def args(*argv: str) -> argparse.Namespace:
+    return parse_args(list(argv))
+
+
+def test_make_bench_defaults_run_every_part_and_scheduler() -> None:
+    sizes, parts, schedulers = choose(args())
+    assert sizes == [1000, 10_000]
+    assert parts == [
+        "raw", "startup", "burst", "soak", "profile", "lateness", "sustained", "worker",
+    ]  # fmt: skip
+    assert schedulers == ["ours", "redbeat", "dcb"]
+
+
+def test_choosing_parts_and_schedulers() -> None:
+    sizes, parts, schedulers = choose(args("--only", "sustained", "--schedulers", "dcb,ours"))
+    assert sizes == []  # no per-size part: no schedules to create per size
+    assert parts == ["raw", "sustained"]  # sustained is compared with the raw rate
+    assert schedulers == ["ours", "dcb"]
+    with pytest.raises(SystemExit, match="unknown part"):
+        choose(args("--only", "bursts"))
+    with pytest.raises(SystemExit, match="unknown redbeet"):
+        choose(args("--schedulers", "redbeet"))
