@@ -6,10 +6,33 @@ import uuid
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from scheduler_app.limits import NUMBER_LIMITS
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent
+
+
+def bounded(field: str) -> list[Any]:
+    """The validators of a whole-number field, from ``limits.NUMBER_LIMITS`` (forms show them
+    as field errors; ``range_constraints`` makes the database refuse the same values)."""
+    low, high = NUMBER_LIMITS[field]
+    return [MinValueValidator(low), MaxValueValidator(high)]
+
+
+def range_constraints() -> list[models.CheckConstraint]:
+    """One check constraint per bounded field: a stored value out of range is refused even
+    when it bypasses the services (a raw update, a fixture), so no process meets one."""
+    constraints = []
+    for field, (low, high) in NUMBER_LIMITS.items():
+        within = Q(**{f"{field}__gte": low, f"{field}__lte": high})
+        constraints.append(
+            models.CheckConstraint(
+                condition=within | Q(**{f"{field}__isnull": True}), name=f"sched_{field}_range"
+            )
+        )
+    return constraints
 
 
 class ScheduleStatus(models.TextChoices):
@@ -175,13 +198,17 @@ class Schedule(models.Model):
     )
     starts_at = models.DateTimeField(null=True, blank=True)
     ends_at = models.DateTimeField(null=True, blank=True)
-    max_count = models.PositiveIntegerField(null=True, blank=True)
+    max_count = models.PositiveIntegerField(validators=bounded("max_count"), null=True, blank=True)
     misfire_policy = models.CharField(
         max_length=12, choices=MisfirePolicy.choices, default=MisfirePolicy.CATCH_UP
     )
-    max_lateness = models.PositiveIntegerField(default=60, help_text="Grace, in seconds.")
-    catch_up_window = models.PositiveIntegerField(default=86400, help_text="Seconds.")
-    catch_up_limit = models.PositiveIntegerField(default=12)
+    max_lateness = models.PositiveIntegerField(
+        validators=bounded("max_lateness"), default=60, help_text="Grace, in seconds."
+    )
+    catch_up_window = models.PositiveIntegerField(
+        validators=bounded("catch_up_window"), default=86400, help_text="Seconds."
+    )
+    catch_up_limit = models.PositiveIntegerField(validators=bounded("catch_up_limit"), default=12)
     overlap_policy = models.CharField(
         max_length=16, choices=OverlapPolicy.choices, default=OverlapPolicy.SKIP
     )
@@ -203,23 +230,35 @@ class Schedule(models.Model):
         max_length=12, choices=IntervalMode.choices, default=IntervalMode.FIXED_RATE
     )
     max_attempts = models.PositiveIntegerField(
-        default=3, help_text="Attempts in all, retries included."
+        validators=bounded("max_attempts"),
+        default=3,
+        help_text="Attempts in all, retries included.",
     )
     retry_delay = models.PositiveIntegerField(
-        default=10, help_text="Seconds before the first retry; doubles each time, with jitter."
+        validators=bounded("retry_delay"),
+        default=10,
+        help_text="Seconds before the first retry; doubles each time, with jitter.",
     )
     cancel_grace = models.PositiveIntegerField(
-        default=60, help_text="cancel_previous: seconds the old run gets to stop."
+        validators=bounded("cancel_grace"),
+        default=60,
+        help_text="cancel_previous: seconds the old run gets to stop.",
     )
     deadline = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Freshness budget after scheduled_for, in seconds."
+        validators=bounded("deadline"),
+        null=True,
+        blank=True,
+        help_text="Freshness budget after scheduled_for, in seconds.",
     )
-    jitter = models.PositiveIntegerField(default=0, help_text="Up to this many seconds of delay.")
+    jitter = models.PositiveIntegerField(
+        validators=bounded("jitter"), default=0, help_text="Up to this many seconds of delay."
+    )
     status = models.CharField(
         max_length=20, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE
     )
     mode = models.CharField(max_length=8, choices=ScheduleMode.choices, default=ScheduleMode.LIVE)
     expected_every = models.PositiveIntegerField(
+        validators=bounded("expected_every"),
         null=True,
         blank=True,
         help_text="Monitoring: a successful run is expected at least this often, in seconds.",
@@ -248,7 +287,10 @@ class Schedule(models.Model):
         max_length=300, blank=True, default="", help_text="Where @scheduled declares it."
     )
     cost_estimate = models.FloatField(
-        null=True, blank=True, help_text="Estimated cost of one run (backfill estimates)."
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1e12)],
+        help_text="Estimated cost of one run (backfill estimates).",
     )
     # Targets: a job type (schedule.v1 JOB targets), a payload reference, routing options.
     job_type = models.CharField(max_length=200, blank=True, default="")
@@ -266,10 +308,16 @@ class Schedule(models.Model):
     approved_by = models.CharField(max_length=150, blank=True, default="")
     approved_at = models.DateTimeField(null=True, blank=True)
     max_per_day = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Quota: occurrences per day at most."
+        validators=bounded("max_per_day"),
+        null=True,
+        blank=True,
+        help_text="Quota: occurrences per day at most.",
     )
     pause_after_failures = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Pause after this many consecutive terminal failures."
+        validators=bounded("pause_after_failures"),
+        null=True,
+        blank=True,
+        help_text="Pause after this many consecutive terminal failures.",
     )
     consecutive_failures = models.PositiveIntegerField(default=0)
     archive_on_completion = models.BooleanField(
@@ -314,6 +362,12 @@ class Schedule(models.Model):
             ),
             models.CheckConstraint(condition=Q(catch_up_limit__gte=1), name="sched_catch_up_limit"),
             models.CheckConstraint(condition=Q(max_attempts__gte=1), name="sched_max_attempts"),
+            models.CheckConstraint(
+                condition=Q(cost_estimate__isnull=True)
+                | Q(cost_estimate__gte=0, cost_estimate__lte=1e12),
+                name="sched_cost_estimate_range",
+            ),
+            *range_constraints(),
         ]
 
     def __str__(self) -> str:
