@@ -97,11 +97,13 @@ def describe_load(before: float | None, after: float | None) -> str:
     return text + "."
 
 
-def describe_run(facts: dict[str, Any], command: str) -> str:
+def describe_run(facts: dict[str, Any], command: str, when: str | None = None) -> str:
+    """``command`` on its date (``when``: the results' ISO timestamp; default now), commit."""
     commit = (facts["commit"] or "unknown")[:12] + (
         " (uncommitted changes)" if facts["dirty"] else ""
     )
-    stamp = now().strftime("%Y-%m-%d %H:%M UTC")
+    moment = datetime.fromisoformat(when).astimezone(UTC) if when else now()
+    stamp = moment.strftime("%Y-%m-%d %H:%M UTC")
     return f"`{command}` on {stamp}, commit {commit}; {describe_machine(facts)}."
 
 

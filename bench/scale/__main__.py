@@ -12,7 +12,7 @@ from typing import Any
 
 from bench import report
 from bench.scale import __doc__ as DOC
-from bench.scale.env import HEADING, KINDS, NAME, SCHEDULERS, ZONES, clear_broker
+from bench.scale.env import HARNESS, HEADING, KINDS, NAME, SCHEDULERS, ZONES, clear_broker
 
 PARTS = ("raw", "startup", "burst", "soak", "profile", "lateness", "sustained", "worker")
 SIZE_PARTS = ("startup", "burst", "soak", "profile")
@@ -198,6 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     facts["load_before"], facts["load_after"] = load_before, report.load_average()
     payload: dict[str, Any] = {
         "benchmark": NAME,
+        "harness": HARNESS,
         "timestamp": report.now().isoformat(timespec="seconds"),
         "command": command,
         "machine": facts,
@@ -273,8 +274,9 @@ def settings_of(
     }
 
 
-def publish(payload: dict[str, Any], write: bool) -> int:
-    """Judge, render, print; write the JSON and the docs section unless ``write`` is false."""
+def publish(payload: dict[str, Any], write: bool, results: bool = True) -> int:
+    """Judge, render, print; unless ``write`` is false write the docs section and (with
+    ``results``) the JSON."""
     from bench.scale.judge import judge
     from bench.scale.render import render
 
@@ -282,9 +284,11 @@ def publish(payload: dict[str, Any], write: bool) -> int:
     body = render(payload)
     print(f"## {HEADING}\n\n{body}")
     if write:
-        json_path = report.write_json(NAME, payload)
+        if results:
+            json_path = report.write_json(NAME, payload)
+            print(f"wrote {json_path.relative_to(report.ROOT)}")
         md_path = report.write_section(HEADING, body, payload["machine"])
-        print(f"wrote {md_path.relative_to(report.ROOT)} and {json_path.relative_to(report.ROOT)}")
+        print(f"wrote {md_path.relative_to(report.ROOT)}")
     met = [v["met"] for v in payload["targets"] if v["met"] is not None]
     print(f"targets: {sum(met)}/{len(met)} met")
     return 0
@@ -295,7 +299,7 @@ def render_only() -> int:
     if not path.exists():
         raise SystemExit(f"{path} does not exist: run `make bench` first")
     payload = json.loads(path.read_text())
-    return publish(payload, write=True)
+    return publish(payload, write=True, results=False)
 
 
 def merge_previous(payload: dict[str, Any]) -> None:

@@ -24,6 +24,9 @@ from typing import IO, Any
 from bench import report
 
 NAME = "scale"
+HARNESS = 2
+"""The results' format: 2 is this package (three schedulers, child output in log files);
+results without it come from the single-file harness of issue 6."""
 HEADING = "Scale (`make bench`)"
 TASK = "bench.noop"
 PLAIN_TASK = "bench.plain_noop"

@@ -73,6 +73,7 @@ LIMITS = {
 
 def method_text(settings: dict[str, Any], zones: list[str]) -> str:
     sizes = ", ".join(f"{n:,}" for n in settings["sizes"]) or "none"
+    rb_budget = f"{settings['rb_budget']:g} s" if "rb_budget" in settings else "-"
     return (
         f"**Workload.** Sizes {sizes}: the same schedules in the three schedulers (same names,"
         " task, kwargs): 50% cron (`M H * * *`), 25% rrule (`FREQ=DAILY;BYHOUR=H;BYMINUTE=M`)"
@@ -91,7 +92,7 @@ def method_text(settings: dict[str, Any], zones: list[str]) -> str:
         " (`DurableScheduler` / `RedBeatScheduler` with its lock taken as `celery beat` takes"
         " it / `DatabaseScheduler`) plus its first tick, after Django is set up; a process"
         f" that needs more than its budget (django-celery-beat {settings['dcb_budget']:g} s,"
-        f" redbeat {settings.get('rb_budget', settings['dcb_budget']):g} s) is stopped and"
+        f" celery-redbeat {rb_budget}) is stopped and"
         " reported as not finished.\n\n"
         "**Bursts** (1,000 / 10,000 / 100,000 where the size allows): the first B schedules"
         " due at T, the rest later. Ours: `Ticker.tick()` with `CeleryPublisher` and a"
@@ -102,8 +103,8 @@ def method_text(settings: dict[str, Any], zones: list[str]) -> str:
         " returns) until every due entry is sent. Runs: ours"
         f" {settings['repeats']}, celery-redbeat {settings.get('rb_repeats', '-')},"
         f" django-celery-beat {settings['dcb_repeats']} per row; budgets"
-        f" {settings['budget']:g} / {settings.get('rb_budget', settings['dcb_budget']):g} /"
-        f" {settings['dcb_budget']:g} s (a burst that does not finish is not repeated).\n\n"
+        f" {settings['budget']:g} s / {rb_budget} / {settings['dcb_budget']:g} s (a burst that"
+        " does not finish is not repeated).\n\n"
         "**Raw limits:** interleaved,"
         f" {settings['raw_repeats']} runs each, at most 20 s per run. Cells: median"
         " (min-max) over runs."

@@ -75,6 +75,8 @@ def payload(load_before: float = 0.1, load_after: float = 1.2) -> dict[str, Any]
         },
     }
     return {
+        "harness": 2,
+        "timestamp": "2026-11-30T04:09:00+00:00",
         "command": "make bench",
         "machine": {
             "cpus": "2",
@@ -160,12 +162,23 @@ def test_each_figure_has_the_three_schedulers_side_by_side() -> None:
 
 def test_the_run_is_described_with_commit_load_and_raw_limits() -> None:
     text = rendered(payload())
-    assert "commit abcdef123456" in text
+    assert "`make bench` on 2026-11-30 04:09 UTC, commit abcdef123456" in text
     assert "1-minute load average 0.1 before, 1.2 after the run" in text
     assert "raw 20 s (load 0.1), size 10,000 300 s (load 0.4)" in text
     assert "| Redis pipeline of LPUSHes | 50,000 |" in text
     assert "1,000 messages take 0.020 s through Redis pipelines and 1.250 s" in text
     assert "Measured on a loaded machine" not in text
+
+
+def test_results_of_the_first_harness_are_flagged_for_a_rerun() -> None:
+    assert "From the first harness" not in rendered(payload())
+    old = payload()
+    del old["harness"]
+    del old["sizes"][0]["ours"]["startup"]["idle_tick_redis"]  # not counted back then
+    text = rendered(old)
+    assert "**From the first harness**" in text and "rerun `make bench`" in text
+    idle = text.split("### Round trips per idle tick")[1]
+    assert table_row(idle, "10,000")[1] == "2 / -"
 
 
 def test_figures_from_a_loaded_machine_are_marked() -> None:
