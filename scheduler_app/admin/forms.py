@@ -25,13 +25,14 @@ from scheduler_app.admin.builder import (
     parse_times,
     to_rule,
 )
-from scheduler_app.definitions import validate_definition
+from scheduler_app.definitions import _check_min_interval as check_min_interval
+from scheduler_app.definitions import timing_for, validate_definition
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule
 from scheduler_app.permissions import RUN_PERMISSION
 from scheduler_app.targets import allowed_tasks, check_target
 from scheduler_app.tenancy import allowed_tenants
-from scheduler_app.timing import Kind, next_after
+from scheduler_app.timing import Kind, Timing, next_after
 
 EDITABLE = ("name", "tenant", "owner", *SEMANTIC_FIELDS)
 BUILDER_FIELDS = (
@@ -46,6 +47,19 @@ BUILDER_FIELDS = (
     "once_at",
 )
 ASSIGN_OWNER = "scheduler_app.assign_owner"
+TIMING_FIELDS = (
+    "kind",
+    "rule",
+    "timezone",
+    "anchor",
+    "dst_nonexistent",
+    "dst_ambiguous",
+    "starts_at",
+    "ends_at",
+    "max_count",
+    "active_window",
+    "window_policy",
+)
 # Engine field (before the first dot) -> the form field that shows its error.
 FIELD_OF_ERROR = {
     "cron": "rule",
@@ -79,6 +93,14 @@ class DatalistInput(forms.TextInput):
         context["widget"]["list_id"] = list_id
         context["widget"]["options"] = self.options
         return context
+
+
+def timing_only(values: dict[str, Any]) -> Timing:
+    """The timing the beat would evaluate: ``timing_for`` on the unsaved definition."""
+    fields = {name: values[name] for name in TIMING_FIELDS if values.get(name) not in (None, "")}
+    timing = timing_for(Schedule(**fields))
+    check_min_interval(timing)
+    return timing
 
 
 def error_target(field: str, fields: Any, *, built: bool) -> str | None:
@@ -130,8 +152,9 @@ class ScheduleForm(forms.ModelForm):
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
     )
 
-    blocking_fields: tuple[str, ...] = (*SEMANTIC_FIELDS, *BUILDER_FIELDS)
-    """A refused field among these leaves the definition incomplete: skip the full check."""
+    preview_only = False
+    """Set by the live preview: check only what the timing depends on, keep the ``Timing``."""
+    timing: Timing | None = None
 
     class Meta:
         model = Schedule
@@ -221,6 +244,8 @@ class ScheduleForm(forms.ModelForm):
 
     def clean_task(self) -> str:
         name = (self.cleaned_data.get("task") or "").strip()
+        if self.preview_only:
+            return name  # checked when saving, not at every key press
         if self.instance.pk and name == self.instance.task and "task" not in self.changed_data:
             return name
         try:
@@ -242,7 +267,8 @@ class ScheduleForm(forms.ModelForm):
             cleaned["options"] = cleaned["options"] or {}
         self._check_version(cleaned)
         built = self._apply_builder(cleaned)
-        if any(name in self.errors for name in self.blocking_fields):
+        blocking = (*TIMING_FIELDS, *BUILDER_FIELDS) if self.preview_only else SEMANTIC_FIELDS
+        if any(name in self.errors for name in (*blocking, *BUILDER_FIELDS)):
             return cleaned  # a field is already refused: the definition is incomplete
         self._default_anchor(cleaned)
         self._validate(cleaned, built=built)
@@ -301,6 +327,13 @@ class ScheduleForm(forms.ModelForm):
         return timezone.now().astimezone(UTC)
 
     def _validate(self, cleaned: dict[str, Any], *, built: bool) -> None:
+        if self.preview_only:
+            try:
+                self.timing = timing_only(cleaned)
+            except ScheduleValidationError as exc:
+                target = error_target(exc.field, self.fields, built=built)
+                self.add_error(target, error_message(exc.field, exc.message))
+            return
         values = {name: cleaned.get(name) for name in SEMANTIC_FIELDS if name in cleaned}
         values["kwargs"] = values.get("kwargs") or {}
         now = self._now()

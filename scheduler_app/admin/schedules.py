@@ -418,7 +418,8 @@ class ScheduleAdmin(admin.ModelAdmin):
         obj = self.get_object(request, object_id)
         if obj is not None:
             extra["sched_buttons"] = actions.buttons_for(self, request, obj)
-        extra["sched_preview_url"] = reverse("admin:scheduler_app_schedule_preview")
+        if not is_code_declared(obj):
+            extra["sched_preview_url"] = reverse("admin:scheduler_app_schedule_preview")
         return super().change_view(request, object_id, form_url, extra)
 
     def add_view(

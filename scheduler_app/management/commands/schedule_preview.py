@@ -66,7 +66,7 @@ class Command(BaseCommand):
         return bool(getattr(self, "_called_from_command_line", False))
 
     def add_arguments(self, parser: CommandParser) -> None:
-        rule = parser.add_mutually_exclusive_group()
+        rule = parser.add_mutually_exclusive_group()  # none: --schedule
         rule.add_argument("--cron", metavar="EXPR", help="five-field cron expression or @macro")
         rule.add_argument(
             "--rrule", metavar="RULE", help="RFC 5545 RRULE, e.g. FREQ=DAILY;BYHOUR=9"
@@ -75,7 +75,7 @@ class Command(BaseCommand):
         rule.add_argument(
             "--at", metavar="ISO", help="one time: with offset an instant, else local"
         )
-        rule.add_argument(
+        parser.add_argument(
             "--schedule",
             metavar="ID",
             help="a stored schedule: its next slots exactly as the beat computes them",
@@ -145,7 +145,8 @@ def _stored(options: dict[str, Any]) -> tuple[Timing, datetime]:
     from scheduler_app.definitions import timing_for
     from scheduler_app.models import Schedule
 
-    given = [f"--{n.replace('_', '-')}" for n in (*BOUND_OPTIONS, "anchor") if options.get(n)]
+    names = (*RULE_OPTIONS, *BOUND_OPTIONS, "anchor")
+    given = [f"--{n.replace('_', '-')}" for n in names if options.get(n)]
     if given:
         raise ValueError(
             f"--schedule: {', '.join(given)} cannot be combined with it (the stored schedule "
@@ -195,7 +196,9 @@ def _check_count(count: Any) -> int:
 def _build(options: dict[str, Any], after: datetime) -> Timing:
     chosen = [name for name in RULE_OPTIONS if options.get(name) is not None]
     if len(chosen) != 1:
-        raise ValueError("give exactly one of --cron, --rrule, --every, --at or --schedule")
+        raise ValueError(
+            "one of the arguments --cron --rrule --every --at is required (or --schedule ID)"
+        )
     kind = {"cron": Kind.CRON, "rrule": Kind.RRULE, "every": Kind.INTERVAL, "at": Kind.ONCE}
     anchor = options["anchor"]
     if anchor is not None and chosen[0] not in ("rrule", "every"):

@@ -1,0 +1,189 @@
+"""The schedule form: fieldsets, choices, the builder and its round trip, field-level errors,
+anchors without seconds, owners."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from scheduler_app import services
+from scheduler_app.models import Schedule
+from tests.integration.admin.support import client_for, staff
+from tests.integration.support import admin_form
+
+pytestmark = pytest.mark.django_db
+
+ADD_URL = reverse("admin:scheduler_app_schedule_add")
+
+
+@pytest.fixture
+def admin_user() -> User:
+    return User.objects.create_superuser("admin", "admin@example.com", "pw")
+
+
+@pytest.fixture
+def client(admin_user: User) -> Client:
+    return client_for(admin_user)
+
+
+def built(**fields: Any) -> dict[str, Any]:
+    """The add form filled in through the builder (no raw kind/rule)."""
+    return admin_form(kind=None, rule=None, **fields)
+
+
+def form_errors(response: Any) -> dict[str, list[str]]:
+    form = response.context["adminform"].form
+    return {name: [str(e) for e in errors] for name, errors in form.errors.items()}
+
+
+def change_url(schedule: Schedule) -> str:
+    return reverse("admin:scheduler_app_schedule_change", args=[schedule.pk])
+
+
+def test_the_form_is_in_fieldsets_with_task_and_zone_choices(client: Client) -> None:
+    page = client.get(ADD_URL).content.decode()
+    for title in ("What", "When", "If late or overlapping", "Advanced"):
+        assert "<h2" in page and title in page
+    assert '<option value="demo.ping">' in page
+    assert '<option value="Europe/Riga">' in page
+    assert "celery." not in page.split('id="id_task_options"')[1].split("</datalist>")[0]
+
+
+def test_a_celery_internal_task_is_a_field_error(client: Client) -> None:
+    response = client.post(ADD_URL, admin_form(task="celery.backend_cleanup"))
+    assert "never be scheduled" in form_errors(response)["task"][0]
+    assert not Schedule.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("fields", "kind", "rule"),
+    [
+        (
+            {"repeat": "weekly", "weekdays": ["MO", "FR"], "at_times": "07:30"},
+            "cron",
+            "30 7 * * MON,FRI",
+        ),
+        ({"repeat": "minutes", "every": 15}, "cron", "*/15 * * * *"),
+        ({"repeat": "daily", "at_times": "09:00, 18:00"}, "cron", "0 9,18 * * *"),
+        (
+            {
+                "repeat": "monthly",
+                "monthly_on": "nth",
+                "nth": "1",
+                "nth_weekday": "MO",
+                "at_times": "09:00",
+            },
+            "rrule",
+            "FREQ=MONTHLY;BYDAY=1MO;BYHOUR=9;BYMINUTE=0;BYSECOND=0",
+        ),
+        ({"repeat": "once", "once_at": "2031-05-04T10:15"}, "once", "2031-05-04T10:15:00"),
+    ],
+)
+def test_the_builder_writes_the_stored_rule(
+    client: Client, fields: dict[str, Any], kind: str, rule: str
+) -> None:
+    response = client.post(ADD_URL, built(**fields))
+    assert response.status_code == 302, form_errors(response)
+    schedule = Schedule.objects.get()
+    assert (schedule.kind, schedule.rule) == (kind, rule)
+
+
+def test_a_raw_rule_the_builder_can_express_opens_in_the_builder(client: Client) -> None:
+    response = client.post(ADD_URL, admin_form(repeat="advanced", rule="30 8 * * MON,WED"))
+    assert response.status_code == 302, form_errors(response)
+    page = client.get(change_url(Schedule.objects.get()))
+    form = page.context["adminform"].form
+    assert form.initial["repeat"] == "weekly"
+    assert (form.initial["weekdays"], form.initial["at_times"]) == (["MO", "WE"], "08:30")
+
+
+def test_a_raw_rule_the_builder_cannot_express_opens_in_advanced_mode(client: Client) -> None:
+    schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 9-17 * * *")
+    form = client.get(change_url(schedule)).context["adminform"].form
+    assert form.initial["repeat"] == "advanced"
+
+
+def test_a_builder_rrule_gets_an_anchor_without_seconds(client: Client) -> None:
+    response = client.post(
+        ADD_URL, built(repeat="monthly", monthly_on="last", at_times="17:00", timezone="UTC")
+    )
+    assert response.status_code == 302, form_errors(response)
+    schedule = Schedule.objects.get()
+    assert schedule.anchor is not None and schedule.anchor.second == 0
+    assert schedule.next_run_at is not None
+    assert (schedule.next_run_at.minute, schedule.next_run_at.second) == (0, 0)
+
+
+def test_a_cron_error_is_on_the_rule_field_and_names_the_cron_field(client: Client) -> None:
+    response = client.post(ADD_URL, admin_form(repeat="advanced", rule="0 25 * * *"))
+    errors = form_errors(response)
+    assert list(errors) == ["rule"]
+    assert errors["rule"][0].startswith('cron field "hour": ')
+    assert "out of range" in errors["rule"][0]
+
+
+def test_a_window_error_is_on_the_window_field(client: Client) -> None:
+    response = client.post(ADD_URL, admin_form(active_window="someday 9-5"))
+    assert list(form_errors(response)) == ["active_window"]
+
+
+def test_a_builder_error_is_on_the_builder_field(client: Client) -> None:
+    response = client.post(ADD_URL, built(repeat="daily", at_times="9 o'clock"))
+    assert "HH:MM" in form_errors(response)["at_times"][0]
+
+
+def test_the_owner_defaults_to_the_creator_and_others_cannot_be_picked() -> None:
+    creator = staff("creator", "add_schedule", "view_schedule", "run_schedule")
+    boss = User.objects.create_superuser("boss", "boss@example.com", "pw")
+    browser = client_for(creator)
+    page = browser.get(ADD_URL).content.decode()
+    assert "boss" not in page  # the owner list is not every username
+    refused = browser.post(ADD_URL, admin_form(owner=boss.pk))
+    assert "owner" in form_errors(refused)
+    assert browser.post(ADD_URL, admin_form()).status_code == 302
+    assert Schedule.objects.get().owner == creator
+
+
+def test_assign_owner_offers_users_who_may_run() -> None:
+    lead = staff("lead", "add_schedule", "view_schedule", "assign_owner")
+    staff("runner", "run_schedule")
+    staff("idle")
+    page = client_for(lead).get(ADD_URL).content.decode()
+    assert ">runner<" in page and ">idle<" not in page
+
+
+def test_an_owner_without_the_run_permission_is_warned_about(client: Client) -> None:
+    weak = staff("weak")
+    assert ">weak<" not in client.get(ADD_URL).content.decode()  # not offered as a new owner
+    schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *", owner=weak)
+    page = client.get(change_url(schedule)).content.decode()
+    assert "weak lacks scheduler_app.run_schedule" in page
+    saved = client.post(
+        change_url(schedule),
+        admin_form(owner=weak.pk, expected_version=1, name="renamed"),
+        follow=True,
+    )
+    assert "does not have the permission" in saved.content.decode()
+
+
+def test_a_code_declared_schedule_is_a_view_with_its_code_location(client: Client) -> None:
+    schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
+    Schedule.objects.filter(pk=schedule.pk).update(
+        origin="code", code_location="project/demo/tasks.py:42"
+    )
+    page = client.get(change_url(schedule)).content.decode()
+    assert 'name="_save"' not in page
+    assert "project/demo/tasks.py:42" in page
+    assert "Declared in code" in page
+
+
+def test_the_schedule_page_shows_versions_with_a_field_diff(client: Client) -> None:
+    schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
+    services.update_schedule(schedule.pk, expected_version=1, rule="30 8 * * *", jitter=5)
+    page = client.get(change_url(schedule)).content.decode()
+    assert "<code>rule</code>: 0 8 * * * → 30 8 * * *" in page
+    assert "<code>jitter</code>: 0 → 5" in page
