@@ -40,6 +40,7 @@ from scheduler_app.safety.gates import before_write
 from scheduler_app.timing import (
     Kind,
     Timing,
+    canonical_zone,
     ensure_aware,
     first_slot,
     next_after,
@@ -469,6 +470,7 @@ def normalize_definition(values: dict[str, Any], now: datetime) -> dict[str, Any
     check_rule(result["kind"], result["rule"])  # before a long rule is parsed or stripped
     kind = str(result["kind"]).strip().lower()
     result["kind"] = kind
+    result["timezone"] = canonical_zone(result.get("timezone", "UTC"))
     for name in ("anchor", "starts_at", "ends_at"):
         if result.get(name) is not None:
             result[name] = ensure_aware(result[name], name).replace(microsecond=0)

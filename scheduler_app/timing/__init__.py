@@ -20,6 +20,7 @@ from scheduler_app.timing.engine import (
     previous_slot,
     slots_between,
 )
+from scheduler_app.timing.legacy import canonical_zone
 from scheduler_app.timing.rules import Kind, Timing, build_timing
 from scheduler_app.timing.zones import Ambiguous, DstPolicy, Nonexistent, ensure_aware, get_zone
 
@@ -32,6 +33,7 @@ __all__ = [
     "SearchExhausted",
     "Timing",
     "build_timing",
+    "canonical_zone",
     "describe",
     "ensure_aware",
     "first_slot",

@@ -240,8 +240,12 @@ def _calendar(timing: Timing, after: datetime) -> Iterator[Resolved]:
         local_times = rule.spec.iter_local(start)
     else:  # pragma: no cover - _raw dispatches the other kinds
         raise InvalidRule("kind", f"not a calendar rule: {rule!r}")
+    # A UTC UNTIL bounds instants (the merged items come in increasing instant order).
+    until = rule.spec.until_instant if isinstance(rule, RRuleRule) else None
     try:
         for item in merge_locals(local_times, zone, timing.effective_dst):
+            if until is not None and item[0] > until:
+                return
             if item[0] > after:
                 yield item
     except OverflowError:  # a wall time of 9999-12-31 is past the last UTC instant: the end

@@ -66,6 +66,9 @@ class RRuleSpec:
     anchor: datetime  # naive local wall time (DTSTART)
     walker: CronExpr | None = None
     """The same rule as a cron walker, for the simple rules where that is exact (fast path)."""
+    until_instant: datetime | None = None
+    """A UTC ``UNTIL`` (``...Z``): an inclusive bound on instants (RFC 5545), applied to the
+    resolved slots. ``until_local`` is then only a loose wall-time bound that ends the walk."""
     min_gap: int | None = None
     """A lower bound on the wall-clock seconds between two slots (None: at most one slot)."""
 
@@ -184,7 +187,7 @@ def parse_rrule(text: str, anchor: datetime, zone: ZoneInfo) -> RRuleSpec:
     freq = _parse_freq(parts)
     interval = _int(parts, "INTERVAL", 1, 1, 100_000) or 1
     count = _int(parts, "COUNT", None, 1, 1_000_000)
-    until = _parse_until(parts.get("UNTIL"), zone)
+    until, until_instant = _parse_until(parts.get("UNTIL"), zone)
     if count is not None and until is not None:
         raise InvalidRule(
             "rrule.COUNT", "COUNT and UNTIL cannot both be set (RFC 5545); keep one of them"
@@ -197,6 +200,7 @@ def parse_rrule(text: str, anchor: datetime, zone: ZoneInfo) -> RRuleSpec:
         interval=interval,
         count=count,
         until_local=until,
+        until_instant=until_instant,
         options=tuple(sorted(options.items())),
         anchor=local_anchor,
         walker=_as_walker(freq, interval, count, options),
@@ -359,9 +363,18 @@ def _explicit_defaults(options: dict[str, Any], freq: int, anchor: datetime) -> 
     options.setdefault("wkst", 0)
 
 
-def _parse_until(text: str | None, zone: ZoneInfo) -> datetime | None:
+_LATEST_WALL = datetime(9999, 12, 31, 23, 59, 59)  # noqa: DTZ001 - a naive wall time
+UNTIL_SLACK = timedelta(hours=26)
+"""How far past a UTC UNTIL's wall time the walk goes: more than any offset change on record
+(Pacific/Apia skipped a day), so no slot before the instant is cut off by the wall-time bound."""
+
+
+def _parse_until(
+    text: str | None, zone: ZoneInfo
+) -> tuple[datetime | None, datetime | None]:
+    """(wall-time bound of the walk, UTC instant bound or None for a local UNTIL)."""
     if text is None:
-        return None
+        return None, None
     match = _UNTIL_RE.match(text)
     if not match:
         raise InvalidRule(
@@ -373,14 +386,19 @@ def _parse_until(text: str | None, zone: ZoneInfo) -> datetime | None:
     except ValueError:
         raise InvalidRule("rrule.UNTIL", f"{text!r} is not a real date or time") from None
     if utc_flag:
-        # An instant: compare in the zone's wall time, where the rule is evaluated.
+        # An instant (RFC 5545: inclusive, compared with the slots' instants). The wall-time
+        # bound only stops the walk; the engine compares each resolved slot with the instant.
+        instant = value.replace(tzinfo=UTC)
         try:
-            return value.replace(tzinfo=UTC).astimezone(zone).replace(tzinfo=None)
+            wall = instant.astimezone(zone).replace(tzinfo=None)
         except OverflowError:
             raise InvalidRule(
                 "rrule.UNTIL", f"{text!r} is outside the years 1-9999 in this time zone"
             ) from None
-    return value
+        latest = _LATEST_WALL
+        bound = wall + UNTIL_SLACK if wall < latest - UNTIL_SLACK else latest
+        return bound, instant
+    return value, None
 
 
 def _local_anchor(anchor: datetime, zone: ZoneInfo) -> datetime:
