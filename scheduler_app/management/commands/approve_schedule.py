@@ -1,4 +1,4 @@
-"""``manage.py approve_schedule <schedule id> --version N --user NAME``."""
+"""``manage.py approve_schedule <schedule id> --schedule-version N --user NAME``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("schedule_id")
-        parser.add_argument("--version", type=int, required=True, help="the version you reviewed")
+        parser.add_argument(
+            "--schedule-version", type=int, required=True, help="the version you reviewed"
+        )
         parser.add_argument("--user", required=True, help="user name of the approver")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -28,7 +30,7 @@ class Command(BaseCommand):
         try:
             schedule = approve_schedule(
                 options["schedule_id"],
-                version=options["version"],
+                version=options["schedule_version"],
                 user=user,
                 now=SystemClock().now(),
             )
