@@ -61,8 +61,10 @@ def lateness_run(rate: int, duration: float, lead: float = LEAD_S) -> dict[str, 
     end = start + timedelta(seconds=duration)
     expected = sum(slots_between(anchor, start, end) for anchor in anchors)
     beat = start_beat()
-    time.sleep(max((end - datetime.now(UTC)).total_seconds(), 0) + GRACE_S)
-    beat.stop()
+    try:
+        time.sleep(max((end - datetime.now(UTC)).total_seconds(), 0) + GRACE_S)
+    finally:
+        beat.stop()
     rows = list(
         Occurrence.objects.filter(scheduled_for__gte=start, scheduled_for__lt=end).values_list(
             "scheduled_for", "dispatched_at"
@@ -144,16 +146,20 @@ def sustained_run(beats: int, backlog: int, at: datetime, seconds: float) -> dic
         )
         for _ in range(beats)
     ]
-    for child in children:
-        wait_ready(child)
-    go = datetime.now(UTC)
-    for child in children:
-        child.send("go")
-    results = []
-    for child in children:
-        if child.wait(timeout=seconds + 120):
-            raise SystemExit(f"sustain child failed:\n{child.stderr_tail()}")
-        results.append(child.result())
+    try:
+        for child in children:
+            wait_ready(child)
+        go = datetime.now(UTC)
+        for child in children:
+            child.send("go")
+        results = []
+        for child in children:
+            if child.wait(timeout=seconds + 120):
+                raise SystemExit(f"sustain child failed:\n{child.stderr_tail()}")
+            results.append(child.result())
+    finally:
+        for child in children:
+            child.stop(grace=5)  # a no-op for those that ended
     dispatched = Occurrence.objects.filter(state=OccurrenceState.DISPATCHED)
     count = dispatched.count()
     last = dispatched.aggregate(Max("dispatched_at"))["dispatched_at__max"]

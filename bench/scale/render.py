@@ -351,7 +351,24 @@ def worker_text(worker: dict[str, Any] | None) -> list[str]:
         " the first task's start to the last one's end (`task_prerun` / `task_postrun` in the"
         f" worker), queries counted in the worker's main thread; {runs} run(s) each, interleaved."
     )
-    return [f"### Worker overhead\n\n{intro}\n\n{table}\n\n{LIMITS['worker']}"]
+    parts = [f"### Worker overhead\n\n{intro}\n\n{table}"]
+    if statements := statements_table(worker.get("statements") or {}):
+        parts.append(statements)
+    return [*parts, LIMITS["worker"]]
+
+
+def statements_table(statements: dict[str, dict[str, float]]) -> str:
+    """SQL statements per task by verb and table, both kinds side by side (the last run)."""
+    occurrence, plain = statements.get("occurrence", {}), statements.get("plain", {})
+    shapes = sorted(set(occurrence) | set(plain), key=lambda k: -occurrence.get(k, 0))
+    if not shapes:
+        return ""
+    rows = [
+        [f"`{shape}`", f"{occurrence.get(shape, 0):g}", f"{plain.get(shape, 0):g}"]
+        for shape in shapes
+    ]
+    header = ["SQL statements per task (last run)", "`OccurrenceTask` occurrence", "plain"]
+    return report.markdown_table(header, rows)
 
 
 def profile_text(profile: dict[str, Any] | None, top: int = 15) -> list[str]:

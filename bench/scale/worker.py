@@ -7,6 +7,7 @@ stores results with ``django-db`` for both)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,16 @@ from bench.scale.env import (
 from bench.scale.workload import create_schedules, set_due, truncate_all
 
 KINDS = {"occurrence": "`OccurrenceTask` (scheduled occurrence)", "plain": "plain Celery task"}
+
+
+TABLES = re.compile(r'\b(?:FROM|INTO|UPDATE|JOIN)\s+"?([\w.]+)"?', re.IGNORECASE)
+
+
+def shape(sql: str) -> str:
+    """A statement's verb and tables, without values: ``SELECT scheduler_app_occurrence``."""
+    verb = sql.split(None, 1)[0].upper() if sql.strip() else "?"
+    tables = dict.fromkeys(TABLES.findall(sql))
+    return " ".join([verb, ", ".join(tables)]).strip()
 
 
 def enqueue_occurrences(count: int, at: datetime) -> int:
@@ -88,12 +99,14 @@ def worker_run(kind: str, count: int, at: datetime, budget: float) -> dict[str, 
         env={"BENCH_WORKER_STATS": str(stats_path)},
     )
     deadline = time.perf_counter() + budget
-    while not drained() and time.perf_counter() < deadline:
-        if worker.process.poll() is not None:
-            raise SystemExit(f"worker exited:\n{worker.stderr_tail()}")
-        time.sleep(0.1)
-    finished = drained()
-    worker.stop()
+    try:
+        while not drained() and time.perf_counter() < deadline:
+            if worker.process.poll() is not None:
+                raise SystemExit(f"worker exited:\n{worker.stderr_tail()}")
+            time.sleep(0.1)
+        finished = drained()
+    finally:
+        worker.stop()
     if not stats_path.exists():
         raise SystemExit(f"worker wrote no stats:\n{worker.stderr_tail()}")
     stats = json.loads(stats_path.read_text())
@@ -108,6 +121,12 @@ def worker_run(kind: str, count: int, at: datetime, budget: float) -> dict[str, 
         "per_second": executed / active if active > 0 else 0.0,
         "ms_per_task": active / executed * 1000 if executed else None,
         "queries_per_task": stats.get("sql", 0) / executed if executed else None,
+        "statements_per_task": {
+            text: round(count / executed, 2)
+            for text, count in sorted(stats.get("statements", {}).items(), key=lambda kv: -kv[1])
+        }
+        if executed
+        else {},
         "log": str(worker.err_path),
     }
     if kind == "occurrence":
@@ -142,6 +161,9 @@ def worker_samples(repeats: int, count: int, budget: float) -> dict[str, Any]:
             "ms_per_task": report.summarize([r["ms_per_task"] for r in done], 3),
             "queries_per_task": report.summarize([r["queries_per_task"] for r in done], 2),
         }
+    summary["statements"] = {
+        kind: kind_runs[-1].get("statements_per_task", {}) for kind, kind_runs in runs.items()
+    }  # of the last run: statements per task by verb and table
     if "occurrence" in summary and "plain" in summary:
         summary["overhead_ms"] = round(
             summary["occurrence"]["ms_per_task"]["median"]

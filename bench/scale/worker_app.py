@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from celery.signals import task_postrun, task_prerun, worker_shutdown
 
 from bench.scale.drivers import RoundTrips
 from bench.scale.env import celery_app, setup_django
+from bench.scale.worker import shape
 
 setup_django()
 app = celery_app()
@@ -25,6 +28,23 @@ counter = RoundTrips()
 counter.install()
 stats: dict[str, Any] = {"executed": 0, "first_start": None, "last_end": None}
 _sql_start = [0]
+statements: Counter[str] = Counter()
+"""SQL statements run between the first task's start and the last one's end, by shape."""
+
+
+def _record(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
+    if stats["first_start"] is not None:
+        statements[shape(sql)] += 1
+    return execute(sql, *args)
+
+
+def _install_recorder() -> None:
+    from django.db import connection
+
+    connection.execute_wrappers.append(_record)
+
+
+_install_recorder()
 
 
 @task_prerun.connect
@@ -45,4 +65,4 @@ def _ended(**_: Any) -> None:
 def _write(**_: Any) -> None:
     target = os.environ.get("BENCH_WORKER_STATS")
     if target:
-        Path(target).write_text(json.dumps(stats))
+        Path(target).write_text(json.dumps(stats | {"statements": dict(statements)}))

@@ -128,6 +128,10 @@ def payload(load_before: float = 0.1, load_after: float = 1.2) -> dict[str, Any]
             },
             "overhead_ms": 1.7,
             "overhead_queries": 3.0,
+            "statements": {
+                "occurrence": {"UPDATE scheduler_app_occurrence": 2.0, "SELECT x": 1.0},
+                "plain": {"SELECT x": 1.0},
+            },
         },
     }
 
@@ -158,6 +162,16 @@ def test_each_figure_has_the_three_schedulers_side_by_side() -> None:
     idle = text.split("### Round trips per idle tick")[1]
     assert table_row(idle, "10,000") == ["10,000", "2 / 0", "0 / 2", "did not finish in 60 s"]
     assert text.count("What limits it:") >= 7
+
+
+def test_the_worker_figure_compares_both_tasks_statement_by_statement() -> None:
+    text = rendered(payload())
+    assert table_row(text, "executed per second") == ["executed per second", "300", "600"]
+    assert table_row(text, "overhead of `OccurrenceTask`: ms / queries per task")[1] == (
+        "+1.700 ms / +3.00"
+    )
+    assert table_row(text, "`UPDATE scheduler_app_occurrence`")[1:] == ["2", "0"]
+    assert table_row(text, "`SELECT x`")[1:] == ["1", "1"]
 
 
 def test_the_run_is_described_with_commit_load_and_raw_limits() -> None:

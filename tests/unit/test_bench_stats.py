@@ -13,6 +13,7 @@ from bench.scale import env
 from bench.scale.figures import bursts_for, summarize_bursts, summarize_startup
 from bench.scale.judge import duplicates
 from bench.scale.realtime import errors_in
+from bench.scale.worker import shape
 
 
 def test_percentile_interpolates_and_summarize_rounds() -> None:
@@ -119,3 +120,14 @@ def test_duplicates_count_messages_beyond_one_per_occurrence() -> None:
         }
     }
     assert duplicates(sustained) == 3
+
+
+def test_statements_are_grouped_by_verb_and_tables_without_values() -> None:
+    select = 'SELECT "o"."id" FROM "scheduler_app_occurrence" INNER JOIN "s" ON x WHERE id = 3'
+    assert shape(select) == "SELECT scheduler_app_occurrence, s"
+    assert shape('UPDATE "scheduler_app_occurrence" SET a = 1 WHERE b = 2') == (
+        "UPDATE scheduler_app_occurrence"
+    )
+    assert shape('INSERT INTO "t" ("a") VALUES (1)') == "INSERT t"
+    assert shape('SAVEPOINT "s1"') == "SAVEPOINT"
+    assert shape("  ") == "?"
