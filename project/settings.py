@@ -3,11 +3,12 @@
 DATABASE_URL      database (default: SQLite file var/db.sqlite3)
 CELERY_BROKER_URL broker (default: kombu's filesystem transport under var/broker, no server needed)
 DJANGO_DEBUG      "1" for debug mode
-DJANGO_SECRET_KEY secret key (a development default is used when unset)
+DJANGO_SECRET_KEY secret key (unset: a random key generated once into PROJECT_VAR_DIR/secret_key)
 SCHEDULER_WORKER_LEASE seconds a running attempt owns its occurrence (default: the app's, 60)
 """
 
 import os
+import secrets
 from pathlib import Path
 
 import dj_database_url
@@ -16,7 +17,27 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PROJECT_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)  # the example project keeps its SQLite file here
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me")
+
+def _local_secret_key(path: Path) -> str:
+    """A random key made on first use and kept in ``path``: this checkout's, known to no one
+    else (a key published in the source would let anyone sign sessions for the site)."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    temporary = path.with_name(f"{path.name}.{os.getpid()}")
+    temporary.write_text(secrets.token_urlsafe(50))
+    temporary.chmod(0o600)
+    try:
+        os.link(temporary, path)  # atomic: a concurrent process keeps the first key
+    except FileExistsError:
+        pass
+    finally:
+        temporary.unlink()
+    return path.read_text().strip()
+
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _local_secret_key(VAR_DIR / "secret_key")
 DEBUG = os.environ.get("DJANGO_DEBUG", "0") == "1"
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,testserver").split(",")
 
@@ -112,9 +133,22 @@ if os.environ.get("SCHEDULER_WORKER_LEASE"):
     # The end-to-end tests kill a worker and want its lease to run out in seconds.
     SCHEDULER_WORKER_LEASE = float(os.environ["SCHEDULER_WORKER_LEASE"])
 
+# One handler, on the root logger: scheduler_app's records propagate to it once. Celery's
+# worker and beat replace the root handlers with their own (worker_hijack_root_logger), so
+# there too each line is printed once. SCHEDULER_LOG_FORMAT=json writes JSON lines instead.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"scheduler_app": {"handlers": ["console"], "level": "INFO"}},
+    "formatters": {
+        "plain": {"format": "[%(asctime)s: %(levelname)s/%(name)s] %(message)s"},
+        "json": {"()": "scheduler_app.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if os.environ.get("SCHEDULER_LOG_FORMAT") == "json" else "plain",
+        }
+    },
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {"scheduler_app": {"level": "INFO"}},
 }

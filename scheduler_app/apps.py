@@ -9,5 +9,9 @@ class SchedulerAppConfig(AppConfig):
     def ready(self) -> None:
         from scheduler_app import (  # noqa: F401 - registers the system checks, connects the signals
             checks,
+            logs,
             signals,
         )
+
+        # Log lines carry their ids and counts in the message, whatever formatter prints them.
+        logs.install()

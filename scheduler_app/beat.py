@@ -1,32 +1,84 @@
 """The Celery Beat scheduler class.
 
-Run it with ``celery -A project beat -S scheduler_app.beat:DurableScheduler``.
+Run it with ``celery -A <your app> beat -S scheduler_app.beat:DurableScheduler``.
 
-Nothing is loaded into memory: every tick asks the database what is due.
+Nothing is loaded into memory: every tick asks the database what is due. The beat refuses to
+start, with one line that says to run ``migrate``, when the scheduler's tables are missing,
+and waits with growing pauses (not a traceback per second) while the database is down.
 """
 
 from __future__ import annotations
 
 import logging
-import math
+import time
+from collections.abc import Callable
 from typing import Any
 
 from celery.beat import Scheduler
 from django.db import DatabaseError, close_old_connections, connection
 
+from scheduler_app.conf import get_settings
 from scheduler_app.publishing import CeleryPublisher
 from scheduler_app.sync import sync_schedules
 from scheduler_app.ticker import Ticker
 
 logger = logging.getLogger("scheduler_app.beat")
 
+BACKOFF_FIRST = 1.0
+BACKOFF_MAX = 30.0
+"""Pauses while the database is unreachable: 1, 2, 4, ... seconds, at most 30."""
+EXIT_NOT_MIGRATED = 78
+"""Exit status when the tables are missing (sysexits' EX_CONFIG: a supervisor should not
+restart the beat in a loop; someone has to run ``migrate``)."""
+
+
+_waiting = False
+
+
+class NotMigrated(SystemExit):
+    """The scheduler's migrations are not applied: the beat stops with one line."""
+
+
+def backoff(failures: int) -> float:
+    """Seconds to wait after ``failures`` consecutive failed attempts (1, 2, 4, ... 30)."""
+    return float(min(BACKOFF_FIRST * 2 ** max(failures - 1, 0), BACKOFF_MAX))
+
+
+def unapplied_migrations() -> list[str]:
+    """``app.name`` of every migration the scheduler's tables need and the database lacks.
+
+    Raises ``DatabaseError`` when the database cannot be reached."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    targets = [node for node in executor.loader.graph.leaf_nodes() if node[0] == "scheduler_app"]
+    return [
+        f"{migration.app_label}.{migration.name}"
+        for migration, _ in executor.migration_plan(targets)
+    ]
+
 
 class DurableScheduler(Scheduler):
     """Materializes due slots into occurrences and hands them to Celery through the outbox."""
 
-    def __init__(self, *args: Any, ticker: Ticker | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        ticker: Ticker | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        **kwargs: Any,
+    ) -> None:
         self._ticker = ticker
+        self._sleep = sleep
+        self._db_failures = 0
         super().__init__(*args, **kwargs)
+        # Beat's banner prints this: the longest sleep between ticks is the scheduler's own
+        # setting (``tick`` returns its sleep), not beat's 300 s default.
+        self.max_interval = self.real_max_interval()
+
+    def real_max_interval(self) -> float:
+        settings = self._ticker.settings if self._ticker is not None else get_settings()
+        return settings.MAX_INTERVAL
 
     @property
     def ticker(self) -> Ticker:
@@ -35,13 +87,55 @@ class DurableScheduler(Scheduler):
         return self._ticker
 
     def setup_schedule(self) -> None:
-        # Only shown in beat's banner: ``tick`` returns its own sleep, bounded by MAX_INTERVAL.
-        self.max_interval = math.ceil(self.ticker.settings.MAX_INTERVAL)
+        self.max_interval = self.real_max_interval()
+        self.wait_for_database()
         if self.ticker.settings.SYNC_ON_BEAT_START:
             self.sync_declared()
         logger.info(
-            "durable scheduler ready", extra={"action": "beat.start", "owner": self.ticker.owner}
+            "durable scheduler ready, ticking at least every %g s",
+            self.max_interval,
+            extra={"action": "beat.start", "owner": self.ticker.owner},
         )
+
+    def wait_for_database(self) -> None:
+        """Return once the database answers and is migrated; stop the beat when it is not
+        migrated; wait with growing pauses while it does not answer."""
+        global _waiting
+        if _waiting:
+            # Beat's SIGTERM handler builds a second scheduler to close it while the first is
+            # still waiting here: stop instead of waiting again inside the handler.
+            raise SystemExit(0)
+        _waiting = True
+        try:
+            missing = self._migration_state()
+        finally:
+            _waiting = False
+        if missing:
+            logger.critical(
+                "the scheduler's tables are not migrated (%d migration(s) missing, first %s): "
+                "run `python manage.py migrate`, then start the beat again",
+                len(missing),
+                missing[0],
+                extra={"action": "beat.not_migrated"},
+            )
+            raise NotMigrated(EXIT_NOT_MIGRATED)
+
+    def _migration_state(self) -> list[str]:
+        failures = 0
+        while True:
+            try:
+                return unapplied_migrations()
+            except DatabaseError as exc:
+                failures += 1
+                delay = backoff(failures)
+                logger.warning(
+                    "database unavailable (%s); retrying in %g s",
+                    _one_line(exc),
+                    delay,
+                    extra={"action": "beat.db_unavailable", "attempt": failures},
+                )
+                connection.close()
+                self._sleep(delay)
 
     def sync_declared(self) -> None:
         """Write the ``@scheduled`` declarations to the database; a failure is logged and
@@ -67,12 +161,28 @@ class DurableScheduler(Scheduler):
         close_old_connections()
         try:
             result = self.ticker.tick()
-        except DatabaseError:
-            # The database went away (restart, network): nothing is lost, the next tick
-            # reconnects and carries on from the stored state.
-            logger.exception("tick failed; retrying", extra={"action": "beat.tick_failed"})
+        except DatabaseError as exc:
+            # The database went away (restart, network): nothing is lost, a later tick
+            # reconnects and carries on from the stored state. One line per attempt, with
+            # growing pauses; the traceback only once, at the first failure.
+            self._db_failures += 1
+            delay = backoff(self._db_failures)
+            logger.warning(
+                "tick failed: database unavailable (%s); retrying in %g s",
+                _one_line(exc),
+                delay,
+                exc_info=self._db_failures == 1,
+                extra={"action": "beat.tick_failed", "attempt": self._db_failures},
+            )
             connection.close()
-            return 1.0
+            return delay
+        if self._db_failures:
+            logger.info(
+                "database reachable again after %d failed tick(s)",
+                self._db_failures,
+                extra={"action": "beat.db_recovered"},
+            )
+            self._db_failures = 0
         if result.created or result.published:
             logger.info(
                 "tick",
@@ -88,9 +198,17 @@ class DurableScheduler(Scheduler):
         """Nothing to sync: the database is the schedule."""
 
     def close(self) -> None:
-        self.ticker.release_lease()
+        try:
+            self.ticker.release_lease()
+        except DatabaseError:  # shutting down while the database is away: the lease expires
+            pass
         super().close()
 
     @property
     def info(self) -> str:
         return f"    . durable scheduler (owner {self.ticker.owner})"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."

@@ -1,14 +1,32 @@
-"""Django system checks (``manage.py check``) for settings the scheduler depends on."""
+"""Django system checks (``manage.py check``) for settings the scheduler depends on.
+
+Every message has a stable id and says how to fix it:
+
+- ``scheduler_app.E001``: a task that schedules target does not use ``OccurrenceTask``
+- ``scheduler_app.E002``: the beat scheduler setting names another scheduler while schedules exist
+- ``scheduler_app.E003``: the example project's (or Django's "insecure") secret key outside DEBUG
+- ``scheduler_app.W001``: SQLite without ``BEGIN IMMEDIATE``
+- ``scheduler_app.W002``: workers do not ack late / reject on worker loss
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+import django
 from django.conf import settings
 from django.core import checks
+from django.db import DatabaseError, connections
 
 SQLITE = "django.db.backends.sqlite3"
+OUR_SCHEDULER = "scheduler_app.beat:DurableScheduler"
+INSECURE_KEYS = frozenset({"", "dev-only-insecure-key-change-me"})
+"""Secret keys known to the world: the example project's former default, and empty."""
+INSECURE_PREFIX = "django-insecure-"
+"""What ``django-admin startproject`` puts in front of the key it generates for development."""
+
+_running = False
 
 
 @checks.register()
@@ -31,13 +49,193 @@ def sqlite_warnings(databases: Mapping[str, Mapping[str, Any]]) -> list[checks.C
             continue
         mode = str(database.get("OPTIONS", {}).get("transaction_mode") or "DEFERRED")
         if mode.upper() != "IMMEDIATE":
+            if django.VERSION >= (5, 1):
+                fix = (
+                    f'set DATABASES["{alias}"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE" '
+                    '(and a "timeout", e.g. 20 seconds), or use PostgreSQL'
+                )
+            else:  # the option arrived in Django 5.1
+                fix = "use PostgreSQL, or Django 5.1+ with OPTIONS transaction_mode IMMEDIATE"
             messages.append(
                 checks.Warning(
                     f"database {alias!r} is SQLite with transaction_mode {mode}: a beat and a "
                     "worker sharing it fail with 'database is locked' instead of waiting",
-                    hint=f'set DATABASES["{alias}"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE" '
-                    '(and a "timeout", e.g. 20 seconds), or use PostgreSQL',
+                    hint=fix,
                     id="scheduler_app.W001",
                 )
             )
     return messages
+
+
+def _celery_app() -> Any:
+    """The project's Celery app, or None when the project created none (Celery's fallback)."""
+    from celery import current_app
+
+    app = current_app._get_current_object()
+    return None if app.main in (None, "default") and not app.conf.broker_url else app
+
+
+@checks.register()
+def celery_configuration(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """E001 (task class) and W002 (acks_late) against the project's Celery app; E002 (the beat
+    scheduler setting) and the stored targets of E001 when the check may use the database."""
+    app = _celery_app()
+    if app is None or _running:
+        # Re-entered: importing the task modules makes Celery's Django fix-up run the checks.
+        return []
+    use_database = bool(kwargs.get("databases"))
+    stored = stored_targets() if use_database else set()
+    messages = task_class_errors(app, stored)
+    messages += acks_late_warnings(app.conf)
+    if use_database:
+        messages += beat_scheduler_errors(app.conf.beat_scheduler, schedules_exist())
+    return messages
+
+
+def stored_targets() -> set[str]:
+    """Task names active schedules target; empty when the tables do not exist yet."""
+    from scheduler_app.models import Schedule
+
+    try:
+        return set(
+            Schedule.objects.exclude(status__in=("cancelled", "completed"))
+            .values_list("task", flat=True)
+            .distinct()
+        )
+    except DatabaseError:  # not migrated yet: nothing is scheduled
+        _rollback()
+        return set()
+
+
+def schedules_exist() -> bool:
+    from scheduler_app.models import Schedule
+
+    try:
+        return Schedule.objects.filter(status="active").exists()
+    except DatabaseError:
+        _rollback()
+        return False
+
+
+def _rollback() -> None:
+    connection = connections["default"]
+    if connection.in_atomic_block:
+        connection.needs_rollback = True
+
+
+def task_class_errors(app: Any, stored: Iterable[str] = ()) -> list[checks.CheckMessage]:
+    """E001 for every task schedules may or do target that is not an ``OccurrenceTask``.
+
+    Such a task runs once, never records its outcome, and every later slot of its schedule is
+    skipped as ``overlap``: the silent failure this check exists for.
+    """
+    from scheduler_app.definitions import _registered_tasks
+    from scheduler_app.targets import is_allowed_name, is_occurrence_task
+
+    global _running
+    _running = True
+    try:
+        _registered_tasks()  # imports the tasks modules, as the worker does
+    except Exception as exc:  # a broken tasks module is reported, not raised from a check
+        return [
+            checks.Warning(
+                f"the Celery app's task modules could not be imported ({exc!r}), so the "
+                "scheduled tasks' class could not be checked",
+                hint="run `celery -A <your app> inspect registered` to see the import error",
+                id="scheduler_app.W003",
+            )
+        ]
+    finally:
+        _running = False
+    wanted = set(stored)
+    messages: list[checks.CheckMessage] = []
+    for name, task in sorted(app.tasks.items()):
+        if is_occurrence_task(task):
+            continue
+        if name in wanted or is_allowed_name(name, task):
+            messages.append(
+                checks.Error(
+                    f"task {name!r} is scheduled but does not derive from "
+                    "scheduler_app.tasks.OccurrenceTask: each schedule would run once, "
+                    "stay 'dispatched' and skip every later slot as 'overlap'",
+                    hint="create the Celery app with Celery(..., "
+                    'task_cls="scheduler_app.tasks:OccurrenceTask"), or give the task '
+                    "base=OccurrenceTask (a subclass of it is fine)",
+                    id="scheduler_app.E001",
+                )
+            )
+    return messages
+
+
+def acks_late_warnings(conf: Any) -> list[checks.CheckMessage]:
+    """W002 when workers ack before running or keep a message a dying worker held."""
+    missing = [
+        name
+        for name, key in (
+            ("CELERY_TASK_ACKS_LATE", "task_acks_late"),
+            ("CELERY_TASK_REJECT_ON_WORKER_LOST", "task_reject_on_worker_lost"),
+        )
+        if not conf.get(key)
+    ]
+    if not missing:
+        return []
+    return [
+        checks.Warning(
+            f"{' and '.join(missing)} not set: a worker killed in the middle of a scheduled "
+            "task loses its message, and the run waits for the reconciler "
+            "(SCHEDULER_DISPATCH_TIMEOUT) instead of being redelivered",
+            hint="set " + " and ".join(f"{name} = True" for name in missing) + " in settings "
+            "(docs/deployment.md)",
+            id="scheduler_app.W002",
+        )
+    ]
+
+
+def beat_scheduler_errors(scheduler: Any, schedules_exist: bool) -> list[checks.CheckMessage]:
+    """E002 when ``beat_scheduler`` names another scheduler while schedules are active."""
+    name = scheduler if isinstance(scheduler, str) else getattr(scheduler, "__qualname__", "")
+    if not schedules_exist or not name:
+        return []
+    normalized = name.replace(":", ".")
+    if normalized in (OUR_SCHEDULER.replace(":", "."), "DurableScheduler") or (
+        isinstance(scheduler, type) and _is_ours(scheduler)
+    ):
+        return []
+    if normalized == "celery.beat.PersistentScheduler":
+        return []  # Celery's default: the beat may still be started with -S (see the hint)
+    return [
+        checks.Error(
+            f"CELERY_BEAT_SCHEDULER is {name!r} while active schedules exist: a beat started "
+            "without -S would never run them",
+            hint=f'set CELERY_BEAT_SCHEDULER = "{OUR_SCHEDULER}" (or remove the setting and '
+            f"start the beat with -S {OUR_SCHEDULER})",
+            id="scheduler_app.E002",
+        )
+    ]
+
+
+def _is_ours(scheduler: type) -> bool:
+    from scheduler_app.beat import DurableScheduler
+
+    return issubclass(scheduler, DurableScheduler)
+
+
+@checks.register(checks.Tags.security)
+def secret_key(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    return secret_key_errors(getattr(settings, "SECRET_KEY", ""), settings.DEBUG)
+
+
+def secret_key_errors(key: str, debug: bool) -> list[checks.CheckMessage]:
+    """E003 outside DEBUG when the secret key is a published one: anyone could sign sessions,
+    password-reset links and admin cookies for this site."""
+    if debug or not (key in INSECURE_KEYS or key.startswith(INSECURE_PREFIX)):
+        return []
+    return [
+        checks.Error(
+            "SECRET_KEY is a development key known to others while DEBUG is off",
+            hint="set a long random SECRET_KEY from the environment, e.g. "
+            'python -c "import secrets; print(secrets.token_urlsafe(50))" into '
+            "DJANGO_SECRET_KEY",
+            id="scheduler_app.E003",
+        )
+    ]
