@@ -366,9 +366,14 @@ def apply_overlap(
         fresh = _fresh(planned[schedule.id])
         if not fresh:
             continue
-        active, buffered = counts.get(schedule.id, (0, 0))
+        open_rows = counts.get(schedule.id, _OpenCounts())
         decision = decide_overlap(
-            schedule.overlap_policy, active=active, buffered=buffered, new=len(fresh)
+            schedule.overlap_policy,
+            active=open_rows.active,
+            buffered=open_rows.buffered,
+            new=len(fresh),
+            catching_up=open_rows.catch_up > 0,
+            new_catch_up=sum(1 for row in fresh if row.trigger == Trigger.CATCH_UP),
         )
         for row, state in zip(fresh, decision.states, strict=True):
             row.state = state
@@ -393,24 +398,33 @@ def _fresh(rows: list[Occurrence]) -> list[Occurrence]:
     return [row for row in rows if row.state == OccurrenceState.PENDING]
 
 
-def _open_counts(schedule_ids: list[UUID]) -> dict[UUID, tuple[int, int]]:
-    """(active, buffered) occurrences per schedule, in one query."""
+@dataclass
+class _OpenCounts:
+    active: int = 0
+    buffered: int = 0
+    catch_up: int = 0
+    """Open catch-up occurrences: the schedule is draining its backlog."""
+
+
+def _open_counts(schedule_ids: list[UUID]) -> dict[UUID, _OpenCounts]:
+    """Open occurrences per schedule, by kind, in one query."""
     if not schedule_ids:
         return {}
-    counts: dict[UUID, tuple[int, int]] = {}
+    counts: dict[UUID, _OpenCounts] = {}
     rows = (
         Occurrence.objects.filter(
             schedule_id__in=schedule_ids, state__in=(*ACTIVE_STATES, OccurrenceState.BUFFERED)
         )
-        .values_list("schedule_id", "state")
+        .values_list("schedule_id", "state", "trigger")
         .annotate(n=Count("id"))
     )
-    for schedule_id, state, n in rows:
-        active, buffered = counts.get(schedule_id, (0, 0))
+    for schedule_id, state, trigger, n in rows:
+        found = counts.setdefault(schedule_id, _OpenCounts())
         if state == OccurrenceState.BUFFERED:
-            counts[schedule_id] = (active, buffered + n)
+            found.buffered += n
         else:
-            counts[schedule_id] = (active + n, buffered)
+            found.active += n
+        found.catch_up += n if trigger == Trigger.CATCH_UP else 0
     return counts
 
 

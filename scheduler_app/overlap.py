@@ -29,13 +29,28 @@ class OverlapDecision:
     """cancel_previous: occurrences already waiting are replaced by the newest one."""
 
 
-def decide_overlap(policy: str, *, active: int, buffered: int, new: int) -> OverlapDecision:
+def decide_overlap(
+    policy: str,
+    *,
+    active: int,
+    buffered: int,
+    new: int,
+    catching_up: bool = False,
+    new_catch_up: int = 0,
+) -> OverlapDecision:
     """Decide the states of ``new`` occurrences given ``active`` open and ``buffered`` waiting.
 
     ``active`` counts pending, dispatched, running and retrying occurrences. Occurrences
     created together (a catch-up batch) on an idle schedule run one after another under
     every policy but ``allow``: the first starts, the rest wait in slot order, because the
     misfire policy asked for each of them (``buffer_one`` still keeps only one waiting).
+
+    ``skip`` while the schedule drains its own catch-up backlog (``catching_up``: an open
+    occurrence is a catch-up run) does not skip on-time slots: the backlog is work the
+    schedule asked for, not a run that overran, so on-time slots wait behind it in slot order.
+    Their number is bounded: the backlog is at most ``catch_up_limit`` runs, and once its last
+    run ends, ``skip`` applies as usual. ``new_catch_up`` is how many of the new occurrences
+    (they come first) are catch-up runs; those are skipped while another run is open.
     """
     if policy == ALLOW:
         return OverlapDecision((PENDING,) * new)
@@ -45,7 +60,10 @@ def decide_overlap(policy: str, *, active: int, buffered: int, new: int) -> Over
         states = (SKIPPED,) * (new - 1) + (BUFFERED,) if new else ()
         return OverlapDecision(states, cancel_active=active > 0, supersede_buffered=True)
     if policy == SKIP and busy:
-        return OverlapDecision((SKIPPED,) * new)
+        if not catching_up:
+            return OverlapDecision((SKIPPED,) * new)
+        late = (SKIPPED,) * min(new_catch_up, new)
+        return OverlapDecision(late + (BUFFERED,) * (new - len(late)))
     capacity = 1 if policy == BUFFER_ONE else None
     waiting = buffered
     states_list: list[str] = []
