@@ -180,13 +180,13 @@ def render_svg(
     height = ROW * max(len(lanes), 1) + 24
     plot = WIDTH - LABEL - 10
 
-    def x(at: datetime) -> float:
-        return LABEL + plot * max(0.0, min(1.0, (at - since).total_seconds() / span))
+    def x(at: datetime) -> str:
+        return f"{LABEL + plot * max(0.0, min(1.0, (at - since).total_seconds() / span)):.1f}"
 
     ticks = format_html_join(
         "",
-        '<line x1="{0:.1f}" y1="0" x2="{0:.1f}" y2="{1}" class="grid"/>'
-        '<text x="{0:.1f}" y="{2}" class="tick">{3}</text>',
+        '<line x1="{0}" y1="0" x2="{0}" y2="{1}" class="grid"/>'
+        '<text x="{0}" y="{2}" class="tick">{3}</text>',
         (
             (
                 x(since + timedelta(hours=h)),
@@ -203,7 +203,7 @@ def render_svg(
         url = reverse("admin:scheduler_app_schedule_change", args=[pk])
         dots = format_html_join(
             "",
-            '<rect x="{:.1f}" y="{}" width="3" height="{}" fill="{}"><title>{} {}</title></rect>',
+            '<rect x="{}" y="{}" width="3" height="{}" fill="{}"><title>{} {}</title></rect>',
             (
                 (
                     x(at),

@@ -1,0 +1,145 @@
+"""The lists and the monitoring page: fixed query counts, time order, labels, filters, search."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from scheduler_app import services
+from scheduler_app.models import Occurrence, OccurrenceState, Schedule
+from tests.integration.admin.support import client_for, with_history
+
+pytestmark = pytest.mark.django_db
+
+SCHEDULES = reverse("admin:scheduler_app_schedule_changelist")
+OCCURRENCES = reverse("admin:scheduler_app_occurrence_changelist")
+MONITORING = reverse("admin:scheduler_app_monitoring")
+
+
+@pytest.fixture
+def client() -> Client:
+    return client_for(User.objects.create_superuser("admin", "a@example.com", "pw"))
+
+
+def queries(client: Client, url: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured)
+
+
+def make(count: int, factory: Callable[..., object]) -> None:
+    for index in range(count):
+        factory(name=f"report {index:03d}", tenant=f"t{index % 3}")
+
+
+def test_the_schedule_list_costs_the_same_with_3_or_40_rows(client: Client) -> None:
+    make(3, with_history)
+    few = queries(client, SCHEDULES)
+    make(37, with_history)
+    many = queries(client, SCHEDULES)
+    assert few == many
+    assert many <= 12  # session, user, the page, the filters; none per row
+
+
+def test_the_schedule_list_reads_at_a_glance(client: Client) -> None:
+    schedule, occurrence = with_history(name="minutely", timezone="Asia/Kolkata")
+    Occurrence.objects.filter(pk=occurrence.pk).update(
+        state=OccurrenceState.SUCCEEDED, started_at=occurrence.scheduled_for + timedelta(seconds=2)
+    )
+    services.create_schedule(
+        task="demo.ping", kind="cron", rule="30 8 * * MON-FRI", name="weekday", timezone="UTC"
+    )
+    page = client.get(SCHEDULES).content.decode()
+    assert "At 08:30, Monday through Friday" in page  # the rule in English
+    assert "Every 1m (fixed rate" in page
+    assert " IST</span>" in page and " UTC</span>" in page  # local with its zone, then UTC
+    assert 'class="sched-badge sched-ok">succeeded</span>' in page
+    assert "2.0 s late" in page
+
+
+def test_the_schedule_list_filters_by_last_outcome_and_tenant(client: Client) -> None:
+    _, occurrence = with_history(name="broken", tenant="acme")
+    Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
+    with_history(name="fine", tenant="globex")
+    failed = client.get(SCHEDULES + "?last=failed").content.decode()
+    assert "broken" in failed and ">fine<" not in failed
+    acme = client.get(SCHEDULES + "?tenant=globex").content.decode()
+    assert ">fine<" in acme and "broken" not in acme
+
+
+def test_the_occurrence_list_is_in_time_order_with_zone_labels(client: Client) -> None:
+    schedule, first = with_history(name="nightly", timezone="Europe/Riga")
+    later = Occurrence.objects.get(pk=first.pk)
+    later.pk = None
+    later.id = None  # type: ignore[assignment]
+    later.idempotency_key = "later"
+    later.trigger = "manual"
+    later.scheduled_for = first.scheduled_for + timedelta(hours=1)
+    later.window_start = later.window_end = later.scheduled_for
+    later.save(force_insert=True)
+    response = client.get(OCCURRENCES)
+    listed = [o.pk for o in response.context["cl"].result_list]
+    assert listed == [later.pk, first.pk]  # newest slot first, not UUID order
+    page = response.content.decode()
+    assert " EET</span>" in page or " EEST</span>" in page
+    assert " UTC</span>" in page
+
+
+def test_the_occurrence_list_searches_by_schedule_name_and_filters_by_schedule(
+    client: Client,
+) -> None:
+    alpha, _ = with_history(name="alpha export")
+    with_history(name="beta import")
+    found = client.get(OCCURRENCES + "?q=alpha").context["cl"].result_list
+    assert [o.schedule.name for o in found] == ["alpha export"]
+    url = OCCURRENCES + f"?schedule__id__exact={alpha.pk}"
+    filtered = client.get(url).context["cl"].result_list
+    assert [o.schedule.name for o in filtered] == ["alpha export"]
+
+
+def test_the_occurrence_page_shows_its_attempts(client: Client) -> None:
+    _, occurrence = with_history()
+    Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
+    services.replay_occurrence(occurrence.pk, by="admin", note="after the fix")
+    page = client.get(reverse("admin:scheduler_app_occurrence_change", args=[occurrence.pk]))
+    text = page.content.decode()
+    assert "after the fix" in text and "replay" in text
+
+
+def test_the_monitoring_page_costs_a_fixed_number_of_queries(client: Client) -> None:
+    make(2, with_history)
+    few = queries(client, MONITORING)
+    make(20, with_history)
+    Occurrence.objects.filter(schedule__name="report 001").update(state=OccurrenceState.FAILED)
+    many = queries(client, MONITORING)
+    assert few == many <= 14
+
+
+def test_the_monitoring_page_shows_the_figures(client: Client) -> None:
+    schedule, occurrence = with_history(name="watched")
+    Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
+    Schedule.objects.filter(pk=schedule.pk).update(
+        next_run_at=schedule.created_at - timedelta(hours=2)
+    )
+    page = client.get(MONITORING).content.decode()
+    assert "<svg" in page and "watched" in page
+    assert "1</span> failed (dead letters)" in page
+    assert "1</span> overdue active schedule(s)" in page
+    for heading in ("Lateness", "Last 24 hours", "Misfires and skips"):
+        assert heading in page
+
+
+def test_the_monitoring_page_is_scoped_and_needs_view_permission() -> None:
+    from tests.integration.admin.support import staff
+
+    with_history(name="globex job", tenant="globex")
+    acme = client_for(staff("acme", "view_schedule", tenants=("acme",)))
+    assert "globex job" not in acme.get(MONITORING).content.decode()
+    assert client_for(staff("nobody")).get(MONITORING).status_code == 403
