@@ -49,7 +49,7 @@ def test_the_schedule_list_costs_the_same_with_3_or_40_rows(client: Client) -> N
 
 
 def test_the_schedule_list_reads_at_a_glance(client: Client) -> None:
-    schedule, occurrence = with_history(name="minutely", timezone="Asia/Kolkata")
+    _, occurrence = with_history(name="minutely", timezone="Asia/Kolkata")
     Occurrence.objects.filter(pk=occurrence.pk).update(
         state=OccurrenceState.SUCCEEDED, started_at=occurrence.scheduled_for + timedelta(seconds=2)
     )
@@ -75,7 +75,7 @@ def test_the_schedule_list_filters_by_last_outcome_and_tenant(client: Client) ->
 
 
 def test_the_occurrence_list_is_in_time_order_with_zone_labels(client: Client) -> None:
-    schedule, first = with_history(name="nightly", timezone="Europe/Riga")
+    _, first = with_history(name="nightly", timezone="Europe/Riga")
     later = Occurrence.objects.get(pk=first.pk)
     later.pk = None
     later.id = None  # type: ignore[assignment]
