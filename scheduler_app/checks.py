@@ -27,6 +27,7 @@ INSECURE_PREFIX = "django-insecure-"
 """What ``django-admin startproject`` puts in front of the key it generates for development."""
 
 _running = False
+_loaded: set[int] = set()
 
 
 @checks.register()
@@ -129,13 +130,14 @@ def task_class_errors(app: Any, stored: Iterable[str] = ()) -> list[checks.Check
     Such a task runs once, never records its outcome, and every later slot of its schedule is
     skipped as ``overlap``: the silent failure this check exists for.
     """
-    from scheduler_app.definitions import _registered_tasks
     from scheduler_app.targets import is_allowed_name, is_occurrence_task
 
     global _running
     _running = True
     try:
-        _registered_tasks()  # imports the tasks modules, as the worker does
+        if id(app) not in _loaded:
+            app.loader.import_default_modules()  # imports the tasks modules, as a worker does
+            _loaded.add(id(app))
     except Exception as exc:  # a broken tasks module is reported, not raised from a check
         return [
             checks.Warning(

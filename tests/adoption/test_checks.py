@@ -1,0 +1,124 @@
+"""System checks of issue 13: loud misconfiguration with stable ids and the fix in the hint."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from celery import Celery
+from django.core.checks import Error
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+from django.test import override_settings
+
+from project.celery import app as project_app
+from scheduler_app import services
+from scheduler_app.checks import (
+    acks_late_warnings,
+    beat_scheduler_errors,
+    celery_configuration,
+    secret_key_errors,
+    stored_targets,
+    task_class_errors,
+)
+from scheduler_app.tasks import OccurrenceTask
+
+
+def ours(messages: list) -> list:
+    """Messages about this module's tasks (shared tasks of the example project register on
+    every app, so a plain app has plain copies of them too)."""
+    return [m for m in messages if "'adoption." in m.msg]
+
+
+@pytest.fixture
+def plain_app() -> Iterator[Celery]:
+    """A Celery app made the usual way, without ``task_cls``: the silent failure."""
+    app = Celery("plain", set_as_current=False)
+    yield app
+    project_app.set_current()
+
+
+def test_a_schedulable_task_without_occurrence_task_is_an_error(plain_app: Celery) -> None:
+    @plain_app.task(name="adoption.plain_report", schedulable=True, shared=False)
+    def plain_report() -> None: ...
+
+    (error,) = ours(task_class_errors(plain_app))
+    assert isinstance(error, Error)
+    assert error.id == "scheduler_app.E001"
+    assert "'adoption.plain_report'" in error.msg and "'overlap'" in error.msg
+    assert 'task_cls="scheduler_app.tasks:OccurrenceTask"' in error.hint
+
+
+def test_a_stored_target_without_occurrence_task_is_an_error(plain_app: Celery) -> None:
+    @plain_app.task(name="adoption.unmarked", shared=False)
+    def unmarked() -> None: ...
+
+    assert ours(task_class_errors(plain_app)) == []  # nothing targets it: not an error
+    assert [e.id for e in ours(task_class_errors(plain_app, {"adoption.unmarked"}))] == [
+        "scheduler_app.E001"
+    ]
+
+
+def test_occurrence_task_and_its_subclasses_pass(plain_app: Celery) -> None:
+    class Audited(OccurrenceTask):
+        pass
+
+    @plain_app.task(name="adoption.base", base=OccurrenceTask, schedulable=True, shared=False)
+    def with_base() -> None: ...
+
+    @plain_app.task(name="adoption.sub", base=Audited, schedulable=True, shared=False)
+    def with_subclass() -> None: ...
+
+    assert ours(task_class_errors(plain_app, {"adoption.base", "adoption.sub"})) == []
+
+
+def test_manage_py_check_fails_for_a_wrong_task_class(plain_app: Celery) -> None:
+    @plain_app.task(name="adoption.wrong", schedulable=True, shared=False)
+    def wrong() -> None: ...
+
+    plain_app.set_current()
+    with pytest.raises(SystemCheckError, match=r"scheduler_app.E001\) task 'adoption.wrong'"):
+        call_command("check")
+
+
+@pytest.mark.django_db
+def test_targets_of_stored_schedules_are_read_from_the_database() -> None:
+    services.create_schedule(task="demo.ping", kind="cron", rule="0 9 * * *", timezone="UTC")
+    assert "demo.ping" in stored_targets()
+    assert celery_configuration(databases=["default"]) == []  # the example project is right
+
+
+def test_another_beat_scheduler_while_schedules_exist_is_an_error() -> None:
+    other = "django_celery_beat.schedulers:DatabaseScheduler"
+    (error,) = beat_scheduler_errors(other, schedules_exist=True)
+    assert error.id == "scheduler_app.E002"
+    assert 'CELERY_BEAT_SCHEDULER = "scheduler_app.beat:DurableScheduler"' in error.hint
+    assert beat_scheduler_errors(other, schedules_exist=False) == []
+    assert beat_scheduler_errors("scheduler_app.beat:DurableScheduler", True) == []
+    assert beat_scheduler_errors("scheduler_app.beat.DurableScheduler", True) == []
+
+
+def test_workers_without_acks_late_are_warned() -> None:
+    (warning,) = acks_late_warnings({"task_acks_late": False, "task_reject_on_worker_lost": None})
+    assert warning.id == "scheduler_app.W002"
+    assert "CELERY_TASK_ACKS_LATE = True" in warning.hint
+    assert "CELERY_TASK_REJECT_ON_WORKER_LOST = True" in warning.hint
+    both = {"task_acks_late": True, "task_reject_on_worker_lost": True}
+    assert acks_late_warnings(both) == []
+    assert acks_late_warnings(project_app.conf) == []
+
+
+def test_a_published_secret_key_fails_outside_debug() -> None:
+    for key in ("dev-only-insecure-key-change-me", "django-insecure-abc123", ""):
+        (error,) = secret_key_errors(key, debug=False)
+        assert error.id == "scheduler_app.E003"
+        assert "DJANGO_SECRET_KEY" in error.hint
+        assert secret_key_errors(key, debug=True) == []
+    assert secret_key_errors("x" * 50, debug=False) == []
+
+
+def test_manage_py_check_fails_on_the_former_example_key() -> None:
+    with override_settings(SECRET_KEY="dev-only-insecure-key-change-me", DEBUG=False):
+        with pytest.raises(SystemCheckError, match="scheduler_app.E003"):
+            call_command("check")
+    call_command("check")  # the example project's own key passes
