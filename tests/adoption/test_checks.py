@@ -118,7 +118,7 @@ def test_a_published_secret_key_fails_outside_debug() -> None:
 
 
 def test_manage_py_check_fails_on_the_former_example_key() -> None:
-    with override_settings(SECRET_KEY="dev-only-insecure-key-change-me", DEBUG=False):
-        with pytest.raises(SystemCheckError, match="scheduler_app.E003"):
-            call_command("check")
+    insecure = override_settings(SECRET_KEY="dev-only-insecure-key-change-me", DEBUG=False)
+    with insecure, pytest.raises(SystemCheckError, match=r"scheduler_app\.E003"):
+        call_command("check")
     call_command("check")  # the example project's own key passes
