@@ -14,7 +14,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -101,7 +101,7 @@ def object_action(
 ) -> HttpResponse:
     try:
         schedule = model_admin.get_queryset(request).filter(pk=object_id).first()
-    except (ValueError, ScheduleValidationError):
+    except (ValueError, ValidationError):
         schedule = None
     if schedule is None:  # another tenant's schedule answers like a missing one
         raise Http404("no such schedule")

@@ -13,11 +13,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.utils import timezone
 
 from scheduler_app.admin.forms import BUILDER_FIELDS, TIMING_FIELDS
-from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule
 from scheduler_app.preview import preview_rows
 from scheduler_app.tenancy import scope
@@ -90,7 +90,7 @@ def _instance(request: HttpRequest) -> Schedule | None:
     queryset = scope(Schedule.objects.all(), request.user)
     try:
         found = queryset.filter(pk=object_id).first()
-    except (ValueError, ScheduleValidationError):
+    except (ValueError, ValidationError):
         found = None
     if found is None:
         raise Http404("no such schedule")

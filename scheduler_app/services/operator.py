@@ -223,7 +223,7 @@ def backfill(
         _authorize(user, target, RUN_PERMISSION)
         if target.status == ScheduleStatus.CANCELLED:
             raise ScheduleStateError(f"schedule {target.pk} is cancelled; restore it first")
-        slots = _slots_in(target, start, end)
+        slots = backfill_slots(target, start, end)
         keys = {idempotency_key(target.pk, slot): slot for slot in slots}
         taken = _existing(target, keys)
         fresh = [slot for key, slot in keys.items() if key not in taken]
@@ -280,7 +280,8 @@ def _check_range(start: datetime, end: datetime, now: datetime, overlap: str) ->
         )
 
 
-def _slots_in(schedule: Schedule, start: datetime, end: datetime) -> list[datetime]:
+def backfill_slots(schedule: Schedule, start: datetime, end: datetime) -> list[datetime]:
+    """The rule's slots in ``[start, end]`` (current definition), at most the hard limit."""
     timing = timing_for(schedule)
     slots: list[datetime] = []
     for slot in iter_slots(timing, start - _TICK):

@@ -9,14 +9,15 @@ window, bounds and count included), from the slot the beat will handle next.
 from __future__ import annotations
 
 import json
-import sys
 from datetime import UTC, datetime, timedelta
-from typing import Any, NoReturn
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.exceptions import ValidationError
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone as django_timezone
 
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.preview import PreviewRow, policy_text, preview_rows, utc_text
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, Timing, build_timing, describe
 
@@ -45,25 +46,9 @@ OPTION_OF_FIELD = {
 _TICK = timedelta(microseconds=1)
 
 
-class Command(BaseCommand):
+class Command(OneLineErrors):
     help = "Show the next slots of a cron, RRULE, interval or one-time rule, with DST notes."
     requires_system_checks: list[str] = []  # a pure preview: no models (--schedule reads one)
-
-    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
-        parser = super().create_parser(prog_name, subcommand, **kwargs)
-        parser.error = self._reject_arguments  # type: ignore[method-assign]
-        return parser
-
-    def _reject_arguments(self, message: str) -> NoReturn:
-        """argparse prints usage over several lines; report one line and exit 2 instead."""
-        error = CommandError(f"{message}; run with --help for usage", returncode=2)
-        if not self._from_command_line():
-            raise error
-        self.stderr.write(f"CommandError: {error}")
-        sys.exit(error.returncode)
-
-    def _from_command_line(self) -> bool:
-        return bool(getattr(self, "_called_from_command_line", False))
 
     def add_arguments(self, parser: CommandParser) -> None:
         rule = parser.add_mutually_exclusive_group()  # none: --schedule
@@ -154,7 +139,7 @@ def _stored(options: dict[str, Any]) -> tuple[Timing, datetime]:
         )
     try:
         schedule = Schedule.objects.get(pk=options["schedule"])
-    except (Schedule.DoesNotExist, ValueError, ScheduleValidationError):
+    except (Schedule.DoesNotExist, ValueError, ValidationError):
         raise ValueError(
             f"--schedule: no schedule with id {options['schedule']!r}; "
             "list them in the admin or with export_schedules"

@@ -205,3 +205,10 @@ def test_operator_services_check_tenant_and_permission(
         services.run_now(mine, user=staff("viewer", "view_schedule", tenants=("acme",)))
     assert services.run_now(mine, user=runner).requested_by == "runner"
     assert not Occurrence.objects.filter(schedule=theirs).exists()
+
+
+def test_a_malformed_id_is_a_404_not_a_server_error() -> None:
+    browser = client_for(User.objects.create_superuser("root", "r@example.com", "pw"))
+    assert browser.get("/admin/scheduler_app/schedule/not-a-uuid/pause/").status_code == 404
+    url = reverse("admin:scheduler_app_schedule_preview")
+    assert browser.post(url, {"_object_id": "not-a-uuid"}).status_code == 404
