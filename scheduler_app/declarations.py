@@ -21,12 +21,16 @@ import inspect
 import json
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Never, TypeVar, overload
 
+from scheduler_app.declared_tasks import mark_schedulable, task_name_of
 from scheduler_app.errors import InvalidRule, ScheduleValidationError
+from scheduler_app.jobtypes import check_job_type_name
+from scheduler_app.lateness import check_class
 from scheduler_app.models import (
     IntervalMode,
     MisfirePolicy,
@@ -43,7 +47,7 @@ Duration = timedelta | int | str
 
 MAX_KEY_LENGTH = 150  # the column holds 200: room for the suffix a replaced retired key gets
 MAX_OBJECTIVE_LENGTH = 100
-MAX_TASK_NAME_LENGTH = 200
+MAX_PAYLOAD_REF_LENGTH = 500
 RULE_PARAMETERS = ("cron", "rrule", "every", "at")
 # Only to validate an RRULE or interval without an anchor at import time; the stored anchor of
 # such a schedule is the instant it is first synced (see docs/decorator.md).
@@ -87,6 +91,9 @@ class ScheduleOptions:
     expected_every: int | None = None
     active_window: str | None = None
     window_policy: str | None = None
+    lateness_class: str | None = None
+    job_type: str | None = None
+    payload_ref: str | None = None
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -116,6 +123,9 @@ class Declaration:
     options: ScheduleOptions
     source: str = field(default="", compare=False)
     """Where the decorator was written (``module:line``), for error messages."""
+    location: str = field(default="", compare=False)
+    """Where the decorator was written (``path/to/file.py:line``), stored as the schedule's
+    ``code_location`` so operators can find the declaration."""
 
     def schedule_fields(self) -> dict[str, Any]:
         return {"task": self.task, "key": self.key, **self.options.schedule_fields()}
@@ -227,6 +237,9 @@ def scheduled(
     expect_success_every: Duration | None = None,
     window: str | None = None,
     window_policy: str | None = None,
+    lateness_class: str | None = None,
+    job_type: str | None = None,
+    payload_ref: str | None = None,
 ) -> Callable[[TaskT], TaskT]: ...
 
 
@@ -264,13 +277,19 @@ def scheduled(
     expect_success_every: Duration | None = None,
     window: str | None = None,
     window_policy: str | None = None,
+    lateness_class: str | None = None,
+    job_type: str | None = None,
+    payload_ref: str | None = None,
 ) -> Any:
     """Declare a schedule for the Celery task below; stack several for several schedules.
 
     Exactly one rule: ``cron=``, ``rrule=`` (with ``anchor=``), ``every=`` (with ``anchor=``,
     ``interval_mode=``) or ``at=``. Schedules of one task are told apart by ``objective``
     (the task reads it from ``current_occurrence().objective``); ``key`` defaults to
-    ``"<task name>:<objective or 'default'>"``. Every parameter is described in
+    ``"<task name>:<objective or 'default'>"``. ``job_type`` declares that this task serves
+    that job type (schedule.v1 JOB targets); ``lateness_class`` sets lateness defaults;
+    ``payload_ref`` is a reference the task resolves (``current_occurrence().payload_ref``).
+    The task is marked schedulable (the allowlist accepts it). Every parameter is described in
     docs/decorator.md. Raises ``ScheduleValidationError`` at once when an option is wrong.
     """
     if task is not None:
@@ -301,11 +320,14 @@ def scheduled(
         expected_every=_seconds(expect_success_every, "expect_success_every", positive=True),
         active_window=_text(window, "window") or None,
         window_policy=_text(window_policy, "window_policy") or None,
+        lateness_class=check_class(lateness_class) or None,
+        job_type=check_job_type_name(job_type) if job_type is not None else None,
+        payload_ref=_payload_ref(payload_ref),
     )
     _check_timing(options)
     if key is not None:
         _check_key(key)
-    source = _caller()
+    source, location = _caller()
 
     def register(target: TaskT) -> TaskT:
         name = task_name_of(target)
@@ -314,9 +336,11 @@ def scheduled(
             task=name,
             options=options,
             source=source,
+            location=location,
         )
         _check_key(declaration.key)
         registry().add(declaration)
+        mark_schedulable(target)
         return target
 
     return register
@@ -505,67 +529,33 @@ def _check_key(key: object) -> None:
         )
 
 
-def _caller() -> str:
-    """``module:line`` of the ``@scheduled(...)`` expression (two frames up)."""
+def _caller() -> tuple[str, str]:
+    """``module:line`` and ``file:line`` of the ``@scheduled(...)`` expression (two frames up).
+
+    The file is relative to the working directory when it lies below it (the project root,
+    for ``manage.py`` and Celery), else absolute; at most 300 characters (the column's size).
+    """
     frame = inspect.currentframe()
     caller = frame.f_back.f_back if frame and frame.f_back else None
     if caller is None:
-        return ""
-    return f"{caller.f_globals.get('__name__', '?')}:{caller.f_lineno}"
+        return "", ""
+    path = Path(caller.f_code.co_filename)
+    with suppress(ValueError):
+        path = path.relative_to(Path.cwd())
+    location = f"{path}:{caller.f_lineno}"
+    return f"{caller.f_globals.get('__name__', '?')}:{caller.f_lineno}", location[-300:]
 
 
-# -- task names --------------------------------------------------------------------------------
-
-
-def task_name_of(target: object) -> str:
-    """The Celery task name of ``target``, without creating the task if it is still lazy.
-
-    ``@shared_task`` and ``@app.task`` (before the app is finalized) return proxies that build
-    the task on first use; using one at import time would finalize the app early, so the
-    name is read from what the proxy was given (falling back to building the task).
-    """
-    from celery import Task
-    from celery.local import Proxy
-
-    if issubclass(type(target), Proxy):  # not isinstance: that would evaluate the proxy
-        name = _lazy_task_name(target) or getattr(target, "name", None)
-    elif isinstance(target, Task) or (isinstance(target, type) and issubclass(target, Task)):
-        name = target.name
-    else:
+def _payload_ref(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.isprintable() or not value.strip():
         raise ScheduleValidationError(
-            "task",
-            f"@scheduled must decorate a Celery task, got {target!r}; put it above "
-            "@app.task / @shared_task (decorators apply bottom-up)",
-            code="not_a_task",
+            "payload_ref",
+            f"expected a reference such as 'state://sync-source-42', got {value!r}",
         )
-    if not isinstance(name, str) or not name or len(name) > MAX_TASK_NAME_LENGTH:
-        raise ScheduleValidationError("task", f"the task has no usable name ({name!r})")
-    return name
-
-
-def _lazy_task_name(proxy: object) -> str | None:
-    from celery import current_app
-
-    evaluated = getattr(type(proxy), "__evaluated__", None)
-    if evaluated is not None and evaluated(proxy):
-        return None  # built already: reading .name is free
-    local = object.__getattribute__(proxy, "_Proxy__local")
-    args = object.__getattribute__(proxy, "_Proxy__args")
-    options = object.__getattribute__(proxy, "_Proxy__kwargs")
-    fun: Any = args[0] if args else None
-    name: Any = options.get("name")
-    app: Any = getattr(local, "__self__", None)  # @app.task: app._task_from_fun
-    if app is None and getattr(local, "__closure__", None):  # @shared_task: task_by_cons
-        cells = dict(
-            zip(
-                local.__code__.co_freevars,
-                (c.cell_contents for c in local.__closure__),
-                strict=True,
-            )
+    if len(value) > MAX_PAYLOAD_REF_LENGTH:
+        raise ScheduleValidationError(
+            "payload_ref", f"is {len(value)} characters long; at most {MAX_PAYLOAD_REF_LENGTH}"
         )
-        fun, name, app = cells.get("fun"), cells.get("name"), current_app
-    if name:
-        return str(name)
-    if callable(fun) and app is not None and hasattr(app, "gen_task_name"):
-        return str(app.gen_task_name(fun.__name__, fun.__module__))
-    return None
+    return value

@@ -26,8 +26,10 @@ from scheduler_app.errors import (
     ScheduleValidationError,
     StaleVersion,
 )
+from scheduler_app.lateness import LATENESS_FIELDS, apply_class_defaults
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleOrigin, ScheduleStatus
 from scheduler_app.services import DEFAULTS, cancel_schedule, create_schedule, update_schedule
+from scheduler_app.targets import check_target
 from scheduler_app.timing import Kind, next_after
 
 logger = logging.getLogger("scheduler_app.sync")
@@ -147,6 +149,7 @@ def _apply(
     clock: Clock | None,
     dry_run: bool,
 ) -> SyncEntry:
+    check_target(declaration.task)  # the allowlist, as for every other way in
     desired = desired_values(declaration)
     if row is None:
         return _create(declaration, desired, now, clock, dry_run)
@@ -160,13 +163,18 @@ def _apply(
     if row.status == ScheduleStatus.CANCELLED:
         return _replace_retired(declaration, row, desired, now, clock, dry_run)
     changes = differences(row, desired)
+    if not dry_run and row.code_location != declaration.location:
+        _locate(row.pk, declaration)  # the code moved: not a new definition
     if not changes:
         return _entry("unchanged", declaration, row)
     detail = f"changed {', '.join(sorted(changes))}"
     if dry_run:
         _check({**{name: getattr(row, name) for name in SEMANTIC_FIELDS}, **changes}, now)
         return _entry("update", declaration, row, version=row.version + 1, detail=detail)
-    updated = update_schedule(row.id, expected_version=row.version, clock=clock, **changes)
+    updates = dict(changes)
+    if "lateness_class" in changes:  # the declared values, not the class defaults again
+        updates.update({name: desired[name] for name in LATENESS_FIELDS})
+    updated = update_schedule(row.id, expected_version=row.version, clock=clock, **updates)
     return _entry("update", declaration, updated, detail=detail)
 
 
@@ -185,7 +193,13 @@ def _create(
     with transaction.atomic():
         created = create_schedule(clock=clock, key=declaration.key, **fields)
         Schedule.objects.filter(pk=created.pk).update(origin=ScheduleOrigin.CODE)
+        _locate(created.pk, declaration)
     return _entry("create", declaration, created, detail=detail)
+
+
+def _locate(schedule_id: UUID, declaration: Declaration) -> None:
+    """Record where the declaration is (``file:line``) for operators: not a semantic field."""
+    Schedule.objects.filter(pk=schedule_id).update(code_location=declaration.location)
 
 
 def _replace_retired(
@@ -226,15 +240,16 @@ def _retire(row: Schedule, clock: Clock | None, dry_run: bool) -> SyncEntry:
 def desired_values(declaration: Declaration) -> dict[str, Any]:
     """Every semantic field as the declaration wants it, in stored form.
 
-    Fields the declaration leaves out take the store's defaults (so deleting ``misfire=``
-    from the code puts the default back). ``anchor`` is ``None`` when not declared: the
-    store picks one at creation and later syncs keep it.
+    Fields the declaration leaves out take the defaults of its ``lateness_class``, then the
+    store's (so deleting ``misfire=`` from the code puts the default back). ``anchor`` is
+    ``None`` when not declared: the store picks one at creation and later syncs keep it.
     """
     values: dict[str, Any] = {name: None for name in SEMANTIC_FIELDS}
     values.update({name: value for name, value in DEFAULTS.items() if name in values})
-    values.update(
-        {name: value for name, value in declaration.schedule_fields().items() if name in values}
-    )
+    declared = {
+        name: value for name, value in declaration.schedule_fields().items() if name in values
+    }
+    values.update(apply_class_defaults(declared))
     return values
 
 
