@@ -27,6 +27,7 @@ from scheduler_app.models import (
     Schedule,
     ScheduleStatus,
 )
+from scheduler_app.receiving import republish_lost_receipts
 
 logger = logging.getLogger("scheduler_app.reconcile")
 BATCH = 500
@@ -62,11 +63,12 @@ def reconcile(
         dispatch_timeout or timedelta(seconds=settings.DISPATCH_TIMEOUT),
         max_publishes or settings.MAX_PUBLISHES,
     )
+    receipts = republish_lost_receipts(now, BATCH)
     return ReconcileReport(
         lost=lost + never_started,
         requeued=requeued,
         expired=expired,
-        republished=republished + _lost_retries(now, retry_grace),
+        republished=republished + receipts + _lost_retries(now, retry_grace),
         released=_stuck_cancellations(now),
     )
 

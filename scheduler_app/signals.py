@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery.signals import task_revoked
+from celery import current_app
+from celery.signals import task_received, task_revoked
 from celery.worker import state as worker_state
 from django.conf import settings
 from django.db.models.signals import post_save, pre_delete
@@ -24,11 +25,23 @@ from scheduler_app.clock import SystemClock
 from scheduler_app.context import context_from_request
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.permissions import pause_owned_schedules
+from scheduler_app.receiving import ReceiveLeases, on_task_received
 
 logger = logging.getLogger("scheduler_app.signals")
 _clock = SystemClock()
 REPLAYED = "replay"
 """The reason ``replay_occurrence`` gives an occurrence until its next attempt ends."""
+
+
+@task_received.connect
+def record_received(sender: Any = None, request: Any = None, **_: Any) -> None:
+    """A worker's main process took a message: lease it (see ``receiving``)."""
+    if request is not None:
+        on_task_received(request)
+
+
+# Workers of the app renew the receive leases of the messages they hold.
+current_app.steps["consumer"].add(ReceiveLeases)
 
 
 @task_revoked.connect
