@@ -10,7 +10,9 @@ BENCH_PG_URL ?= postgres://postgres@127.0.0.1:5432/bench
 BENCH_REDIS_URL ?= redis://127.0.0.1:6379/11
 BENCH_ARGS ?=
 
-.PHONY: install test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak demo bench bench-timing docs clean
+DIST_DIR ?= dist
+
+.PHONY: install dist test-adoption test-matrix test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak demo bench bench-timing docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,12 +33,31 @@ migrations-check: install
 	$(PY) manage.py makemigrations --check --dry-run
 
 test-sqlite: install
-	$(VENV)/bin/pytest -m "not postgres" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m "not postgres and not adoption" $(PYTEST_ARGS)
 
 test-postgres: install
 	DATABASE_URL=$(PG_URL) $(VENV)/bin/pytest tests/integration tests/acceptance $(PYTEST_ARGS)
 
-test: lint typecheck migrations-check docs test-sqlite test-postgres torture-ci
+test: lint typecheck migrations-check docs test-sqlite test-postgres test-adoption torture-ci
+
+# The sdist and the wheel (the library only: scheduler_app), in $(DIST_DIR).
+dist:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m build --version >/dev/null 2>&1 || $(PY) -m pip install --quiet 'build>=1.2'
+	rm -rf build $(DIST_DIR)/django_durable_scheduler-*
+	$(PY) -m build --outdir $(DIST_DIR) .
+	rm -rf build
+
+# A new user's five minutes: `make dist`, a fresh venv outside the repository, a project made
+# by following docs/install.md, beat and worker on Redis and on RabbitMQ (about 3 minutes).
+RABBITMQ_URL ?= amqp://guest:guest@127.0.0.1:5672//
+test-adoption: install
+	REDIS_URL=$(REDIS_URL) RABBITMQ_URL=$(RABBITMQ_URL) $(VENV)/bin/pytest tests/adoption -m adoption -p no:cacheprovider
+
+# The supported versions (noxfile.py): Django 4.2, 5.1, 5.2 with Celery 5.4+, each on SQLite.
+NOX_ARGS ?=
+test-matrix: install
+	$(VENV)/bin/nox $(NOX_ARGS)
 
 # The reliability harness (docs/reliability.md): its own PostgreSQL and Redis servers, real
 # beats and workers, faults. The short profile is part of `make test`; TORTURE_ARGS adds

@@ -12,6 +12,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+import django
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PROJECT_VAR_DIR", BASE_DIR / "var"))
@@ -93,8 +94,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Beat and worker share the file: take the write lock when a transaction begins and wait
     # for it (up to 20 s). In the default deferred mode a read-then-write transaction fails at
     # once with "database is locked" when the other process writes (system check W001).
+    # (The option arrived in Django 5.1; on 4.2 use PostgreSQL for a beat and a worker.)
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+        if django.VERSION >= (5, 1)
+        else {"timeout": 20}
     )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

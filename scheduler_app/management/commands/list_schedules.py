@@ -1,0 +1,74 @@
+"""``manage.py list_schedules``: every schedule with its next run and its last occurrence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import CommandParser
+from django.db.models import OuterRef, Subquery
+
+from scheduler_app.management.commands._oneline import OneLineErrors
+from scheduler_app.management.commands._schedule_cli import dumps, schedule_row
+from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
+
+
+class Command(OneLineErrors):
+    help = "List schedules: id, name, task, rule, status, next run and the last occurrence."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--status",
+            choices=[choice.value for choice in ScheduleStatus],
+            help="only schedules in this status",
+        )
+        parser.add_argument("--task", help="only schedules of this task name")
+        parser.add_argument("--tenant", help="only schedules of this tenant")
+        parser.add_argument("--limit", type=int, default=1000, help="at most this many rows")
+        parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["limit"] < 1:
+            self._reject_arguments(f"--limit must be 1 or more, not {options['limit']}")
+        latest = Occurrence.objects.filter(schedule=OuterRef("pk")).order_by("-scheduled_for")
+        query = Schedule.objects.annotate(
+            last_id=Subquery(latest.values("pk")[:1]),
+        ).order_by("name", "task", "pk")
+        for field in ("status", "task", "tenant"):
+            if options[field] is not None:
+                query = query.filter(**{field: options[field]})
+        schedules = list(query[: options["limit"]])
+        last = Occurrence.objects.in_bulk([s.last_id for s in schedules if s.last_id])
+        rows = [schedule_row(s, last.get(s.last_id)) for s in schedules]
+        if options["json"]:
+            self.stdout.write(dumps(rows))
+            return
+        if not rows:
+            self.stdout.write("no schedules")
+            return
+        self.stdout.write(table(rows))
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    header = ("id", "name", "task", "rule", "status", "next run (UTC)", "last run")
+    lines = [
+        (
+            row["id"],
+            row["name"] or "-",
+            row["task"],
+            f"{row['kind']} {rule_text(row)} ({row['timezone']})",
+            row["status"],
+            (row["next_run_at"] or "-")[:19],
+            "-" if row["last_run"] is None else row["last_run"]["state"],
+        )
+        for row in rows
+    ]
+    widths = [max(len(str(line[i])) for line in [header, *lines]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(str(cell).ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in [header, *lines]
+    )
+
+
+def rule_text(row: dict[str, Any]) -> str:
+    """The rule as typed: intervals are stored in seconds."""
+    return f"{row['rule']}s" if row["kind"] == "interval" else str(row["rule"])

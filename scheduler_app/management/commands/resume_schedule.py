@@ -1,0 +1,100 @@
+"""``manage.py resume_schedule REF``: resume a paused schedule, after showing what the
+catch-up will create (``--yes`` to confirm without a prompt)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
+
+from scheduler_app import services
+from scheduler_app.errors import SchedulerError
+from scheduler_app.management.commands._oneline import OneLineErrors
+from scheduler_app.management.commands._schedule_cli import (
+    dumps,
+    find_schedule,
+    iso,
+    schedule_row,
+)
+from scheduler_app.management.commands.pause_schedule import operator_name
+from scheduler_app.models import ScheduleStatus
+
+NOT_CONFIRMED = 1
+SHOWN = 5
+"""Slots listed by name in the preview; the rest are counted."""
+
+
+class Command(OneLineErrors):
+    help = "Resume a paused schedule; shows the catch-up it will create and asks first."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("schedule", help="the schedule's id, key or name")
+        parser.add_argument("--yes", action="store_true", help="resume without asking")
+        parser.add_argument("--note", default="", help="why (replaces the pause note)")
+        parser.add_argument("--by", default=None, help="who (default: the system user)")
+        parser.add_argument("--json", action="store_true", help="print preview and result as JSON")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        schedule = find_schedule(options["schedule"])
+        label = f"{schedule.name or schedule.task} ({schedule.pk})"
+        if schedule.status == ScheduleStatus.ACTIVE:
+            self._say(options, f"{label} is already active; nothing changed", schedule, None)
+            return
+        if schedule.status != ScheduleStatus.PAUSED:
+            raise CommandError(
+                f"{label} is {schedule.status}; only a paused schedule can be resumed",
+                returncode=1,
+            )
+        preview = services.preview_resume(schedule)
+        summary = describe(preview)
+        if preview.count and not options["yes"]:
+            if options["json"] or not sys.stdin.isatty():
+                self._say(options, f"{summary}\nnot resumed: rerun with --yes", schedule, preview)
+                sys.exit(NOT_CONFIRMED)
+            self.stdout.write(summary)
+            if input("Resume? [y/N] ").strip().lower() not in ("y", "yes"):
+                self.stdout.write("not resumed")
+                sys.exit(NOT_CONFIRMED)
+        try:
+            schedule = services.resume_schedule(
+                schedule.pk, note=options["note"], by=options["by"] or operator_name()
+            )
+        except SchedulerError as exc:
+            raise CommandError(f"cannot resume {label}: {exc}", returncode=1) from exc
+        self._say(options, f"resumed {label}: {summary_done(preview)}", schedule, preview)
+
+    def _say(self, options: dict[str, Any], text: str, schedule: Any, preview: Any) -> None:
+        if not options["json"]:
+            self.stdout.write(text)
+            return
+        document = schedule_row(schedule)
+        if preview is not None:
+            document["catch_up"] = {
+                "count": preview.count,
+                "skipped": preview.skipped,
+                "slots": [iso(slot.scheduled_for) for slot in preview.emit],
+                "next_run_at": iso(preview.next_run_at),
+            }
+        self.stdout.write(dumps(document))
+
+
+def describe(preview: Any) -> str:
+    """What resuming now will do, in words."""
+    if not preview.count:
+        head = "resuming creates no catch-up occurrence"
+    else:
+        slots = ", ".join(iso(slot.scheduled_for) or "" for slot in preview.emit[:SHOWN])
+        more = f" and {preview.count - SHOWN} more" if preview.count > SHOWN else ""
+        head = f"resuming creates {preview.count} catch-up occurrence(s) now: {slots}{more}"
+    skipped = f"; {preview.skipped} missed slot(s) skipped by the misfire policy"
+    tail = f"; then next run at {iso(preview.next_run_at) or 'never'}"
+    return head + (skipped if preview.skipped else "") + tail
+
+
+def summary_done(preview: Any) -> str:
+    return (
+        f"{preview.count} catch-up occurrence(s) created"
+        + (f", {preview.skipped} missed slot(s) skipped" if preview.skipped else "")
+        + f"; next run at {iso(preview.next_run_at) or 'never'}"
+    )
