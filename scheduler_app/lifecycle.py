@@ -87,9 +87,9 @@ def claim(
     if not may_run(occurrence.schedule):
         why = refusal(occurrence.schedule)
         end(occurrence, OccurrenceState.FAILED, "forbidden", now, from_states=CLAIMABLE, error=why)
-        owner = occurrence.schedule.owner
-        if owner is not None and not owner.is_active:
-            pause_owned_schedules(owner, f"paused: {why}", now)
+        person = occurrence.schedule.owner
+        if person is not None and not person.is_active:
+            pause_owned_schedules(person, f"paused: {why}", now)
         return Claim(False, "forbidden")
     token = occurrence.fencing_token + 1
     with transaction.atomic():

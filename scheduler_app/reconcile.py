@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from uuid import UUID
 
 from django.db import DataError, transaction
 from django.db.models import Q
@@ -214,7 +215,7 @@ def _stuck_cancellations(now: datetime) -> int:
     return released
 
 
-def _release_after_grace(schedule_id: object, now: datetime) -> int:
+def _release_after_grace(schedule_id: UUID | str, now: datetime) -> int:
     with transaction.atomic():
         schedule = Schedule.objects.select_for_update().get(pk=schedule_id)
         if _within_grace(schedule, now):
@@ -236,7 +237,7 @@ PARKED_ERRORS = (ArithmeticError, ValueError, TypeError, SchedulerError, DataErr
 
 
 @contextmanager
-def parking(schedule_id: object, now: datetime) -> Iterator[None]:
+def parking(schedule_id: UUID | str, now: datetime) -> Iterator[None]:
     """Run one schedule's step; if its stored values make it fail, pause the schedule with
     the error (visible to operators) and carry on with the others, as the materializer does."""
     try:

@@ -28,7 +28,7 @@ class Spec:
     dst_ambiguous: str = "first"
     deadline: int | None = None
     interval_mode: str = "fixed_rate"
-    catch_up_limit: int = 10_000
+    catch_up_limit: int = 1_000  # the documented maximum (limits.NUMBER_LIMITS)
     work: float = 0.1
     schedule_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
