@@ -156,6 +156,8 @@ def parse_document(doc: Any, label: str) -> tuple[Desired | None, list[Problem]]
 def _check_the_rest(fields: dict[str, Any], out: _Collector) -> None:
     """A document already has problems: still validate its other fields, to report them all."""
     reported = {problem.path for problem in out.problems}
+    if "target.job_type" in reported:  # no task resolved: "task is required" says nothing new
+        reported.add("target.task")
     paths = {**FIELD_PATHS, **out.paths}
     bad = {model for model, path in paths.items() if path in reported}
     usable = {k: v for k, v in fields.items() if k in SEMANTIC_FIELDS and k not in bad}
