@@ -38,9 +38,11 @@ ARGS_REFUSAL = (
     "positional args {args!r} cannot be carried over: occurrences call the task with keyword "
     "arguments only; give the task keyword parameters and move the values into kwargs"
 )
+ROUTING = {"queue": str, "routing_key": str, "exchange": str, "priority": int}
+"""Per-entry routing options kept in ``Schedule.options`` (the schedule.v1 ``target.options``)."""
 ROUTING_NOTE = (
-    "not carried over: {name}={value!r} (the schedule has no routing fields; route the task "
-    "with CELERY_TASK_ROUTES, which also applies to occurrences)"
+    "not carried over: {name}={value!r} (not a routing option this scheduler keeps; route "
+    "the task with CELERY_TASK_ROUTES, which also applies to occurrences)"
 )
 PERIODS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "microseconds": 1e-6}
 
@@ -182,9 +184,30 @@ def _options(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         fields["ends_at"] = _aware(expires)
     elif expires is not None:
         notes.append(f"not carried over: expires={expires!r}")
+    routing = _routing(options, notes)
+    if routing:
+        fields["options"] = routing
     for name in sorted(options):
-        notes.append(ROUTING_NOTE.format(name=name, value=options[name]))
+        if name not in ROUTING:
+            notes.append(ROUTING_NOTE.format(name=name, value=options[name]))
     return fields, notes
+
+
+def _routing(values: MappingType[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The routing options of ``values`` that are set and well-typed; a note for the rest."""
+    kept: dict[str, Any] = {}
+    for name, expected in ROUTING.items():
+        value = values.get(name)
+        if value in (None, ""):
+            continue
+        if isinstance(value, expected) and not isinstance(value, bool):
+            if name == "priority" and not 0 <= value <= 255:
+                notes.append(f"not carried over: priority={value!r} (must be 0-255)")
+                continue
+            kept[name] = value
+        else:
+            notes.append(ROUTING_NOTE.format(name=name, value=value))
+    return kept
 
 
 def _aware(value: datetime) -> datetime:
@@ -305,9 +328,9 @@ def _row_extras(
         if "starts_at" not in fields:
             fields["starts_at"] = now.replace(microsecond=0)
             keep.add("starts_at")
-    for name in ("queue", "exchange", "routing_key", "priority"):
-        if row.get(name) not in (None, ""):
-            notes.append(ROUTING_NOTE.format(name=name, value=row[name]))
+    routing = _routing(row, notes)
+    if routing:
+        fields["options"] = routing
     headers = _json_value(row.get("headers"), "headers", {})
     if headers:
         notes.append(f"not carried over: headers={headers!r}")
@@ -371,7 +394,13 @@ def _with_mode(desired: Desired, mode: str | None) -> Desired:
     return replace(desired, keep_existing=desired.keep_existing | {"mode"})
 
 
-def apply_migration(migration: MigrationPlan, *, clock: Clock | None = None) -> None:
-    """Create or update every mapped schedule in one transaction; refused ones are left out."""
+def apply_migration(
+    migration: MigrationPlan,
+    *,
+    clock: Clock | None = None,
+    progress: importing.Progress | None = None,
+) -> None:
+    """Create or update every mapped schedule in one transaction; refused ones are left out.
+    ``progress(n)`` is called as entries are done."""
     with transaction.atomic():
-        importing.apply(migration.plan.changes, clock=clock)
+        importing.apply(migration.plan.changes, clock=clock, progress=progress)

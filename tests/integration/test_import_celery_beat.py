@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from io import StringIO
@@ -12,6 +13,7 @@ import pytest
 from celery import current_app
 from celery.schedules import crontab, schedule, solar
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection
 
 from scheduler_app.celery_beat_import import (
@@ -97,7 +99,41 @@ def test_beat_schedule_entries_map_to_schedules_or_are_refused_with_a_reason() -
     assert "solar schedules" in refused["celery-beat:sunrise"]
     assert "positional args (1, 2)" in refused["celery-beat:positional"]
     [weekday] = [m for m in mappings if m.label == "celery-beat:weekday-report"]
-    assert any("queue='reports'" in note for note in weekday.notes)
+    assert report.options == {"queue": "reports"}  # per-task routing is kept, not dropped
+    assert not any("queue" in note for note in weekday.notes)
+
+
+def test_routing_options_are_kept_and_anything_else_is_noted() -> None:
+    entries = {
+        "routed": {
+            "task": TASK,
+            "schedule": 3600,
+            "options": {
+                "queue": "io",
+                "routing_key": "io.hourly",
+                "exchange": "jobs",
+                "priority": 7,
+                "countdown": 5,
+            },
+        },
+        "bad-priority": {"task": TASK, "schedule": 3600, "options": {"priority": 900}},
+    }
+    mappings = {m.label: m for m in from_beat_schedule(entries, "UTC")}
+    migrate(mappings.values(), FakeClock(START))
+    stored = by_key()
+    assert stored["celery-beat:routed"].options == {
+        "queue": "io",
+        "routing_key": "io.hourly",
+        "exchange": "jobs",
+        "priority": 7,
+    }
+    assert [n[:35] for n in mappings["celery-beat:routed"].notes] == [
+        "not carried over: countdown=5 (not "
+    ]
+    assert stored["celery-beat:bad-priority"].options == {}
+    assert mappings["celery-beat:bad-priority"].notes == (
+        "not carried over: priority=900 (must be 0-255)",
+    )
 
 
 def test_rerunning_the_beat_import_changes_nothing() -> None:
@@ -118,6 +154,7 @@ def test_unknown_task_is_listed_not_imported() -> None:
     entries = {"ghost": {"task": "no.such.task", "schedule": crontab(minute=0)}}
     migration = migrate(from_beat_schedule(entries, "UTC"), FakeClock(START))
     assert migration.refused["celery-beat:ghost"].startswith("task: unknown task")
+    assert "celery -A project" not in migration.refused["celery-beat:ghost"]
     assert not Schedule.objects.exists()
 
 
@@ -239,10 +276,8 @@ def test_periodic_tasks_map_to_schedules() -> None:
     assert "positional args (42,)" in refused["django-celery-beat:with-args"]
     assert "unknown task" in refused["django-celery-beat:ghost"]
     [ny_mapping] = [m for m in migration.mappings if m.label.endswith("ny-morning")]
-    assert ny_mapping.notes == (
-        "not carried over: queue='slow' (the schedule has no routing fields; route the task "
-        "with CELERY_TASK_ROUTES, which also applies to occurrences)",
-    )
+    assert ny_mapping.notes == ()
+    assert ny.options == {"queue": "slow"}
 
 
 @pytest.mark.usefixtures("beat_tables")
@@ -281,22 +316,63 @@ def app_beat_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run(*args: str) -> tuple[str, str]:
+    """The command's output; it exits 1 (CommandError) when entries were not imported."""
     out, err = StringIO(), StringIO()
-    call_command("import_celery_beat", *args, stdout=out, stderr=err)
+    try:
+        call_command("import_celery_beat", *args, stdout=out, stderr=err)
+    except CommandError as exc:
+        assert exc.returncode == 1
+        err.write(f"CommandError: {exc}")
     return out.getvalue(), err.getvalue()
 
 
 @pytest.mark.usefixtures("app_beat_schedule")
-def test_command_dry_run_shows_the_mapping_and_writes_nothing() -> None:
+def test_command_dry_run_shows_the_refused_and_says_what_would_be_done() -> None:
     out, err = run("--dry-run")
     assert not Schedule.objects.exists()
-    assert "celery-beat:weekday-report\n    from: crontab(0 8 * * mon-fri) demo.ping\n" in out
-    assert "    to:   create    celery-beat:weekday-report: demo.ping cron '0 8 * * mon-fri'" in out
+    assert "celery-beat:sunrise\n    from: solar(sunrise" in out
     assert "NOT IMPORTED: solar schedules" in out
+    assert "weekday-report" not in out  # imported cleanly: only listed with -v 2
     assert out.endswith(
-        "1 to create, 0 to update, 0 unchanged, 1 not imported\ndry run: nothing written\n"
+        "dry run, nothing written: to create 1, to update 0, unchanged 0, not imported 1\n"
     )
-    assert "1 entr(y/ies) not imported" in err
+    assert "1 of 2 entries not imported" in err
+
+
+@pytest.mark.usefixtures("app_beat_schedule")
+def test_command_exits_1_when_entries_are_refused_and_says_what_it_did() -> None:
+    out, err = StringIO(), StringIO()
+    with pytest.raises(CommandError) as refused:
+        call_command("import_celery_beat", stdout=out, stderr=err)
+    assert refused.value.returncode == 1
+    assert out.getvalue().endswith("imported: created 1, updated 0, unchanged 0, not imported 1\n")
+    assert Schedule.objects.count() == 1
+
+
+def test_command_exits_0_and_lists_everything_with_verbosity_2(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(
+        current_app.conf, "beat_schedule", {"hourly": {"task": TASK, "schedule": 3600}}
+    )
+    out = StringIO()
+    call_command("import_celery_beat", "-v", "2", stdout=out)
+    assert "celery-beat:hourly\n    from: " in out.getvalue()
+    assert out.getvalue().endswith("imported: created 1, updated 0, unchanged 0, not imported 0\n")
+
+
+@pytest.mark.usefixtures("app_beat_schedule")
+def test_command_json_and_progress_bar() -> None:
+    out, err = StringIO(), StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_celery_beat", "--json", "--progress", stdout=out, stderr=err)
+    document = json.loads(out.getvalue())
+    assert document["applied"] is True
+    assert document["counts"] == {"create": 1, "update": 0, "unchanged": 0, "refused": 1}
+    refused = {e["key"]: e["refused"] for e in document["entries"]}
+    assert refused["celery-beat:weekday-report"] is None
+    assert "solar" in refused["celery-beat:sunrise"]
+    assert "importing: 100%" in err.getvalue() and "1/1" in err.getvalue()
 
 
 @pytest.mark.usefixtures("app_beat_schedule")
@@ -304,7 +380,7 @@ def test_command_imports_in_shadow_mode_then_keeps_the_mode() -> None:
     run("--mode", "shadow")
     assert Schedule.objects.get().mode == "shadow"
     out, _ = run()
-    assert "0 to create, 0 to update, 1 unchanged" in out
+    assert "created 0, updated 0, unchanged 1" in out
     assert Schedule.objects.get().mode == "shadow"
     run("--mode", "live")
     stored = Schedule.objects.get()

@@ -1,16 +1,21 @@
-"""``manage.py import_celery_beat [--dry-run] [--mode shadow|live]``: migrate from the incumbents.
+"""``manage.py import_celery_beat [--dry-run] [--mode shadow|live] [--json]``: migrate from the
+incumbents.
 
 Reads Celery's ``beat_schedule`` and, when its tables exist, django-celery-beat's
-``PeriodicTask`` rows; shows each source entry with the schedule it maps to, what is not carried
-over, and what is refused and why. See docs/migrating.md.
+``PeriodicTask`` rows. Prints every entry that is not imported (and why) and every entry with
+something not carried over; ``-v 2`` prints every entry with the schedule it maps to. The last
+line says what was done (or, with ``--dry-run``, what would be). Exit status: 0 when every
+entry was imported, 1 when some were refused (the others are imported), 2 for bad arguments.
+See docs/migrating.md.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from celery import current_app
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from scheduler_app.celery_beat_import import (
     Mapping,
@@ -23,11 +28,30 @@ from scheduler_app.celery_beat_import import (
     plan_migration,
 )
 from scheduler_app.clock import SystemClock
+from scheduler_app.contract.cli import Progress, add_progress_arguments
 from scheduler_app.errors import SchedulerError
 from scheduler_app.importing import describe_change
+from scheduler_app.management.commands._oneline import OneLineErrors
+
+REFUSED = 1
+ACTIONS = (("create", "created", "to create"), ("update", "updated", "to update"))
 
 
-class Command(BaseCommand):
+def summary(migration: MigrationPlan, *, applied: bool) -> str:
+    """What was done, or in a dry run what would be."""
+    plan = migration.plan
+    counts = [
+        f"{label if applied else todo} {plan.count(action)}" for action, label, todo in ACTIONS
+    ]
+    counts.append(f"unchanged {plan.count('unchanged')}")
+    counts.append(f"not imported {len(migration.refused)}")
+    text = ", ".join(counts)
+    if applied:
+        return f"imported: {text}"
+    return f"dry run, nothing written: {text}"
+
+
+class Command(OneLineErrors):
     help = "Create schedules from Celery's beat_schedule and django-celery-beat's PeriodicTasks."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -46,6 +70,10 @@ class Command(BaseCommand):
             default="all",
             help="Which incumbent to read (default: both).",
         )
+        parser.add_argument(
+            "--json", action="store_true", help="Print the mapping and the outcome as JSON."
+        )
+        add_progress_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         clock = SystemClock()
@@ -59,34 +87,62 @@ class Command(BaseCommand):
             if options["source"] in ("all", "django-celery-beat"):
                 mappings += from_django_celery_beat(now)
         except Refused as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(str(exc), returncode=REFUSED) from None
         migration = plan_migration(mappings, now, mode=options["mode"])
-        self._report(migration)
-        if options["dry_run"]:
-            self.stdout.write("dry run: nothing written")
-            return
-        try:
-            apply_migration(migration, clock=clock)
-        except SchedulerError as exc:
-            raise CommandError(f"nothing was imported: {exc}") from None
+        applied = not options["dry_run"]
+        if applied:
+            bar = Progress(self.stderr._out, enabled=options["progress"])(
+                "importing", len(migration.plan.changes)
+            )
+            try:
+                with bar:
+                    apply_migration(migration, clock=clock, progress=bar.update)
+            except SchedulerError as exc:
+                raise CommandError(f"nothing was imported: {exc}", returncode=REFUSED) from None
+        if options["json"]:
+            self.stdout.write(json.dumps(document(migration, applied=applied), indent=2))
+        else:
+            self._report(migration, verbose=options["verbosity"] >= 2)
+            self.stdout.write(summary(migration, applied=applied))
+        if migration.refused:
+            raise CommandError(
+                f"{len(migration.refused)} of {len(migration.mappings)} entries not imported "
+                "(see NOT IMPORTED above); fix or remove them and run the command again",
+                returncode=REFUSED,
+            )
 
-    def _report(self, migration: MigrationPlan) -> None:
+    def _report(self, migration: MigrationPlan, *, verbose: bool) -> None:
         for mapping in migration.mappings:
+            refusal = migration.refused.get(mapping.label)
+            if not (verbose or refusal or mapping.notes):
+                continue
             self.stdout.write(f"{mapping.label}\n    from: {mapping.source}")
             change = migration.change_for(mapping.label)
-            refusal = migration.refused.get(mapping.label)
             if refusal:
                 self.stdout.write(f"    NOT IMPORTED: {refusal}")
             elif change is not None:
                 self.stdout.write(f"    to:   {describe_change(change)}")
             for note in mapping.notes:
                 self.stdout.write(f"    note: {note}")
-        plan = migration.plan
-        self.stdout.write(
-            f"{plan.count('create')} to create, {plan.count('update')} to update, "
-            f"{plan.count('unchanged')} unchanged, {len(migration.refused)} not imported"
+
+
+def document(migration: MigrationPlan, *, applied: bool) -> dict[str, Any]:
+    entries = []
+    for mapping in migration.mappings:
+        change = migration.change_for(mapping.label)
+        entries.append(
+            {
+                "key": mapping.label,
+                "source": mapping.source,
+                "action": change.action if change is not None else None,
+                "refused": migration.refused.get(mapping.label),
+                "notes": list(mapping.notes),
+            }
         )
-        if migration.refused:
-            self.stderr.write(
-                f"{len(migration.refused)} entr(y/ies) not imported; see NOT IMPORTED above"
-            )
+    plan = migration.plan
+    counts = {action: plan.count(action) for action in ("create", "update", "unchanged")}
+    return {
+        "applied": applied,
+        "counts": {**counts, "refused": len(migration.refused)},
+        "entries": entries,
+    }
