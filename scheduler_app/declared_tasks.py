@@ -75,15 +75,14 @@ def mark_schedulable(target: object) -> None:
     from celery import _state
     from celery.local import Proxy
 
-    if not issubclass(type(target), Proxy):
-        target.schedulable = True  # type: ignore[attr-defined]
-        return
     evaluated = getattr(type(target), "__evaluated__", None)
-    if evaluated is not None and evaluated(target):
-        target.schedulable = True  # a built task: setting through the proxy is free
+    if not issubclass(type(target), Proxy) or (evaluated is not None and evaluated(target)):
+        # A task, or a built one behind its proxy (setting through the proxy is free then).
+        setattr(target, "schedulable", True)  # noqa: B010 - Celery tasks take any attribute
         return
     name = task_name_of(target)
-    apps = {id(app): app for app in _state._get_active_apps()}
+    active: Any = getattr(_state, "_get_active_apps")  # noqa: B009 - not in the stubs
+    apps = {id(app): app for app in active()}
     owner = getattr(object.__getattribute__(target, "_Proxy__local"), "__self__", None)
     if owner is not None:
         apps[id(owner)] = owner

@@ -292,8 +292,8 @@ PAST = {"create": "created", "update": "updated", "unchanged": "unchanged"}
 
 def describe_change(change: Change, *, applied: bool = False, schedule_id: str = "") -> str:
     """One human line per change: what would be done (``--dry-run``) or what was done."""
-    target = change.existing.pk if change.existing else change.desired.schedule_id
-    target = target or schedule_id
+    known = change.existing.pk if change.existing else change.desired.schedule_id
+    target = str(known) if known else schedule_id
     verb = PAST.get(change.action, change.action) if applied else change.action
     head = f"{verb:<9} {change.desired.label}" + (f" ({target})" if target else "")
     if change.action == "create":

@@ -204,7 +204,7 @@ def render_file(
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "a JSON value is nested too deeply to be written; fix the stored row"
-    if isinstance(exc, UnicodeError):
+    if isinstance(exc, UnicodeEncodeError):
         return f"it holds text that is not valid Unicode ({exc.reason}); fix the stored row"
     return f"{exc}; fix the stored row"
 

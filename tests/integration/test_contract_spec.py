@@ -240,3 +240,70 @@ def test_spec_policy_errors_point_at_the_top_level_field(world: FakeClock) -> No
         "'15m', got -5",
         "schedules[0].misfire: unknown value 'later'; use one of: skip, fire_once, catch_up",
     ]
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        (
+            {"type": "JOB", "job_type": "source.synk"},
+            "schedules[0].target.job_type: unknown job type 'source.synk' (known: source.sync);",
+        ),
+        (
+            {"type": "JOB", "job_type": "source.sync", "task": "demo.ping"},
+            "schedules[0].target.task: a JOB target names a job_type, not a task; drop 'task'",
+        ),
+        (
+            {"type": "task", "task": "demo.ping", "job_type": "source.sync"},
+            "schedules[0].target.job_type: belongs to JOB targets; use type 'JOB' without 'task'",
+        ),
+        (
+            {"type": "webhook", "url": "https://example.com"},
+            "schedules[0].target.type: unknown target type 'webhook'; use 'task' or 'JOB'",
+        ),
+        (
+            {"type": "JOB", "job_type": "source.sync", "payload_ref": "x" * 501},
+            "schedules[0].target.payload_ref: must be a printable string of at most 500",
+        ),
+        (
+            {"type": "JOB", "job_type": "source.sync", "options": {"queue": 5, "colour": "red"}},
+            "schedules[0].target.options.colour: unknown routing option; use queue, routing_key",
+        ),
+        (
+            {"type": "JOB", "job_type": "source.sync", "options": {"priority": 300}},
+            "schedules[0].target.options.priority: must be 0-255, got 300",
+        ),
+    ],
+)
+def test_bad_targets_are_reported_with_their_path(
+    world: FakeClock, target: dict[str, Any], expected: str
+) -> None:
+    found = problems_of(json.dumps(example(target=target)), world)
+    assert any(problem.startswith(expected) for problem in found), found
+    assert not Schedule.objects.exists()
+
+
+def test_a_job_type_whose_task_the_allowlist_refuses(world: FakeClock, settings: Any) -> None:
+    settings.SCHEDULER_JOB_TYPES = {"source.sync": "celery.backend_cleanup"}
+    [problem] = problems_of(EXAMPLE.read_text(), world)
+    assert problem.startswith(
+        "schedules[0].target.job_type: task 'celery.backend_cleanup': "
+        "'celery.backend_cleanup' is one of Celery's internal tasks"
+    )
+
+
+def test_routing_options_and_a_task_target_with_a_payload_ref(world: FakeClock) -> None:
+    target = {
+        "type": "TASK",
+        "task": "demo.ping",
+        "payload_ref": "s3://bucket/key",
+        "options": {"queue": "io", "priority": 3},
+    }
+    import_text(json.dumps(example(target=target)), clock=world)
+    stored = Schedule.objects.get()
+    assert (stored.task, stored.job_type, stored.payload_ref, stored.options) == (
+        "demo.ping",
+        "",
+        "s3://bucket/key",
+        {"queue": "io", "priority": 3},
+    )

@@ -94,8 +94,8 @@ class Command(BaseCommand):
 def _as_json(plan: Plan, ids: dict[str, str], *, applied: bool) -> dict[str, Any]:
     changes = []
     for change in plan.changes:
-        target = change.existing.pk if change.existing else change.desired.schedule_id
-        target = target or ids.get(change.desired.label)
+        known = change.existing.pk if change.existing else change.desired.schedule_id
+        target = str(known) if known else ids.get(change.desired.label)
         changes.append(
             {
                 "document": change.desired.label,
