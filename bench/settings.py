@@ -4,6 +4,8 @@ The benchmark runs against its own PostgreSQL database and Redis db number (see 
 never against the test databases.
 """
 
+import os
+
 from project.settings import *  # noqa: F403
 from project.settings import INSTALLED_APPS
 
@@ -17,3 +19,8 @@ DJANGO_CELERY_BEAT_TZ_AWARE = True
 # The bench's no-op tasks (bench.scale.env): allowed by name, since the bench process that
 # creates the schedules does not import them through the app.
 SCHEDULER_ALLOWED_TASKS = ["bench.*"]
+# The bench's own queue: on a RabbitMQ shared with other work it never touches theirs.
+CELERY_TASK_DEFAULT_QUEUE = "bench"
+if os.environ.get("CELERY_BROKER_URL", "").startswith("amqp"):
+    # `python -m bench.scale --broker amqp`: "published" means the broker has confirmed it.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"confirm_publish": True}

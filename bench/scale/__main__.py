@@ -12,9 +12,20 @@ from typing import Any
 
 from bench import report
 from bench.scale import __doc__ as DOC
-from bench.scale.env import HARNESS, HEADING, KINDS, NAME, SCHEDULERS, ZONES, clear_broker
+from bench.scale.env import (
+    AMQP_URL,
+    HARNESS,
+    KINDS,
+    SCHEDULERS,
+    ZONES,
+    clear_broker,
+    report_names,
+    use_broker,
+)
 
 PARTS = ("raw", "startup", "burst", "soak", "profile", "lateness", "sustained", "worker")
+AMQP_PARTS = ("raw", "burst", "sustained", "worker")
+"""The default parts on RabbitMQ (issue 16: the burst, sustained and worker figures)."""
 SIZE_PARTS = ("startup", "burst", "soak", "profile")
 CHILDREN = ("ours", "redbeat", "dcb", "soak", "sustain")
 
@@ -27,7 +38,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     add = parser.add_argument
     add("--sizes", default="1000,10000", help="comma-separated schedule counts")
-    add("--only", default=",".join(PARTS), help=f"parts to run (default all): {','.join(PARTS)}")
+    add(
+        "--only",
+        help=f"parts to run (default all: {','.join(PARTS)}; amqp: {','.join(AMQP_PARTS)})",
+    )
+    add("--broker", default="redis", choices=["redis", "amqp"], help="where messages go")
+    add("--amqp-url", default=AMQP_URL, help="RabbitMQ for --broker amqp")
     add("--schedulers", default=",".join(SCHEDULERS), help="which of ours,redbeat,dcb to run")
     add("--repeats", type=int, default=3, help="samples per figure (ours; start-up: all)")
     add("--dcb-repeats", type=int, default=1, help="django-celery-beat bursts per row")
@@ -76,7 +92,8 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
 def choose(args: argparse.Namespace) -> tuple[list[int], list[str], list[str]]:
     """Sizes, parts and schedulers to run, checked."""
     sizes = [int(value.replace("_", "")) for value in args.sizes.split(",") if value]
-    only = [part.strip() for part in args.only.split(",") if part.strip()]
+    default = AMQP_PARTS if args.broker == "amqp" else PARTS
+    only = [part.strip() for part in (args.only or ",".join(default)).split(",") if part.strip()]
     if unknown := set(only) - set(PARTS):
         raise SystemExit(f"--only: unknown part(s) {', '.join(sorted(unknown))}; know {PARTS}")
     schedulers = [name.strip() for name in args.schedulers.split(",") if name.strip()]
@@ -153,12 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(run_child(args)))
         return 0
     if args.render_only:
-        return render_only()
+        return render_only(args.broker)
     command = " ".join(["python -m bench.scale", *argv]) if argv else "make bench"
     sizes, parts, schedulers = choose(args)
 
     from bench.scale.env import setup_django
 
+    use_broker(args.broker, args.amqp_url)
     setup_django(migrate=True)
     from django.conf import settings as django_settings
 
@@ -197,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     facts = report.machine()
     facts["load_before"], facts["load_after"] = load_before, report.load_average()
     payload: dict[str, Any] = {
-        "benchmark": NAME,
+        "benchmark": report_names(args.broker)[0],
         "harness": HARNESS,
         "timestamp": report.now().isoformat(timespec="seconds"),
         "command": command,
@@ -252,6 +270,7 @@ def settings_of(
     schedulers: list[str],
     django_settings: Any,
 ) -> dict[str, Any]:
+    from bench.scale.env import redis_url
     from scheduler_app.conf import get_settings
 
     keep = (
@@ -269,7 +288,8 @@ def settings_of(
         "zones": ZONES,
         "kinds": KINDS,
         "database": django_settings.DATABASES["default"]["NAME"],
-        "redis_db": django_settings.CELERY_BROKER_URL.rsplit("/", 1)[-1],
+        "redis_db": redis_url().rsplit("/", 1)[-1],
+        "broker": args.broker,
         "batch_size": get_settings().BATCH_SIZE,
     }
 
@@ -280,22 +300,23 @@ def publish(payload: dict[str, Any], write: bool, results: bool = True) -> int:
     from bench.scale.judge import judge
     from bench.scale.render import render
 
+    name, heading = report_names(payload["settings"].get("broker", "redis"))
     payload["targets"] = judge(payload)
     body = render(payload)
-    print(f"## {HEADING}\n\n{body}")
+    print(f"## {heading}\n\n{body}")
     if write:
         if results:
-            json_path = report.write_json(NAME, payload)
+            json_path = report.write_json(name, payload)
             print(f"wrote {json_path.relative_to(report.ROOT)}")
-        md_path = report.write_section(HEADING, body, payload["machine"])
+        md_path = report.write_section(heading, body, payload["machine"])
         print(f"wrote {md_path.relative_to(report.ROOT)}")
     met = [v["met"] for v in payload["targets"] if v["met"] is not None]
     print(f"targets: {sum(met)}/{len(met)} met")
     return 0
 
 
-def render_only() -> int:
-    path = report.RESULTS_DIR / f"{NAME}.json"
+def render_only(broker: str) -> int:
+    path = report.RESULTS_DIR / f"{report_names(broker)[0]}.json"
     if not path.exists():
         raise SystemExit(f"{path} does not exist: run `make bench` first")
     payload = json.loads(path.read_text())
@@ -305,7 +326,7 @@ def render_only() -> int:
 def merge_previous(payload: dict[str, Any]) -> None:
     """Fill what this run did not measure from the previous ``scale.json`` (a split run):
     per part, and per size, scheduler and figure; ``merged`` records where each came from."""
-    path = report.RESULTS_DIR / f"{NAME}.json"
+    path = report.RESULTS_DIR / f"{payload['benchmark']}.json"
     if not path.exists():
         return
     merge(payload, json.loads(path.read_text()))

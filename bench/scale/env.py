@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
@@ -24,13 +24,25 @@ from typing import IO, Any
 from bench import report
 
 NAME = "scale"
+HEADING = "Scale (`make bench`)"
 HARNESS = 2
 """The results' format: 2 is this package (three schedulers, child output in log files);
 results without it come from the single-file harness of issue 6."""
-HEADING = "Scale (`make bench`)"
+
+
+def report_names(broker: str) -> tuple[str, str]:
+    """The results file name and the docs heading of a run on ``broker``."""
+    if broker == "amqp":
+        return f"{NAME}-amqp", 'Scale on RabbitMQ (`make bench BENCH_ARGS="--broker amqp"`)'
+    return NAME, HEADING
+
+
 TASK = "bench.noop"
 PLAIN_TASK = "bench.plain_noop"
-QUEUE = "celery"
+QUEUE = "bench"
+"""The bench's queue (``CELERY_TASK_DEFAULT_QUEUE`` in bench/settings.py): never another
+process's on a shared RabbitMQ."""
+AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
 ZONES = ["UTC", "Europe/Riga", "America/New_York", "Asia/Tokyo", "Asia/Kolkata", "Australia/Sydney"]
 KINDS = ["cron", "cron", "rrule", "interval"]  # 50% cron, 25% rrule, 25% interval
 PREFIX = "bench-"
@@ -75,6 +87,30 @@ def ensure_database() -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def use_broker(broker: str, amqp_url: str = AMQP_URL) -> None:
+    """Before Django is set up (children inherit it): ``redis`` publishes to
+    ``CELERY_BROKER_URL``, the bench's Redis db; ``amqp`` publishes to RabbitMQ at
+    ``amqp_url`` and keeps the Redis URL in ``BENCH_REDIS_URL`` (celery-redbeat's store)."""
+    if broker not in ("redis", "amqp"):
+        raise SystemExit(f"--broker {broker!r}: use redis or amqp")
+    os.environ.setdefault("BENCH_REDIS_URL", os.environ.get("CELERY_BROKER_URL", ""))
+    if broker == "amqp":
+        os.environ["CELERY_BROKER_URL"] = amqp_url
+
+
+def redis_url() -> str:
+    """The bench's Redis db: the broker's, or ``BENCH_REDIS_URL`` when publishing to AMQP."""
+    from django.conf import settings
+
+    return os.environ.get("BENCH_REDIS_URL") or str(settings.CELERY_BROKER_URL)
+
+
+def broker_kind() -> str:
+    from django.conf import settings
+
+    return "amqp" if str(settings.CELERY_BROKER_URL).startswith("amqp") else "redis"
+
+
 def setup_django(migrate: bool = False) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
     if migrate:
@@ -89,9 +125,10 @@ def setup_django(migrate: bool = False) -> None:
         raise SystemExit("bench.scale needs PostgreSQL: set DATABASE_URL to the bench database")
     if "test" in str(name):
         raise SystemExit(f"refusing to run against database {name!r}: use a dedicated one")
-    broker = settings.CELERY_BROKER_URL
-    if not broker.startswith("redis://"):
+    if not redis_url().startswith("redis://"):
         raise SystemExit("bench.scale needs Redis: set CELERY_BROKER_URL=redis://.../<db>")
+    if not str(settings.CELERY_BROKER_URL).startswith(("redis://", "amqp://")):
+        raise SystemExit("bench.scale publishes to Redis or RabbitMQ (--broker redis|amqp)")
     if migrate:
         from django.core.management import call_command
 
@@ -120,14 +157,16 @@ def _noop(**kwargs: Any) -> None:
 
 def redis_client() -> Any:
     import redis
-    from django.conf import settings
 
-    return redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    return redis.Redis.from_url(redis_url())
 
 
 def clear_broker(keep_redbeat: bool = True) -> int:
-    """Empty the bench's Redis db: queues, bindings, results; celery-redbeat's entries
-    (``redbeat:*``) stay unless ``keep_redbeat`` is false. Returns the keys deleted."""
+    """Empty the bench's Redis db (queues, bindings, results; celery-redbeat's entries,
+    ``redbeat:*``, stay unless ``keep_redbeat`` is false) and, on RabbitMQ, the bench's
+    queues. Returns the Redis keys deleted."""
+    if broker_kind() == "amqp":
+        purge_amqp()
     client = redis_client()
     if not keep_redbeat:
         size = client.dbsize()
@@ -141,8 +180,27 @@ def clear_broker(keep_redbeat: bool = True) -> int:
     return len(doomed)
 
 
+AMQP_QUEUES = (QUEUE, "bench.raw")
+
+
+def purge_amqp() -> None:
+    app = celery_app()
+    for name in AMQP_QUEUES:  # a connection each: a channel error closes the channel
+        with app.connection_for_write() as conn, suppress(*conn.channel_errors):
+            conn.default_channel.queue_purge(name)  # an error: not declared, nothing to purge
+
+
 def queued() -> int:
-    return int(redis_client().llen(QUEUE))
+    """Messages waiting in the bench's queue."""
+    if broker_kind() == "redis":
+        return int(redis_client().llen(QUEUE))
+    app = celery_app()
+    with app.connection_for_write() as conn:
+        try:
+            declared = conn.default_channel.queue_declare(QUEUE, passive=True)
+        except conn.channel_errors:  # not declared yet: nothing was published
+            return 0
+        return int(declared.message_count)
 
 
 def rss() -> dict[str, float]:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench import report
-from bench.scale.env import TASK, celery_app, clear_broker, redis_client
+from bench.scale.env import TASK, broker_kind, celery_app, clear_broker, redis_client
 
 
 def timed_loop(step: Callable[[int], None], count: int, budget: float) -> dict[str, float]:
@@ -27,7 +27,7 @@ def timed_loop(step: Callable[[int], None], count: int, budget: float) -> dict[s
 
 def raw_limits(repeats: int, messages: int, rows: int) -> dict[str, Any]:
     from django.db import connection
-    from kombu import Producer
+    from kombu import Producer, Queue
 
     app = celery_app()
     noop = app.tasks[TASK]
@@ -43,6 +43,7 @@ def raw_limits(repeats: int, messages: int, rows: int) -> dict[str, Any]:
 
     def kombu_loop() -> dict[str, float]:
         with app.connection_for_write() as conn:
+            Queue("bench.raw", routing_key="bench.raw")(conn.default_channel).declare()
             producer = Producer(conn)
             return timed_loop(
                 lambda i: producer.publish(
@@ -102,6 +103,10 @@ def raw_limits(repeats: int, messages: int, rows: int) -> dict[str, Any]:
         "producer": ("`apply_async` with one kombu `Producer` (one connection)", producer_loop),
         "kombu": ("kombu `Producer.publish` of a small JSON body, one connection", kombu_loop),
         "pipeline": ("Redis pipeline of LPUSHes (1 KiB body, 1,000 per pipeline)", pipeline_loop),
+    }
+    if broker_kind() == "amqp":  # the pipeline measures Redis, not this run's broker
+        del loops["pipeline"]
+    loops |= {
         "insert": (
             "PostgreSQL `INSERT ... ON CONFLICT DO NOTHING`, batches of 1,000",
             insert_loop,

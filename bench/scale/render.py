@@ -31,6 +31,13 @@ OLD_HARNESS = (
 )
 
 
+AMQP_NOTE = (
+    "**On RabbitMQ**, with publisher confirms (`confirm_publish`): a message counts as"
+    " published once the broker has confirmed it. Celery-redbeat keeps its entries in the"
+    " bench's Redis db and publishes to RabbitMQ like the other two."
+)
+
+
 def stat(summary: dict[str, Any] | None, key: str, scale: float = 1.0, fmt: str = "{:.3f}") -> str:
     """``median (min-max)`` of ``summary[key]``, or ``-``."""
     if not summary or not summary.get("finished", True) or key not in summary:
@@ -133,6 +140,8 @@ def header_text(payload: dict[str, Any]) -> list[str]:
     ]
     if payload.get("harness", 1) < HARNESS:
         parts.append(OLD_HARNESS)
+    if payload["settings"].get("broker") == "amqp":
+        parts.append(AMQP_NOTE)
     if loaded(facts):
         parts.append(
             "**Measured on a loaded machine** (1-minute load average"
@@ -325,6 +334,8 @@ def worker_text(worker: dict[str, Any] | None) -> list[str]:
     labels = (
         ("per_second", "executed per second", "{:,.0f}"),
         ("ms_per_task", "ms per task (first start to last end / tasks)", "{:.3f}"),
+        ("median_gap_ms", "ms per task, median (one task end to the next)", "{:.3f}"),
+        ("max_gap_ms", "longest pause between two tasks, ms", "{:,.0f}"),
         ("queries_per_task", "SQL queries per task", "{:.2f}"),
     )
     rows = [
@@ -333,7 +344,8 @@ def worker_text(worker: dict[str, Any] | None) -> list[str]:
     ]
     rows.append(
         [
-            "overhead of `OccurrenceTask`: ms / queries per task",
+            "overhead of `OccurrenceTask`: ms / queries per task"
+            + (" (from the medians)" if worker.get("overhead_basis") == "median_gap_ms" else ""),
             f"{worker['overhead_ms']:+.3f} ms / {worker['overhead_queries']:+.2f}",
             "-",
         ]
@@ -345,7 +357,7 @@ def worker_text(worker: dict[str, Any] | None) -> list[str]:
     runs = len(worker["runs"]["plain"])
     intro = (
         f"One `celery worker --pool solo` process (one worker process), {worker['tasks']:,}"
-        " no-op tasks waiting in Redis before it starts: occurrences published by our engine"
+        " no-op tasks waiting in the broker before it starts: occurrences published by our engine"
         " (the `scheduler` header set) and the same number of plain `apply_async` messages;"
         " both store their result with the project's `django-db` result backend. Timed from"
         " the first task's start to the last one's end (`task_prerun` / `task_postrun` in the"
@@ -425,7 +437,8 @@ def render(payload: dict[str, Any]) -> str:
         parts.append(skipped)
     parts += profile_text(payload.get("profile"))
     parts.append(
-        f"Raw numbers: `bench/results/{NAME}.json`; child process logs: `var/bench/logs/`."
+        f"Raw numbers: `bench/results/{payload.get('benchmark', NAME)}.json`; child process logs:"
+        " `var/bench/logs/`."
     )
     return "\n\n".join(parts)
 

@@ -71,6 +71,12 @@ LIMITS = {
 }
 
 
+def broker_phrase(settings: dict[str, Any]) -> str:
+    if settings.get("broker") == "amqp":
+        return "RabbitMQ (queue `bench`, publisher confirms)"
+    return "that Redis"
+
+
 def method_text(settings: dict[str, Any], zones: list[str]) -> str:
     sizes = ", ".join(f"{n:,}" for n in settings["sizes"]) or "none"
     rb_budget = f"{settings['rb_budget']:g} s" if "rb_budget" in settings else "-"
@@ -85,7 +91,8 @@ def method_text(settings: dict[str, Any], zones: list[str]) -> str:
         " rows are copied in SQL from templates made through each public API; redbeat's"
         " entries are written to Redis in pipelines. PostgreSQL database"
         f" `{settings['database']}` and Redis db {settings['redis_db']}, both only for this"
-        " benchmark; every scheduler publishes real Celery messages to that Redis.\n\n"
+        f" benchmark; every scheduler publishes real Celery messages to {broker_phrase(settings)}"
+        ".\n\n"
         "**Start-up, RSS, idle tick:** a fresh process per sample"
         f" ({settings['repeats']} per size and scheduler, {settings['idle_ticks']} idle ticks"
         " each, nothing due); start-up is building the beat scheduler class"

@@ -7,7 +7,9 @@ stores results with ``django-db`` for both)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import statistics
 import time
 from datetime import datetime
 from typing import Any
@@ -17,6 +19,7 @@ from bench.scale.env import (
     PLAIN_TASK,
     QUEUE,
     Child,
+    broker_kind,
     celery_app,
     celery_command,
     clear_broker,
@@ -67,15 +70,29 @@ def enqueue_plain(count: int) -> int:
     return count
 
 
-def drained() -> bool:
-    """Every message taken and acknowledged (``acks_late``: acked after the task ran)."""
-    client = redis_client()
-    return queued() == 0 and client.hlen("unacked") == 0
+def drained(sent: int) -> bool:
+    """Every message taken and its task done: on Redis, nothing left unacknowledged
+    (``acks_late``: acked after the task ran); on RabbitMQ, a stored result for each (a
+    database count: polling the queue would open a broker connection every time)."""
+    if broker_kind() == "redis":
+        return queued() == 0 and int(redis_client().hlen("unacked")) == 0
+    from django_celery_results.models import TaskResult
+
+    return TaskResult.objects.count() >= sent
+
+
+def forget_results() -> None:
+    from django.db import connection
+    from django_celery_results.models import TaskResult
+
+    with connection.cursor() as cursor:
+        cursor.execute(f'TRUNCATE "{TaskResult._meta.db_table}"')
 
 
 def worker_run(kind: str, count: int, at: datetime, budget: float) -> dict[str, Any]:
     from scheduler_app.models import Occurrence, OccurrenceState
 
+    forget_results()
     sent = enqueue_occurrences(count, at) if kind == "occurrence" else enqueue_plain(count)
     stats_path = log_path(f"worker-{kind}-stats").with_suffix(".json")
     worker = Child(
@@ -89,7 +106,7 @@ def worker_run(kind: str, count: int, at: datetime, budget: float) -> dict[str, 
             "--queues",
             QUEUE,
             "--loglevel",
-            "WARNING",
+            os.environ.get("BENCH_WORKER_LOGLEVEL", "WARNING"),
             "--without-gossip",
             "--without-mingle",
             "--without-heartbeat",
@@ -100,11 +117,11 @@ def worker_run(kind: str, count: int, at: datetime, budget: float) -> dict[str, 
     )
     deadline = time.perf_counter() + budget
     try:
-        while not drained() and time.perf_counter() < deadline:
+        while not drained(sent) and time.perf_counter() < deadline:
             if worker.process.poll() is not None:
                 raise SystemExit(f"worker exited:\n{worker.stderr_tail()}")
             time.sleep(0.1)
-        finished = drained()
+        finished = drained(sent)
     finally:
         worker.stop()
     if not stats_path.exists():
@@ -121,6 +138,7 @@ def worker_run(kind: str, count: int, at: datetime, budget: float) -> dict[str, 
         "per_second": executed / active if active > 0 else 0.0,
         "ms_per_task": active / executed * 1000 if executed else None,
         "queries_per_task": stats.get("sql", 0) / executed if executed else None,
+        **gap_figures(stats.get("gaps") or []),
         "statements_per_task": {
             text: round(count / executed, 2)
             for text, count in sorted(stats.get("statements", {}).items(), key=lambda kv: -kv[1])
@@ -132,6 +150,17 @@ def worker_run(kind: str, count: int, at: datetime, budget: float) -> dict[str, 
     if kind == "occurrence":
         result["succeeded"] = Occurrence.objects.filter(state=OccurrenceState.SUCCEEDED).count()
     return result
+
+
+def gap_figures(gaps: list[float]) -> dict[str, float]:
+    """From the time between consecutive task ends: the median (a rate that a stall of the
+    machine or the broker does not move) and the longest pause, in ms."""
+    if not gaps:
+        return {}
+    return {
+        "median_gap_ms": statistics.median(gaps) * 1000,
+        "max_gap_ms": max(gaps) * 1000,
+    }
 
 
 def worker_samples(repeats: int, count: int, budget: float) -> dict[str, Any]:
@@ -161,15 +190,22 @@ def worker_samples(repeats: int, count: int, budget: float) -> dict[str, Any]:
             "ms_per_task": report.summarize([r["ms_per_task"] for r in done], 3),
             "queries_per_task": report.summarize([r["queries_per_task"] for r in done], 2),
         }
+        for key in ("median_gap_ms", "max_gap_ms"):
+            if all(key in r for r in done):
+                summary[kind][key] = report.summarize([r[key] for r in done], 3)
     summary["statements"] = {
         kind: kind_runs[-1].get("statements_per_task", {}) for kind, kind_runs in runs.items()
     }  # of the last run: statements per task by verb and table
     if "occurrence" in summary and "plain" in summary:
-        summary["overhead_ms"] = round(
-            summary["occurrence"]["ms_per_task"]["median"]
-            - summary["plain"]["ms_per_task"]["median"],
-            3,
+        occurrence, plain = summary["occurrence"], summary["plain"]
+        # The median time per task when both have it: a stall does not move it.
+        basis = (
+            "median_gap_ms"
+            if "median_gap_ms" in occurrence and "median_gap_ms" in plain
+            else "ms_per_task"
         )
+        summary["overhead_basis"] = basis
+        summary["overhead_ms"] = round(occurrence[basis]["median"] - plain[basis]["median"], 3)
         summary["overhead_queries"] = round(
             summary["occurrence"]["queries_per_task"]["median"]
             - summary["plain"]["queries_per_task"]["median"],

@@ -28,6 +28,7 @@ counter = RoundTrips()
 counter.install()
 stats: dict[str, Any] = {"executed": 0, "first_start": None, "last_end": None}
 _sql_start = [0]
+gaps: list[float] = []
 statements: Counter[str] = Counter()
 """SQL statements run between the first task's start and the last one's end, by shape."""
 
@@ -56,8 +57,11 @@ def _started(**_: Any) -> None:
 
 @task_postrun.connect
 def _ended(**_: Any) -> None:
+    now = time.perf_counter()
+    if stats["last_end"] is not None:
+        gaps.append(now - stats["last_end"])  # one task: end of the previous to its end
     stats["executed"] += 1
-    stats["last_end"] = time.perf_counter()
+    stats["last_end"] = now
     stats["sql"] = counter.sql - _sql_start[0]
 
 
@@ -65,4 +69,4 @@ def _ended(**_: Any) -> None:
 def _write(**_: Any) -> None:
     target = os.environ.get("BENCH_WORKER_STATS")
     if target:
-        Path(target).write_text(json.dumps(stats | {"statements": dict(statements)}))
+        Path(target).write_text(json.dumps(stats | {"statements": dict(statements), "gaps": gaps}))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from bench import report
 from bench.scale.__main__ import choose, merge, parse_args
+from bench.scale.env import report_names, use_broker
 from bench.scale.judge import judge
 from bench.scale.render import render, stat
 
@@ -170,6 +172,7 @@ def test_the_worker_figure_compares_both_tasks_statement_by_statement() -> None:
     assert table_row(text, "overhead of `OccurrenceTask`: ms / queries per task")[1] == (
         "+1.700 ms / +3.00"
     )
+    assert table_row(text, "longest pause between two tasks, ms")[1:] == ["-", "-"]
     assert table_row(text, "`UPDATE scheduler_app_occurrence`")[1:] == ["2", "0"]
     assert table_row(text, "`SELECT x`")[1:] == ["1", "1"]
 
@@ -272,6 +275,32 @@ def test_make_bench_defaults_run_every_part_and_scheduler() -> None:
         "raw", "startup", "burst", "soak", "profile", "lateness", "sustained", "worker",
     ]  # fmt: skip
     assert schedulers == ["ours", "redbeat", "dcb"]
+
+
+def test_on_rabbitmq_the_issues_figures_run_and_get_their_own_file_and_section() -> None:
+    _, parts, _ = choose(args("--broker", "amqp"))
+    assert parts == ["raw", "burst", "sustained", "worker"]
+    assert report_names("amqp") == (
+        "scale-amqp",
+        'Scale on RabbitMQ (`make bench BENCH_ARGS="--broker amqp"`)',
+    )
+    assert report_names("redis") == ("scale", "Scale (`make bench`)")
+    data = payload()
+    data["settings"]["broker"], data["benchmark"] = "amqp", "scale-amqp"
+    text = rendered(data)
+    assert "**On RabbitMQ**, with publisher confirms" in text
+    assert "publishes real Celery messages to RabbitMQ (queue `bench`" in text
+    assert "Raw numbers: `bench/results/scale-amqp.json`" in text
+
+
+def test_use_broker_keeps_the_redis_url_for_the_bench(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:6379/11")
+    monkeypatch.delenv("BENCH_REDIS_URL", raising=False)
+    use_broker("amqp", "amqp://guest:guest@127.0.0.1:5672//")
+    assert os.environ["CELERY_BROKER_URL"] == "amqp://guest:guest@127.0.0.1:5672//"
+    assert os.environ["BENCH_REDIS_URL"] == "redis://127.0.0.1:6379/11"
+    with pytest.raises(SystemExit, match="use redis or amqp"):
+        use_broker("kafka")
 
 
 def test_choosing_parts_and_schedulers() -> None:

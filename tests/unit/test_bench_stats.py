@@ -13,7 +13,7 @@ from bench.scale import env
 from bench.scale.figures import bursts_for, summarize_bursts, summarize_startup
 from bench.scale.judge import duplicates
 from bench.scale.realtime import errors_in
-from bench.scale.worker import shape
+from bench.scale.worker import gap_figures, shape
 
 
 def test_percentile_interpolates_and_summarize_rounds() -> None:
@@ -131,3 +131,11 @@ def test_statements_are_grouped_by_verb_and_tables_without_values() -> None:
     assert shape('INSERT INTO "t" ("a") VALUES (1)') == "INSERT t"
     assert shape('SAVEPOINT "s1"') == "SAVEPOINT"
     assert shape("  ") == "?"
+
+
+def test_a_stall_shows_as_the_longest_pause_not_in_the_median() -> None:
+    gaps = [0.010, 0.012, 10.0, 0.011, 0.013]
+    figures = gap_figures(gaps)
+    assert figures["median_gap_ms"] == pytest.approx(12.0)
+    assert figures["max_gap_ms"] == pytest.approx(10_000.0)
+    assert gap_figures([]) == {}

@@ -46,8 +46,12 @@ _state = {"entries": 0, "dirty": 0}
 
 
 def configure(app: Any) -> None:
-    """Point redbeat at the broker's Redis db (explicitly: no deprecation fallback)."""
-    app.conf.redbeat_redis_url = app.conf.broker_url
+    """Point redbeat at the bench's Redis db (explicitly: no deprecation fallback; on
+    RabbitMQ its entries stay in Redis)."""
+    from bench.scale.env import redis_url
+
+    app.conf.redbeat_redis_url = redis_url()
+    app.conf.redbeat_redis_options = {}  # not the broker's transport options (RabbitMQ's)
     app.conf.redbeat_key_prefix = REDBEAT_PREFIX
     for cached in ("redbeat_conf", "redbeat_redis"):
         if hasattr(app, cached):
