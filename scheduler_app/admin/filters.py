@@ -34,3 +34,21 @@ class TenantFilter(admin.SimpleListFilter):
 class OccurrenceTenantFilter(TenantFilter):
     parameter_name = "schedule__tenant"
     path = "schedule__tenant"
+
+
+def short_filter(field: str, choices: list[tuple[str, str]]) -> type[admin.SimpleListFilter]:
+    """A filter on ``field`` that lists the short values (``skip``), not the long labels."""
+
+    class ShortChoices(admin.SimpleListFilter):
+        title = field.replace("_", " ")
+        parameter_name = field
+
+        def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+            return [(value, value.replace("_", " ")) for value, _ in choices]
+
+        def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+            value = self.value()
+            return queryset if value is None else queryset.filter(**{field: value})
+
+    ShortChoices.__name__ = f"{field.title().replace('_', '')}Filter"
+    return ShortChoices

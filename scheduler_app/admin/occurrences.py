@@ -17,9 +17,9 @@ from django.utils.html import format_html
 
 from scheduler_app import services
 from scheduler_app.admin.display import STATE_CLASS, format_seconds, local_and_utc
-from scheduler_app.admin.filters import OccurrenceTenantFilter
+from scheduler_app.admin.filters import OccurrenceTenantFilter, short_filter
 from scheduler_app.errors import SchedulerError
-from scheduler_app.models import Occurrence, OccurrenceAttempt, Schedule
+from scheduler_app.models import Occurrence, OccurrenceAttempt, OccurrenceState, Schedule, Trigger
 from scheduler_app.tenancy import scope
 
 REPLAY_PERMISSION = "scheduler_app.replay_occurrence"
@@ -116,7 +116,13 @@ class OccurrenceAdmin(admin.ModelAdmin):
         "lateness",
     )
     list_display_links = ("slot_text",)
-    list_filter = ("state", "trigger", ScheduleFilter, LateFilter, OccurrenceTenantFilter, "reason")
+    list_filter = (
+        short_filter("state", OccurrenceState.choices),
+        short_filter("trigger", Trigger.choices),
+        ScheduleFilter,
+        LateFilter,
+        OccurrenceTenantFilter,
+    )
     search_fields = ("schedule__name", "schedule__key", "=idempotency_key", "task")
     ordering = ("-scheduled_for",)
     list_select_related = ("schedule",)

@@ -15,12 +15,20 @@ from django.utils.html import format_html
 
 from scheduler_app import services
 from scheduler_app.admin import actions, display, views
-from scheduler_app.admin.filters import TenantFilter
+from scheduler_app.admin.filters import TenantFilter, short_filter
 from scheduler_app.admin.forms import BUILDER_FIELDS, EDITABLE, ScheduleForm
 from scheduler_app.admin.history import recent_occurrences, version_diffs
 from scheduler_app.definitions import timing_for
 from scheduler_app.errors import SchedulerError
-from scheduler_app.models import Occurrence, Schedule, ScheduleOrigin, ScheduleStatus
+from scheduler_app.models import (
+    MisfirePolicy,
+    Occurrence,
+    OverlapPolicy,
+    Schedule,
+    ScheduleMode,
+    ScheduleOrigin,
+    ScheduleStatus,
+)
 from scheduler_app.permissions import RUN_PERMISSION
 from scheduler_app.preview import preview_rows
 from scheduler_app.tenancy import scope
@@ -167,21 +175,21 @@ class ScheduleAdmin(admin.ModelAdmin):
         "rule_text",
         "timezone",
         "status_badge",
-        "mode",
-        "origin",
+        "mode_text",
+        "origin_text",
         "next_run_text",
         "last_outcome",
     )
     list_display_links = ("name_text",)
     list_filter = (
-        "status",
+        short_filter("status", ScheduleStatus.choices),
         TenantFilter,
         TaskFilter,
-        "kind",
-        "origin",
-        "mode",
-        "misfire_policy",
-        "overlap_policy",
+        short_filter("kind", Schedule._meta.get_field("kind").choices or []),
+        short_filter("origin", ScheduleOrigin.choices),
+        short_filter("mode", ScheduleMode.choices),
+        short_filter("misfire_policy", MisfirePolicy.choices),
+        short_filter("overlap_policy", OverlapPolicy.choices),
         LastOutcomeFilter,
     )
     search_fields = ("name", "key", "task", "tenant")
@@ -322,6 +330,14 @@ class ScheduleAdmin(admin.ModelAdmin):
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Schedule) -> str:
         return display.status_badge(obj, timezone.now())
+
+    @admin.display(description="mode", ordering="mode")
+    def mode_text(self, obj: Schedule) -> str:
+        return obj.mode
+
+    @admin.display(description="origin", ordering="origin")
+    def origin_text(self, obj: Schedule) -> str:
+        return obj.origin
 
     @admin.display(description="next run", ordering="next_run_at")
     def next_run_text(self, obj: Schedule) -> str:

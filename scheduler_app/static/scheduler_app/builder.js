@@ -89,6 +89,9 @@
     if (!form) { return; }
     showBuilder(form);
     if (!box) { return; }
+    var repeat = form.querySelector("[name=repeat]");
+    var when = repeat && repeat.closest("fieldset");
+    if (when) { when.parentNode.insertBefore(box, when.nextSibling); }  // next to the builder
     var timer = null;
     function later() {
       showBuilder(form);

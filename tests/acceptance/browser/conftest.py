@@ -1,0 +1,128 @@
+"""A headless Chromium driven by Selenium against pytest-django's live server.
+
+Debian's ``chromium`` and ``chromium-driver`` are installed by the session fixture when
+``chromedriver`` is missing (``apt-get``; no browser is downloaded from anywhere else).
+Screenshots go to ``var/screenshots/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import LazySettings
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.conftest import IN_CI
+
+SCREENSHOTS = Path(__file__).resolve().parents[3] / "var" / "screenshots"
+PACKAGES = ("chromium", "chromium-driver")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "browser: drives a headless Chromium (Selenium)")
+
+
+def _install_chromium() -> str | None:
+    """The chromedriver path, installing Debian's packages first when it is missing."""
+    found = shutil.which("chromedriver")
+    if found:
+        return found
+    if shutil.which("apt-get") is None:
+        return None
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    command = ["apt-get", "install", "-y", "--no-install-recommends", *PACKAGES]
+    if os.geteuid() != 0:
+        if shutil.which("sudo") is None:
+            return None
+        command = ["sudo", "-n", *command]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if result.returncode != 0:  # the package lists may be stale: refresh them once
+        subprocess.run([*command[:-4], "update"], capture_output=True, env=env, check=False)
+        subprocess.run(command, capture_output=True, env=env, check=False)
+    return shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="session")
+def chromedriver_path() -> str:
+    path = _install_chromium()
+    if path is None:
+        message = "chromedriver is missing and apt-get could not install chromium-driver"
+        if IN_CI:
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def driver(chromedriver_path: str) -> Iterator[WebDriver]:
+    options = webdriver.ChromeOptions()
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1920,1080",
+        "--lang=en-US",
+    ):
+        options.add_argument(argument)
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium:
+        options.binary_location = chromium
+    browser = webdriver.Chrome(service=Service(executable_path=chromedriver_path), options=options)
+    browser.set_page_load_timeout(30)
+    yield browser
+    browser.quit()
+
+
+@pytest.fixture(autouse=True)
+def demo_tasks_allowed(settings: LazySettings) -> None:
+    settings.SCHEDULER_ALLOWED_TASKS = ("demo.*",)
+
+
+Shoot = Callable[..., Path]
+
+
+@pytest.fixture
+def shoot(driver: WebDriver) -> Shoot:
+    """``shoot(name)``: the whole page; ``shoot(name, at=css)``: the window from that element."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def save(name: str, at: str | None = None) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        if at is not None:
+            element = driver.find_element(By.CSS_SELECTOR, at)
+            driver.execute_script("arguments[0].scrollIntoView(true);", element)
+            driver.save_screenshot(str(path))
+            return path
+        height = driver.execute_script("return document.body.scrollHeight")
+        driver.set_window_size(1920, min(max(int(height), 1080), 2400))
+        driver.execute_script("window.scrollTo(0, 0);")
+        driver.save_screenshot(str(path))
+        driver.set_window_size(1920, 1080)
+        return path
+
+    return save
+
+
+def wait_for(
+    driver: WebDriver, predicate: Callable[[WebDriver], object], timeout: float = 10
+) -> None:
+    WebDriverWait(driver, timeout).until(predicate)
+
+
+def log_in(driver: WebDriver, base: str, username: str, password: str) -> None:
+    driver.delete_all_cookies()
+    driver.get(f"{base}/admin/login/")
+    driver.find_element(By.NAME, "username").send_keys(username)
+    driver.find_element(By.NAME, "password").send_keys(password)
+    driver.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    wait_for(driver, lambda d: "/admin/login/" not in d.current_url)
