@@ -9,6 +9,7 @@ and waits with growing pauses (not a traceback per second) while the database is
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -74,7 +75,7 @@ class DurableScheduler(Scheduler):
         super().__init__(*args, **kwargs)
         # Beat's banner prints this: the longest sleep between ticks is the scheduler's own
         # setting (``tick`` returns its sleep), not beat's 300 s default.
-        self.max_interval = self.real_max_interval()
+        self.max_interval = self.real_max_interval()  # type: ignore[assignment]
 
     def real_max_interval(self) -> float:
         settings = self._ticker.settings if self._ticker is not None else get_settings()
@@ -87,7 +88,7 @@ class DurableScheduler(Scheduler):
         return self._ticker
 
     def setup_schedule(self) -> None:
-        self.max_interval = self.real_max_interval()
+        self.max_interval = self.real_max_interval()  # type: ignore[assignment]
         self.wait_for_database()
         if self.ticker.settings.SYNC_ON_BEAT_START:
             self.sync_declared()
@@ -198,10 +199,9 @@ class DurableScheduler(Scheduler):
         """Nothing to sync: the database is the schedule."""
 
     def close(self) -> None:
-        try:
+        # Shutting down while the database is away: the lease simply expires.
+        with contextlib.suppress(DatabaseError):
             self.ticker.release_lease()
-        except DatabaseError:  # shutting down while the database is away: the lease expires
-            pass
         super().close()
 
     @property

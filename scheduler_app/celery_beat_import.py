@@ -201,7 +201,7 @@ def _routing(values: MappingType[str, Any], notes: list[str]) -> dict[str, Any]:
         if value in (None, ""):
             continue
         if isinstance(value, expected) and not isinstance(value, bool):
-            if name == "priority" and not 0 <= value <= 255:
+            if isinstance(value, int) and not 0 <= value <= 255:
                 notes.append(f"not carried over: priority={value!r} (must be 0-255)")
                 continue
             kept[name] = value

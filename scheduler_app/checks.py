@@ -72,7 +72,7 @@ def _celery_app() -> Any:
     """The project's Celery app, or None when the project created none (Celery's fallback)."""
     from celery import current_app
 
-    app = current_app._get_current_object()
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
     return None if app.main in (None, "default") and not app.conf.broker_url else app
 
 

@@ -12,7 +12,7 @@ See docs/migrating.md.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TextIO, cast
 
 from celery import current_app
 from django.core.management.base import CommandError, CommandParser
@@ -91,7 +91,8 @@ class Command(OneLineErrors):
         migration = plan_migration(mappings, now, mode=options["mode"])
         applied = not options["dry_run"]
         if applied:
-            bar = Progress(self.stderr._out, enabled=options["progress"])(
+            stream = cast(TextIO, self.stderr._out)  # the raw stream: tqdm writes "\r" itself
+            bar = Progress(stream, enabled=options["progress"])(
                 "importing", len(migration.plan.changes)
             )
             try:
