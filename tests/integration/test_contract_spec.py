@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 
 from scheduler_app.clock import FakeClock
 from scheduler_app.contract import ContractError, export_all, import_text
@@ -307,3 +308,26 @@ def test_routing_options_and_a_task_target_with_a_payload_ref(world: FakeClock) 
         "s3://bucket/key",
         {"queue": "io", "priority": 3},
     )
+
+
+def test_the_task_of_an_imported_job_reads_its_payload_ref_from_the_context(
+    world: FakeClock, settings: Any
+) -> None:
+    """The scheduler stores the reference; the task gets it from its occurrence context."""
+    from project.demo.tasks import record_context
+    from tests.integration.support import MemoryPublisher, ticker
+    from tests.integration.worker_support import fetch, run
+
+    settings.SCHEDULER_JOB_TYPES = {"source.sync": "demo.record_context"}
+    import_text(EXAMPLE.read_text(), clock=world)
+    stored = Schedule.objects.get()
+    world.set(stored.next_run_at)
+    broker = MemoryPublisher()
+    ticker(broker, world).tick()
+    [occurrence] = broker.sent
+    alice = get_user_model().objects.get(username="alice")  # runs are checked against the owner
+    alice.user_permissions.add(Permission.objects.get(codename="run_schedule"))
+    seen = run(record_context, fetch(occurrence), world).get()
+    assert seen["payload_ref"] == "state://sync-source-42"
+    assert seen["rule"] == "FREQ=DAILY;BYHOUR=9;BYMINUTE=0"
+    assert seen["scheduled_for"].startswith("2026-08-21 06:00:00")
