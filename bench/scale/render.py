@@ -14,7 +14,7 @@ from typing import Any
 from bench import report
 from bench.scale.env import HARNESS, NAME, SCHEDULERS, ZONES
 from bench.scale.judge import duplicates, judge_text, verdict
-from bench.scale.texts import DCB_SOAK_NOTE, LIMITS, method_text
+from bench.scale.texts import DCB_SOAK_NOTE, LIMITS, OURS_PUBLISH, method_text
 
 PARTS = ("raw", "startup", "burst", "soak", "profile", "lateness", "sustained", "worker")
 LOADED = 0.5
@@ -214,12 +214,16 @@ def size_figures(payload: dict[str, Any]) -> list[str]:
             ),
         ]
     bursts = burst_rows(payload)
+    broker = payload["settings"].get("broker", "redis")
     if bursts:
         parts.append(
             figure(
                 "Burst: all due at one instant, until every message is in Redis, s (rate)",
                 bursts,
-                LIMITS["burst"].format(broker=broker_sentence(payload.get("raw_limits") or {})),
+                LIMITS["burst"].format(
+                    broker=broker_sentence(payload.get("raw_limits") or {}, broker),
+                    ours_publish=OURS_PUBLISH[broker],
+                ),
                 first="burst",
             )
         )
@@ -246,9 +250,10 @@ def soak_cell(soak: dict[str, Any] | None) -> str:
     return f"{figures} ({soak['due']:,} slots in the hour)"
 
 
-def broker_sentence(raw: dict[str, Any]) -> str:
-    """How long 1,000 messages take at this run's raw rates ('' without raw limits)."""
-    if "pipeline" not in raw or "apply_async" not in raw:
+def broker_sentence(raw: dict[str, Any], broker: str) -> str:
+    """How long 1,000 messages take at this run's raw rates on Redis ('' elsewhere, or
+    without raw limits)."""
+    if broker != "redis" or "pipeline" not in raw or "apply_async" not in raw:
         return ""
     pipeline = 1000 / raw["pipeline"]["per_second"]["median"]
     one_by_one = 1000 / raw["apply_async"]["per_second"]["median"]

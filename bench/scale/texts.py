@@ -42,8 +42,8 @@ LIMITS = {
     ),
     "burst": (
         "What limits it: {broker}Ours materializes the slots in PostgreSQL (claim, insert,"
-        " advance per batch of `SCHEDULER_BATCH_SIZE`) and publishes each batch through Redis"
-        " pipelines: Python per occurrence dominates (see the profile below). celery-redbeat"
+        " advance per batch of `SCHEDULER_BATCH_SIZE`) and {ours_publish}: Python per"
+        " occurrence dominates (see the profile below). celery-redbeat"
         " loads each due entry (a pipeline per entry), reschedules it (another) and sends it"
         " with `apply_async`: bounded by the `apply_async` rate plus two round trips per"
         " entry. django-celery-beat sends with `apply_async` and saves each entry's row; its"
@@ -67,6 +67,15 @@ LIMITS = {
         "What limits it: for both, the worker's own loop (fetch, acknowledge) and the result"
         " backend's write; `OccurrenceTask` adds its claim (a compare-and-set `UPDATE`) and"
         " its outcome write, each a round trip to PostgreSQL."
+    ),
+}
+
+
+OURS_PUBLISH = {
+    "redis": "publishes each batch through Redis pipelines",
+    "amqp": (
+        "publishes occurrence by occurrence with `send_task`, each waiting for its confirm"
+        " (the engine's batched path is Redis-only)"
     ),
 }
 
