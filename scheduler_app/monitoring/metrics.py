@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 
+from django.db import connection
 from django.db.models import Count, Max, Min, Sum
 from prometheus_client import Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -139,10 +140,18 @@ def _tenant_of(occurrence: Occurrence) -> str:
 class SchedulerCollector(Collector):
     """State read from the database at scrape time (a few indexed or aggregate queries)."""
 
-    def __init__(self, clock: Clock | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, *, own_thread: bool = False) -> None:
         self.clock = clock or SystemClock()
+        self.own_thread = own_thread
 
     def collect(self) -> Iterator[Metric]:
+        try:
+            yield from self._collect()
+        finally:
+            if self.own_thread:  # the beat's HTTP thread: no connection left open between scrapes
+                connection.close()
+
+    def _collect(self) -> Iterator[Metric]:
         now = self.clock.now()
         yield self._schedules()
         yield self._active_by_tenant()
@@ -346,10 +355,10 @@ class _Events(Collector):
             yield from EVENTS.collect()
 
 
-def build_registry(clock: Clock | None = None) -> CollectorRegistry:
+def build_registry(clock: Clock | None = None, *, own_thread: bool = False) -> CollectorRegistry:
     """A registry with everything: the database state and the event counters."""
     collectors = CollectorRegistry(auto_describe=False)
-    collectors.register(SchedulerCollector(clock))
+    collectors.register(SchedulerCollector(clock, own_thread=own_thread))
     collectors.register(_Events())
     return collectors
 
@@ -361,5 +370,5 @@ def serve(port: int, addr: str = "0.0.0.0") -> None:
     """Serve ``/metrics`` on ``port`` from a thread of this process (beat, worker)."""
     from prometheus_client import start_http_server
 
-    start_http_server(port, addr=addr, registry=build_registry())
+    start_http_server(port, addr=addr, registry=build_registry(own_thread=True))
     logger.info("metrics served", extra={"action": "metrics.serving", "port": port})

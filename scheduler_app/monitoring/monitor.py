@@ -3,8 +3,8 @@
 Two problems, in business words:
 
 - **no success**: an active schedule with ``expected_every`` has no successful occurrence
-  within that window (the window starts at its last success, or at its last edit or resume
-  when that is later, so a new schedule gets one window to prove itself);
+  within that window (the window starts at its last success; a schedule that never succeeded
+  counts from its creation, so a new schedule gets one window to prove itself);
 - **overdue**: an active schedule whose ``next_run_at`` is further in the past than its
   ``max_lateness`` plus a margin (``SCHEDULER_MONITOR_MARGIN``, 60 s): no beat is working it.
 
@@ -102,7 +102,7 @@ def candidates(now: datetime, margin: float) -> QuerySet[Schedule]:
         last_attempt_error=Subquery(last.values("last_error")[:1]),
         last_attempt_reason=Subquery(last.values("reason")[:1]),
         success_due=ShiftSeconds(
-            Greatest(Coalesce("last_success_at", "updated_at"), F("updated_at")),
+            Greatest(Coalesce("last_success_at", "created_at"), F("created_at")),
             F("expected_every"),
         ),
     )
@@ -140,14 +140,14 @@ def diagnose(schedule: Any, now: datetime, margin: float) -> Problem | None:
 
 
 def _no_success(schedule: Any, now: datetime) -> Problem | None:
-    start = max(schedule.last_success_at or schedule.updated_at, schedule.updated_at)
+    start = max(schedule.last_success_at or schedule.created_at, schedule.created_at)
     silent = (now - start).total_seconds()
     if silent <= schedule.expected_every:
         return None
     if schedule.last_success_at is not None:
         head = f"no successful run for {human_duration(silent)}"
     else:
-        head = f"no successful run yet ({human_duration(silent)} since it was set up or resumed)"
+        head = f"no successful run yet ({human_duration(silent)} since it was created)"
     return Problem(
         str(schedule.pk),
         str(schedule),
@@ -210,16 +210,25 @@ def run_monitor(now: datetime, *, margin: float | None = None) -> MonitorReport:
     return report
 
 
+def problem_kind(reason: str) -> str:
+    """The kind of a stored ``health_reason`` (its wording is ours, see ``diagnose``)."""
+    return OVERDUE if ": overdue by " in reason else NO_SUCCESS
+
+
 def _mark_unhealthy(schedule: Schedule, problem: Problem, now: datetime) -> bool:
-    """ok -> unhealthy (signal); unhealthy for another reason: the reason only (no signal)."""
+    """ok -> unhealthy (signal). Already unhealthy: the stored reason changes only when the
+    kind of problem does (not every minute as the durations in it grow); no signal."""
+    if schedule.health == ScheduleHealth.UNHEALTHY:
+        if problem_kind(schedule.health_reason) != problem.kind:
+            Schedule.objects.filter(pk=schedule.pk, health=ScheduleHealth.UNHEALTHY).update(
+                health_reason=problem.message
+            )
+        return False
     changed = Schedule.objects.filter(pk=schedule.pk, health=ScheduleHealth.OK).update(
         health=ScheduleHealth.UNHEALTHY, health_reason=problem.message, health_changed_at=now
     )
     if not changed:
-        Schedule.objects.filter(pk=schedule.pk, health=ScheduleHealth.UNHEALTHY).exclude(
-            health_reason=problem.message
-        ).update(health_reason=problem.message)
-        return False
+        return False  # another beat or command saw it first and sent the signal
     schedule.health, schedule.health_reason = ScheduleHealth.UNHEALTHY, problem.message
     schedule.health_changed_at = now
     logger.warning(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F
 
 from scheduler_app import events
@@ -22,13 +22,21 @@ SYSTEM_USER = "scheduler"
 def on_occurrence_finished(
     sender: Any, occurrence: Any, state: str, reason: str = "", **_: Any
 ) -> None:
+    """Sent by whoever wrote the final state, after the write. A database error here is
+    logged, never raised into the sender (a worker recording an outcome, the beat)."""
     from scheduler_app.clock import SystemClock
     from scheduler_app.monitoring.metrics import observe_finished
 
-    observe_finished(occurrence, state, reason)
-    now = SystemClock().now()
-    count_failures(occurrence, state, now)
-    archive_if_done(occurrence, state, now)
+    try:
+        observe_finished(occurrence, state, reason)
+        now = SystemClock().now()
+        count_failures(occurrence, state, now)
+        archive_if_done(occurrence, state, now)
+    except DatabaseError:
+        logger.exception(
+            "failure handling after an occurrence ended did not complete",
+            extra={"action": "occurrence.finish_hooks_failed", "occurrence_id": str(occurrence.pk)},
+        )
 
 
 def on_duplicate_prevented(sender: Any, kind: str = "", **_: Any) -> None:

@@ -8,7 +8,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -41,14 +41,23 @@ def test_a_beat_keeps_one_heartbeat_row_touched_on_its_cadence_and_marked_stoppe
     assert BeatHeartbeat.objects.get().stopped_at == START - timedelta(hours=1)
 
 
-def test_the_last_batch_size_and_a_tick_error_are_recorded() -> None:
+def test_the_last_batch_size_and_a_tick_error_are_recorded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     clock = FakeClock(START)
     target = schedule(clock, kind="interval", rule="60s")
     beat = ticker(MemoryPublisher(), clock)
     beat.tick()
+
+    def database_gone() -> None:
+        raise OperationalError("server closed the connection")
+
+    with monkeypatch.context() as patched:
+        patched.setattr("scheduler_app.ticker.earliest_due", database_gone)
+        with pytest.raises(OperationalError):
+            beat.tick()
     clock.set(target.next_run_at + timedelta(seconds=120))
-    beat._error = "OperationalError: server closed the connection"  # what tick() keeps
-    beat.tick()
+    beat.tick()  # the next tick tells
     row = BeatHeartbeat.objects.get()
     assert row.last_batch_size == 4  # 2 slots created + 2 published
     assert row.last_error == "OperationalError: server closed the connection"
@@ -135,3 +144,18 @@ def test_an_idle_tick_between_the_periodic_jobs_stays_within_three_queries() -> 
     with CaptureQueriesContext(connection) as captured:
         beat.tick()
     assert len(captured.captured_queries) <= 3, [q["sql"] for q in captured.captured_queries]
+
+
+@pytest.mark.django_db(transaction=True)  # the server's thread has its own connection
+def test_the_beat_serves_its_own_metrics_port() -> None:
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ticker(MemoryPublisher(), FakeClock(START), METRICS_PORT=port).tick()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        body = response.read().decode()
+    assert "scheduler_tick_duration_seconds_count" in body
+    assert "scheduler_beats_alive" in body

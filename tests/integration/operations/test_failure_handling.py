@@ -66,3 +66,22 @@ def test_a_one_time_schedule_is_archived_once_its_run_ended() -> None:
     [plain] = run_due(other, clock)
     finish(plain, SUCCEEDED, at + timedelta(seconds=3))
     assert reload(other).archived_at is None
+
+
+def test_a_database_error_in_the_receivers_is_logged_not_raised_into_the_sender(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from django.db import OperationalError
+
+    clock = FakeClock(START)
+    target = schedule(clock, kind="interval", rule="60s", pause_after_failures=1)
+    [occurrence] = run_due(target, clock)
+
+    def broken(*args: object) -> None:
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr("scheduler_app.monitoring.receivers.count_failures", broken)
+    finish(occurrence, FAILED, clock.now(), "boom")  # sends occurrence_finished
+    assert [r.action for r in caplog.records if hasattr(r, "action")][-1] == (
+        "occurrence.finish_hooks_failed"
+    )

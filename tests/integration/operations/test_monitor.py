@@ -172,3 +172,17 @@ def test_check_schedules_reports_a_stopped_beat_and_exits_2_without_a_database(
     monkeypatch.setattr("scheduler_app.management.commands.check_schedules.run_monitor", broken)
     code, _, err = call()
     assert code == 2 and "could not check the schedules: DatabaseError: connection refused" in err
+
+
+def test_a_pass_is_one_query_when_nothing_changes() -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    clock = FakeClock(START)
+    for hour in range(5):
+        schedule(clock, kind="cron", rule=f"0 {hour + 1} * * *", expected_every=86400)
+    run_monitor(START + timedelta(hours=3))  # two overdue: flagged (writes)
+    with CaptureQueriesContext(connection) as captured:
+        result = run_monitor(START + timedelta(hours=3, minutes=1))
+    assert len(result.problems) == 2 and not result.became_unhealthy
+    assert len(captured.captured_queries) == 1
