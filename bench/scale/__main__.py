@@ -64,6 +64,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--sustained-repeats", type=int, default=2)
     add("--worker-tasks", type=int, default=1000, help="tasks per worker-overhead run")
     add("--worker-repeats", type=int, default=2)
+    add("--max-minutes", type=float, default=20.0, help="start no part after this (0: no limit)")
     add("--no-write", action="store_true", help="print only; write no files")
     add("--no-profile", action="store_true")
     add("--merge", action="store_true", help="keep the parts not run now from scale.json")
@@ -91,7 +92,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
 
 def choose(args: argparse.Namespace) -> tuple[list[int], list[str], list[str]]:
     """Sizes, parts and schedulers to run, checked."""
-    sizes = [int(value.replace("_", "")) for value in args.sizes.split(",") if value]
+    sizes = args_sizes(args)
     default = AMQP_PARTS if args.broker == "amqp" else PARTS
     only = [part.strip() for part in (args.only or ",".join(default)).split(",") if part.strip()]
     if unknown := set(only) - set(PARTS):
@@ -155,12 +156,16 @@ def measure_size(
         )
         for which in schedulers[1:]:
             entry[which]["soak"] = {"finished": False, "note": "real clock only"}
-    if "profile" in parts and "ours" in schedulers:
+    if "profile" in parts and "ours" in schedulers and size == max(args_sizes(args)):
         burst = min(size, 1000)
         print(f"  profiling our burst of {burst:,} ...", flush=True)
         entry["profile"] = {"size": size, **ours.profile_burst(burst, at)}
     set_idle(at)
     return entry
+
+
+def args_sizes(args: argparse.Namespace) -> list[int]:
+    return [int(value.replace("_", "")) for value in args.sizes.split(",") if value]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -184,6 +189,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     timings: dict[str, float] = {}
     loads: dict[str, float | None] = {}
 
+    started = time.perf_counter()
+    skipped: list[str] = []
+
+    def over_time(part: str) -> bool:
+        """Past ``--max-minutes``: the part is skipped (and said so in the report)."""
+        limit = args.max_minutes * 60
+        if limit and time.perf_counter() - started >= limit:
+            print(f"{part}: skipped (past --max-minutes {args.max_minutes:g})", flush=True)
+            skipped.append(part)
+            return True
+        return False
+
     def timed(part: str, run: Any, *run_args: Any) -> Any:
         loads[part] = report.load_average()
         begin = time.perf_counter()
@@ -202,12 +219,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     profile = None
     for size in sizes:
+        if over_time(f"size {size:,}"):
+            continue
         entry = timed(f"size {size:,}", measure_size, size, parts, schedulers, args)
         profile = entry.pop("profile", profile)
         entry["wall_s"] = round(timings[f"size {size:,}"], 1)
         results.append(entry)
     once = run_once(parts, args)
     for part, (message, run, run_args) in once.items():
+        if over_time(part):
+            once[part] = None
+            continue
         print(message, flush=True)
         once[part] = timed(part, run, *run_args)
     clear_broker(keep_redbeat=False)
@@ -229,6 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "lateness": once.get("lateness"),
         "sustained": once.get("sustained"),
         "worker": once.get("worker"),
+        "skipped": skipped,
     }
     if profile:
         payload["profile"] = profile | {"top_own_time": profile["top_own_time"].splitlines()}

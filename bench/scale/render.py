@@ -423,8 +423,15 @@ def skipped_text(payload: dict[str, Any]) -> str:
     ran |= {"raw"} if payload.get("raw_limits") else set()
     figures = {"startup": "startup", "bursts": "burst", "soak": "soak"}
     ran |= {figures[key] for s in payload["sizes"] for key in s.get("ours", {}) if key in figures}
+    text = ""
+    if skipped := payload.get("skipped"):
+        text = (
+            f"Skipped, the run being past its time limit (`--max-minutes`): {', '.join(skipped)}. "
+        )
     missing = [f"`{part}`" for part in PARTS if part not in ran]
-    return "Not measured in this run: " + ", ".join(missing) + " (`--only`)." if missing else ""
+    if missing:
+        text += "Not measured in this run: " + ", ".join(missing) + "."
+    return text.strip()
 
 
 def render(payload: dict[str, Any]) -> str:

@@ -229,6 +229,14 @@ def test_lateness_at_a_lower_rate_than_the_target_is_not_judged() -> None:
     assert verdict["met"] is True
 
 
+def test_parts_skipped_at_the_time_limit_and_parts_not_run_are_named() -> None:
+    data = payload()
+    data["skipped"] = ["sustained"]
+    text = rendered(data)
+    assert "Skipped, the run being past its time limit (`--max-minutes`): sustained." in text
+    assert "Not measured in this run: `profile`, `lateness`, `sustained`." in text
+
+
 def test_stat_shows_median_and_spread_or_a_dash() -> None:
     assert stat({"x": spread(1.0, 0.5, 2.0)}, "x", fmt="{:.1f}") == "1.0 (0.5-2.0)"
     assert stat({"x": spread(1.0)}, "x", fmt="{:.1f}") == "1.0"
