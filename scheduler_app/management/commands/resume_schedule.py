@@ -49,13 +49,14 @@ class Command(OneLineErrors):
         preview = services.preview_resume(schedule)
         summary = describe(preview)
         if preview.count and not options["yes"]:
+            self._say(options, summary, schedule, preview)
             if options["json"] or not sys.stdin.isatty():
-                self._say(options, f"{summary}\nnot resumed: rerun with --yes", schedule, preview)
-                sys.exit(NOT_CONFIRMED)
-            self.stdout.write(summary)
+                raise CommandError(
+                    f"{label} not resumed: confirm the catch-up with --yes",
+                    returncode=NOT_CONFIRMED,
+                )
             if input("Resume? [y/N] ").strip().lower() not in ("y", "yes"):
-                self.stdout.write("not resumed")
-                sys.exit(NOT_CONFIRMED)
+                raise CommandError(f"{label} not resumed", returncode=NOT_CONFIRMED)
         try:
             schedule = services.resume_schedule(
                 schedule.pk, note=options["note"], by=options["by"] or operator_name()
