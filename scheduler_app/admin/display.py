@@ -62,6 +62,8 @@ def local_and_utc(value: datetime | None, zone_name: str) -> SafeString | str:
         return "-"
     zone = zone_of(zone_name)
     utc = value.astimezone(UTC)
+    if zone.key == "UTC":
+        return format_html('<span class="sched-time">{}</span>', short_time(value, zone))
     return format_html(
         '<span class="sched-time">{}</span><br><span class="sched-utc">{} {} UTC</span>',
         short_time(value, zone),

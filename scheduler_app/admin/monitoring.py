@@ -186,13 +186,14 @@ def render_svg(
     ticks = format_html_join(
         "",
         '<line x1="{0}" y1="0" x2="{0}" y2="{1}" class="grid"/>'
-        '<text x="{0}" y="{2}" class="tick">{3}</text>',
+        '<text x="{0}" y="{2}" class="tick" text-anchor="{4}">{3}</text>',
         (
             (
                 x(since + timedelta(hours=h)),
                 height - 14,
                 height - 2,
                 f"-{24 - h}h" if h < 24 else "now",
+                "end" if h == 24 else "middle",
             )
             for h in range(0, 25, 3)
         ),

@@ -5,13 +5,17 @@ Part of the SQLite pass (``pytest -m "not postgres"``); about a minute in all.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
 from scheduler_app import services
+from scheduler_app.definitions import idempotency_key, occurrence_id, version_id
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleStatus, Trigger
 from tests.acceptance.browser.conftest import Shoot, log_in, wait_for
 from tests.integration.admin.support import staff
@@ -77,6 +81,39 @@ def build_weekly_schedule(driver: WebDriver, base: str, shoot: Shoot) -> None:
     driver.find_element(By.NAME, "_save").click()
     wait_for(driver, lambda d: d.current_url.endswith("/admin/scheduler_app/schedule/"))
     shoot("02-schedule-list")
+
+
+def seed_last_day(schedule: Schedule) -> None:
+    """A day of history for the monitoring page: a run every 15 minutes, a few failures and
+    skips, lateness of a few seconds."""
+    now = timezone.now().replace(second=0, microsecond=0)
+    rows = []
+    for index in range(1, 96):
+        slot = now - timedelta(minutes=15 * index)
+        state = "failed" if index % 17 == 0 else "skipped" if index % 11 == 0 else "succeeded"
+        key = idempotency_key(schedule.pk, slot)
+        rows.append(
+            Occurrence(
+                id=occurrence_id(key),
+                schedule=schedule,
+                schedule_version_id=version_id(schedule.pk, schedule.version),
+                trigger=Trigger.SCHEDULED,
+                scheduled_for=slot,
+                window_start=slot - timedelta(minutes=15),
+                window_end=slot,
+                timezone=schedule.timezone,
+                idempotency_key=key,
+                task=schedule.task,
+                not_before=slot,
+                state=state,
+                reason="overlap" if state == "skipped" else "",
+                created_at=slot,
+                dispatched_at=slot + timedelta(milliseconds=300 + 40 * (index % 9)),
+                started_at=slot + timedelta(seconds=1 + index % 5),
+                finished_at=slot + timedelta(seconds=9),
+            )
+        )
+    Occurrence.objects.bulk_create(rows, ignore_conflicts=True)
 
 
 def test_an_operator_builds_acts_and_watches(
@@ -162,6 +199,7 @@ def test_an_operator_builds_acts_and_watches(
     assert "bucket is back" in driver.page_source
     shoot("07-occurrence-with-attempts")
 
+    seed_last_day(Schedule.objects.get(name="quarter-hourly sync"))
     driver.get(f"{base}/admin/scheduler_app/schedule/monitoring/")
     assert driver.find_element(By.CSS_SELECTOR, "svg.sched-timeline")
     assert "Sunday night export" in driver.page_source
