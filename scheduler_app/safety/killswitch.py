@@ -108,3 +108,12 @@ def stopped(occurrences: Iterable[Occurrence], switches: Switches) -> list[Occur
     if not switches:
         return []
     return [row for row in occurrences if switches.stops(row.schedule.tenant, row.task)]
+
+
+def stops(occurrence: Occurrence) -> bool:
+    """Whether a switch that is on covers this occurrence now (two queries at most).
+
+    For a worker about to run a delivery that left the outbox before the switch went on.
+    """
+    switches = switches_on()
+    return bool(switches) and switches.stops(occurrence.schedule.tenant, occurrence.task)

@@ -108,3 +108,15 @@ def test_a_retry_waiting_in_the_outbox_is_stopped_too() -> None:
     ticker(broker, clock).tick()
     [row] = rows(acme)
     assert (row.state, row.reason) == (OccurrenceState.SKIPPED, "kill_switch")
+
+
+def test_a_worker_can_ask_whether_a_switch_now_covers_a_delivery() -> None:
+    from scheduler_app.safety.killswitch import stops
+
+    clock = FakeClock(START)
+    acme, globex = two_tenants(clock)
+    ticker(MemoryPublisher(), clock).tick()
+    [acme_row], [globex_row] = rows(acme), rows(globex)
+    assert not stops(acme_row)
+    set_kill_switch("tenant", "acme", enabled=True, by="alice", reason="r", now=START)
+    assert stops(acme_row) and not stops(globex_row)
