@@ -377,6 +377,8 @@ def backfill(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) 
                     f"{plan.new} occurrences is more than SCHEDULER_BACKFILL_MAX "
                     f"({backfill_max()}): tick the second confirmation."
                 )
+    if not any("SCHEDULER_BACKFILL_MAX" in error for error in page.errors):
+        form.fields.pop("confirm_over_max", None)  # only asked for when it is needed
     return _render(model_admin, request, page)
 
 
@@ -394,7 +396,7 @@ def _backfill(
         user=request.user,
         reason=data["reason"],
         overlap=data["overlap"],
-        confirm_over_max=bool(data.get("confirm_over_max")),
+        confirm_over_max=dry_run or bool(data.get("confirm_over_max")),
         dry_run=dry_run,
     )
 

@@ -145,3 +145,19 @@ def test_cancel_confirms_and_can_be_undone(client: Client) -> None:
     client.post(url("restore", schedule), {"confirm": "1"})
     schedule.refresh_from_db()
     assert schedule.status == ScheduleStatus.PAUSED
+
+
+def test_backfill_above_the_limit_asks_for_the_second_confirmation(
+    client: Client, settings: object
+) -> None:
+    settings.SCHEDULER_BACKFILL_MAX = 3  # type: ignore[attr-defined]
+    schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 6 * * *")
+    form = {"start": "2026-01-01T00:00", "end": "2026-01-05T23:59", "overlap": "buffer_all"}
+    small = client.post(url("backfill", schedule), {**form, "end": "2026-01-02T23:59", "plan": "1"})
+    assert 'name="confirm_over_max"' not in small.content.decode()
+    page = client.post(url("backfill", schedule), {**form, "plan": "1"}).content.decode()
+    assert 'name="confirm_over_max"' in page and "tick the second confirmation" in page
+    client.post(url("backfill", schedule), {**form, "confirm": "1"})
+    assert not Occurrence.objects.exists()
+    client.post(url("backfill", schedule), {**form, "confirm": "1", "confirm_over_max": "on"})
+    assert Occurrence.objects.count() == 5
