@@ -9,6 +9,7 @@ SCHEDULER_WORKER_LEASE seconds a running attempt owns its occurrence (default: t
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -126,6 +127,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 )
 CELERY_RESULT_BACKEND = "django-db"
 CELERY_RESULT_EXTENDED = True
+# Task results copy each run's kwargs: keep them a week. The beat deletes expired rows daily
+# (DurableScheduler.maybe_cleanup_results); the occurrences keep the outcome either way.
+CELERY_RESULT_EXPIRES = timedelta(days=7)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery.beat import Scheduler
@@ -28,6 +29,11 @@ logger = logging.getLogger("scheduler_app.beat")
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 30.0
 """Pauses while the database is unreachable: 1, 2, 4, ... seconds, at most 30."""
+RESULTS_CLEANUP_FIRST = timedelta(minutes=5)
+RESULTS_CLEANUP_EVERY = timedelta(days=1)
+"""Expired task results (``result_expires``) are deleted 5 minutes after the beat starts, then
+daily: the job Celery's own beat does with its ``celery.backend_cleanup`` entry, which a
+database-driven scheduler does not install."""
 EXIT_NOT_MIGRATED = 78
 """Exit status when the tables are missing (sysexits' EX_CONFIG: a supervisor should not
 restart the beat in a loop; someone has to run ``migrate``)."""
@@ -72,6 +78,7 @@ class DurableScheduler(Scheduler):
         self._ticker = ticker
         self._sleep = sleep
         self._db_failures = 0
+        self._next_cleanup: datetime | None = None
         super().__init__(*args, **kwargs)
         # Beat's banner prints this: the longest sleep between ticks is the scheduler's own
         # setting (``tick`` returns its sleep), not beat's 300 s default.
@@ -184,6 +191,7 @@ class DurableScheduler(Scheduler):
                 extra={"action": "beat.db_recovered"},
             )
             self._db_failures = 0
+        self.maybe_cleanup_results()
         if result.created or result.published:
             logger.info(
                 "tick",
@@ -194,6 +202,35 @@ class DurableScheduler(Scheduler):
                 },
             )
         return result.sleep
+
+    def maybe_cleanup_results(self) -> bool:
+        """Delete expired task results (e.g. django-celery-results rows, which copy each
+        run's kwargs) when ``result_expires`` is set and the backend does not expire them by
+        itself. Returns whether a cleanup ran."""
+        backend = self.app.backend
+        if not self.app.conf.result_expires or getattr(backend, "supports_autoexpire", True):
+            return False
+        now = self.ticker.clock.now()
+        if self._next_cleanup is None:
+            self._next_cleanup = now + RESULTS_CLEANUP_FIRST
+        if now < self._next_cleanup:
+            return False
+        self._next_cleanup = now + RESULTS_CLEANUP_EVERY
+        try:
+            backend.cleanup()
+        except Exception as exc:  # a failed cleanup must not stop the scheduling
+            logger.warning(
+                "deleting expired task results failed (%s); next try in a day",
+                _one_line(exc),
+                extra={"action": "beat.results_cleanup_failed"},
+            )
+            return False
+        logger.info(
+            "expired task results deleted (older than %s)",
+            self.app.conf.result_expires,
+            extra={"action": "beat.results_cleanup"},
+        )
+        return True
 
     def sync(self) -> None:
         """Nothing to sync: the database is the schedule."""

@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,53 @@ def test_a_real_beat_on_an_empty_database_exits_with_one_line(tmp_path: Path) ->
     lines = [line for line in output.splitlines() if "migrate" in line]
     assert len(lines) == 1 and "run `python manage.py migrate`" in lines[0], output[-2000:]
     assert "durable scheduler ready" not in output
+
+
+class ExpiringBackend:
+    """A result backend that cannot expire rows by itself (like django-celery-results)."""
+
+    supports_autoexpire = False
+
+    def __init__(self) -> None:
+        self.cleanups = 0
+
+    def cleanup(self) -> None:
+        self.cleanups += 1
+
+
+def test_expired_results_are_deleted_five_minutes_after_start_then_daily(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = ExpiringBackend()
+    monkeypatch.setattr(type(celery_app), "backend", property(lambda app: backend))
+    clock = FakeClock(START)
+    beat = DurableScheduler(
+        app=celery_app, ticker=ticker(MemoryPublisher(), clock), lazy=True, sleep=lambda s: None
+    )
+    assert celery_app.conf.result_expires  # the example project keeps results 7 days
+    ran = [beat.maybe_cleanup_results()]
+    for minutes in (4, 1, 60, 23 * 60):
+        clock.advance(timedelta(minutes=minutes))
+        ran.append(beat.maybe_cleanup_results())
+    assert ran == [False, False, True, False, True]
+    assert backend.cleanups == 2
+    assert [r.action for r in caplog.records if hasattr(r, "action")] == [
+        "beat.results_cleanup",
+        "beat.results_cleanup",
+    ]
+
+
+def test_no_cleanup_without_result_expires_or_with_a_self_expiring_backend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    backend = ExpiringBackend()
+    monkeypatch.setattr(type(celery_app), "backend", property(lambda app: backend))
+    clock = FakeClock(START)
+    beat = DurableScheduler(app=celery_app, ticker=ticker(MemoryPublisher(), clock), lazy=True)
+    monkeypatch.setitem(celery_app.conf, "result_expires", None)
+    clock.advance(timedelta(days=2))
+    assert beat.maybe_cleanup_results() is False
+    monkeypatch.setitem(celery_app.conf, "result_expires", timedelta(days=1))
+    backend.supports_autoexpire = True  # e.g. Redis: keys expire by themselves
+    assert beat.maybe_cleanup_results() is False
+    assert backend.cleanups == 0
