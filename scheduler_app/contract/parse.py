@@ -93,8 +93,10 @@ def read_documents(text: str) -> list[Any]:
 class _Collector:
     """Gathers the problems of one document instead of stopping at the first."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, memo: dict[Any, Any] | None = None) -> None:
         self.label = label
+        self.memo: dict[Any, Any] = {} if memo is None else memo
+        """Answers that do not change within one file (allowlist, job types), by question."""
         self.problems: list[Problem] = []
         self.paths: dict[str, str] = {}
         """Model field -> where this document wrote it, when not at its native place."""
@@ -119,9 +121,15 @@ def _shown(name: str) -> str:
     return repr(name[:40]) + ("..." if len(name) > 40 else "")
 
 
-def parse_document(doc: Any, label: str) -> tuple[Desired | None, list[Problem]]:
-    """A document to a ``Desired`` schedule, or every problem found in it."""
-    out = _Collector(label)
+def parse_document(
+    doc: Any, label: str, memo: dict[Any, Any] | None = None
+) -> tuple[Desired | None, list[Problem]]:
+    """A document to a ``Desired`` schedule, or every problem found in it.
+
+    ``memo``: share one dict across the documents of a file, so the allowlist and the
+    job-type registry are asked once per name, not once per document.
+    """
+    out = _Collector(label, memo)
     if not isinstance(doc, dict):
         out.add("", "a document must be a JSON object")
         return None, out.problems
@@ -219,18 +227,33 @@ def _target(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> Non
 def _job_task(target: dict[str, Any], out: _Collector) -> str | None:
     if "task" in target:
         out.add("target.task", "a JOB target names a job_type, not a task; drop 'task'")
-    try:
-        return jobtypes.resolve(target.get("job_type"))
-    except ScheduleValidationError as exc:
-        out.add("target.job_type", exc.message)
-        return None
+    job_type = target.get("job_type")
+    memo_key = ("job_type", job_type if isinstance(job_type, str) else repr(job_type))
+    if memo_key not in out.memo:
+        try:
+            out.memo[memo_key] = (jobtypes.resolve(job_type), None)
+        except ScheduleValidationError as exc:
+            out.memo[memo_key] = (None, exc.message)
+    task, refusal = out.memo[memo_key]
+    if refusal is not None:
+        out.add("target.job_type", refusal)
+    return task
 
 
 def _allowed(task: str, out: _Collector, path: str) -> None:
-    try:
-        check_target(task)
-    except ScheduleValidationError as exc:
-        out.add(path, exc.message if path == "target.task" else f"task {task!r}: {exc.message}")
+    refusal = out.memo.get(("target", task), _UNSEEN)
+    if refusal is _UNSEEN:
+        try:
+            check_target(task)
+            refusal = None
+        except ScheduleValidationError as exc:
+            refusal = exc.message
+        out.memo[("target", task)] = refusal
+    if refusal is not None:
+        out.add(path, refusal if path == "target.task" else f"task {task!r}: {refusal}")
+
+
+_UNSEEN = object()
 
 
 def _payload_ref(value: Any, out: _Collector) -> str:

@@ -72,8 +72,9 @@ def plan_import(
     desired: list[Desired] = []
     problems: list[Problem] = []
     bar = progress("checking", len(documents)) if progress else None
+    memo: dict[Any, Any] = {}
     for index, doc in enumerate(documents):
-        item, found = parse_document(doc, f"schedules[{index}]")
+        item, found = parse_document(doc, f"schedules[{index}]", memo)
         problems.extend(found)
         if item is not None:
             desired.append(item)

@@ -234,3 +234,24 @@ def test_import_check_version_refuses_a_stale_document(tmp_path: Path) -> None:
     error = refused("import_schedules", str(source), "--check-version")
     assert error.returncode == 2
     assert Schedule.objects.get(key="k0").rule == "5 9 * * *"
+
+
+def test_a_long_import_lists_50_documents_unless_asked(tmp_path: Path) -> None:
+    docs = [
+        {
+            "key": f"bulk{i}",
+            "target": {"task": "demo.ping"},
+            "timing": {"kind": "cron", "rule": f"{i % 60} 9 * * *"},
+        }
+        for i in range(60)
+    ]
+    source = tmp_path / "bulk.json"
+    source.write_text(json.dumps(docs))
+    out, _ = run("import_schedules", str(source))
+    lines = out.splitlines()
+    assert len(lines) == 52 and lines[-2] == "... and 10 more (-v 2 lists every document)"
+    assert lines[-1] == "created 60, updated 0, unchanged 0"
+    out, _ = run("import_schedules", str(source), "-v", "2")
+    assert len(out.splitlines()) == 61
+    out, _ = run("import_schedules", str(source), "-v", "0")
+    assert out.splitlines() == ["created 0, updated 0, unchanged 60"]

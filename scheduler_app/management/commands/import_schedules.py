@@ -2,7 +2,8 @@
 
 Applies a ``schedule.v1`` file (either style), all or nothing. Exit status 2 with every error
 (and its path) on stderr when the file is invalid or cannot be read; nothing is written then.
-``--dry-run`` prints the plan and writes nothing.
+``--dry-run`` prints the plan and writes nothing. One line per document (the first 50; all
+with ``-v 2``; none with ``-v 0``), then a summary of what was done.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from scheduler_app.contract.cli import (
 from scheduler_app.importing import Plan, describe_change
 
 DONE = (("create", "created"), ("update", "updated"), ("unchanged", "unchanged"))
+LINES = 50
+"""Documents listed one per line at the default verbosity; the summary counts them all."""
 
 
 def summary(plan: Plan, *, applied: bool) -> str:
@@ -84,10 +87,15 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(_as_json(plan, ids, applied=result.applied)))
             return
-        for change in plan.changes:
+        verbosity = options["verbosity"]
+        shown = plan.changes if verbosity >= 2 else plan.changes[:LINES] if verbosity else ()
+        for change in shown:
             label = change.desired.label
             line = describe_change(change, applied=result.applied, schedule_id=ids.get(label, ""))
             self.stdout.write(line)
+        if verbosity and len(plan.changes) > len(shown):
+            hidden = len(plan.changes) - len(shown)
+            self.stdout.write(f"... and {hidden} more (-v 2 lists every document)")
         self.stdout.write(summary(plan, applied=result.applied))
 
 
