@@ -37,9 +37,9 @@ def output_path(name: str) -> Path:
 
 def read_input(name: str) -> str:
     """A file's text (``-``: stdin); exit 2 with one line when it cannot be read."""
-    if name == "-":
-        return sys.stdin.read()
     try:
+        if name == "-":
+            return sys.stdin.read()
         return Path(name).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CommandError(f"cannot read {name}: no such file", returncode=BAD_ARGUMENT) from None
