@@ -19,6 +19,7 @@ from celery.signals import task_received, task_revoked
 from celery.worker import state as worker_state
 from django.conf import settings
 from django.db.models.signals import post_save, pre_delete
+from kombu.transport import TRANSPORT_ALIASES
 
 from scheduler_app import lifecycle
 from scheduler_app.clock import SystemClock
@@ -42,6 +43,10 @@ def record_received(sender: Any = None, request: Any = None, **_: Any) -> None:
 
 # Workers of the app renew the receive leases of the messages they hold.
 current_app.steps["consumer"].add(ReceiveLeases)
+
+# Redis broker URLs use the transport that survives a Redis restart (``scheduler_app.broker``;
+# a string: kombu imports it, and the Redis client, only when such a connection is made).
+TRANSPORT_ALIASES["redis"] = TRANSPORT_ALIASES["rediss"] = "scheduler_app.broker:Transport"
 
 
 @task_revoked.connect
