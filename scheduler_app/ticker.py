@@ -96,7 +96,7 @@ class Ticker:
         self.settings = settings or get_settings()
         self.owner = owner or default_owner()
         self.monotonic = monotonic
-        self._next_reconcile: datetime | None = None
+        self._reconcile = Every(self.settings.RECONCILE_INTERVAL, at_start=False)
         self.heartbeat = Heartbeat(self.settings.HEALTH_STALE / 3)
         self._monitor = Every(self.settings.MONITOR_INTERVAL)
         self._skew = Every(SKEW_INTERVAL)
@@ -212,13 +212,10 @@ class Ticker:
             revoke(occurrence_ids)
 
     def maybe_reconcile(self, now: datetime) -> int:
-        """Run the reconciler every ``RECONCILE_INTERVAL`` seconds (not on every tick)."""
-        interval = timedelta(seconds=self.settings.RECONCILE_INTERVAL)
-        if self._next_reconcile is None:
-            self._next_reconcile = now + interval
-        if now < self._next_reconcile:
+        """Run the reconciler every ``RECONCILE_INTERVAL`` seconds (not on every tick; the
+        first pass one interval after start)."""
+        if not self._reconcile.due(now):
             return 0
-        self._next_reconcile = now + interval
         report = reconcile(
             now,
             retry_grace=timedelta(seconds=self.settings.RETRY_PUBLISH_GRACE),

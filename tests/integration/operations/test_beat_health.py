@@ -159,3 +159,25 @@ def test_the_beat_serves_its_own_metrics_port() -> None:
         body = response.read().decode()
     assert "scheduler_tick_duration_seconds_count" in body
     assert "scheduler_beats_alive" in body
+
+
+def test_the_reconciler_cadence_survives_a_clock_stepped_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    passes: list[object] = []
+    real = __import__("scheduler_app.ticker", fromlist=["reconcile"]).reconcile
+
+    def counted(now: object, **kwargs: object) -> object:
+        passes.append(now)
+        return real(now, **kwargs)
+
+    monkeypatch.setattr("scheduler_app.ticker.reconcile", counted)
+    clock = FakeClock(START)
+    beat = ticker(MemoryPublisher(), clock, RECONCILE_INTERVAL=60.0)
+    beat.tick()
+    clock.advance(59)
+    beat.tick()
+    assert passes == []  # not at start, not before the interval
+    clock.set(START - timedelta(hours=1))  # NTP steps the clock back an hour
+    beat.tick()
+    assert passes == [START - timedelta(hours=1)]  # runs, instead of waiting an hour
