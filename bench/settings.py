@@ -24,3 +24,10 @@ CELERY_TASK_DEFAULT_QUEUE = "bench"
 if os.environ.get("CELERY_BROKER_URL", "").startswith("amqp"):
     # `python -m bench.scale --broker amqp`: "published" means the broker has confirmed it.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"confirm_publish": True}
+# `celery beat -S redbeat.RedBeatScheduler` (the real-beat burst): its entries in the bench's
+# Redis db, also when the messages go to RabbitMQ.
+CELERY_REDBEAT_REDIS_URL = os.environ.get("BENCH_REDIS_URL") or os.environ.get(
+    "CELERY_BROKER_URL", ""
+)
+CELERY_REDBEAT_KEY_PREFIX = "redbeat:"
+CELERY_REDBEAT_REDIS_OPTIONS: dict[str, object] = {}

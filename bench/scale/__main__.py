@@ -23,10 +23,10 @@ from bench.scale.env import (
     use_broker,
 )
 
-PARTS = ("raw", "startup", "burst", "soak", "profile", "lateness", "sustained", "worker")
-AMQP_PARTS = ("raw", "burst", "sustained", "worker")
+PARTS = ("raw", "startup", "burst", "soak", "profile", "beat", "lateness", "sustained", "worker")
+AMQP_PARTS = ("raw", "burst", "beat", "sustained", "worker")
 """The default parts on RabbitMQ (issue 16: the burst, sustained and worker figures)."""
-SIZE_PARTS = ("startup", "burst", "soak", "profile")
+SIZE_PARTS = ("startup", "burst", "soak", "profile", "beat")
 CHILDREN = ("ours", "redbeat", "dcb", "soak", "sustain")
 
 
@@ -50,6 +50,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--dcb-budget", type=float, default=60.0, help="s per django-celery-beat burst/child")
     add("--rb-repeats", type=int, default=3, help="celery-redbeat bursts per row")
     add("--rb-budget", type=float, default=120.0, help="s per celery-redbeat burst/child")
+    add("--beat-repeats", type=int, default=1, help="real-beat bursts per scheduler")
     add("--budget", type=float, default=120.0, help="s per burst and soak of ours")
     add("--raw-repeats", type=int, default=3)
     add("--idle-ticks", type=int, default=20)
@@ -160,6 +161,11 @@ def measure_size(
         burst = min(size, 1000)
         print(f"  profiling our burst of {burst:,} ...", flush=True)
         entry["profile"] = {"size": size, **ours.profile_burst(burst, at)}
+    if "beat" in parts and size == max(args_sizes(args)):  # last: it makes schedules anew
+        from bench.scale.beatburst import beat_samples
+
+        for which, summary in beat_samples(size, schedulers, args.beat_repeats, budgets).items():
+            entry[which]["beat"] = summary
     set_idle(at)
     return entry
 
@@ -297,7 +303,7 @@ def settings_of(
     from scheduler_app.conf import get_settings
 
     keep = (
-        "repeats", "dcb_repeats", "dcb_budget", "rb_repeats", "rb_budget", "budget",
+        "repeats", "dcb_repeats", "dcb_budget", "rb_repeats", "rb_budget", "budget", "beat_repeats",
         "raw_repeats", "idle_ticks", "soak_due", "soak_repeats", "lateness_rate",
         "lateness_seconds", "lateness_repeats", "backlog", "sustained_seconds",
         "sustained_repeats", "worker_tasks", "worker_repeats",

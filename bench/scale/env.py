@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -201,6 +201,28 @@ def queued() -> int:
         except conn.channel_errors:  # not declared yet: nothing was published
             return 0
         return int(declared.message_count)
+
+
+@contextmanager
+def queue_counter() -> Iterator[Callable[[], int]]:
+    """A cheap ``queued()`` for polling: one Redis client, or one AMQP connection kept open
+    (a passive declare of a queue not declared yet closes the channel: then 0, new channel)."""
+    if broker_kind() == "redis":
+        client = redis_client()
+        yield lambda: int(client.llen(QUEUE))
+        return
+    app = celery_app()
+    with app.connection_for_write() as conn:
+        channel = [conn.channel()]
+
+        def count() -> int:
+            try:
+                return int(channel[0].queue_declare(QUEUE, passive=True).message_count)
+            except conn.channel_errors:
+                channel[0] = conn.channel()
+                return 0
+
+        yield count
 
 
 def rss() -> dict[str, float]:

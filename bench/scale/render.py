@@ -16,7 +16,7 @@ from bench.scale.env import HARNESS, NAME, SCHEDULERS, ZONES
 from bench.scale.judge import duplicates, judge_text, verdict
 from bench.scale.texts import DCB_SOAK_NOTE, LIMITS, OURS_PUBLISH, method_text
 
-PARTS = ("raw", "startup", "burst", "soak", "profile", "lateness", "sustained", "worker")
+PARTS = ("raw", "startup", "burst", "soak", "profile", "beat", "lateness", "sustained", "worker")
 LOADED = 0.5
 """A 1-minute load average at or above this (before the run, or after it minus the run's own
 1) marks the figures as measured on a loaded machine."""
@@ -227,6 +227,16 @@ def size_figures(payload: dict[str, Any]) -> list[str]:
                 first="burst",
             )
         )
+    beat = per_size(payload, "beat", beat_cell)
+    if beat:
+        parts.append(
+            figure(
+                "Burst from a real `celery beat`: 1,000 (at most the size) due at T until the"
+                " last message is in the broker, s after T (first message)",
+                beat,
+                LIMITS["beat"],
+            )
+        )
     soak = per_size(payload, "soak", soak_cell)
     if soak:
         parts.append(
@@ -237,6 +247,13 @@ def size_figures(payload: dict[str, Any]) -> list[str]:
             )
         )
     return parts
+
+
+def beat_cell(summary: dict[str, Any] | None) -> str:
+    if summary is None:
+        return "not run"
+    first = f" (first {stat(summary, 'first_s')})" if "first_s" in summary else ""
+    return burst_cell(summary) + first
 
 
 def soak_cell(soak: dict[str, Any] | None) -> str:
@@ -421,7 +438,7 @@ def profile_text(profile: dict[str, Any] | None, top: int = 15) -> list[str]:
 def skipped_text(payload: dict[str, Any]) -> str:
     ran = {key for key in ("lateness", "sustained", "profile", "worker") if payload.get(key)}
     ran |= {"raw"} if payload.get("raw_limits") else set()
-    figures = {"startup": "startup", "bursts": "burst", "soak": "soak"}
+    figures = {"startup": "startup", "bursts": "burst", "soak": "soak", "beat": "beat"}
     ran |= {figures[key] for s in payload["sizes"] for key in s.get("ours", {}) if key in figures}
     text = ""
     if skipped := payload.get("skipped"):

@@ -49,6 +49,13 @@ LIMITS = {
         " entry. django-celery-beat sends with `apply_async` and saves each entry's row; its"
         " heap is refilled from the database as entries change, which grows with N."
     ),
+    "beat": (
+        "Each scheduler's own `celery beat` process, started before T with the size's"
+        " schedules made for T (a whole minute: cron rules fire on minutes); the parent polls"
+        " the queue's length from T on. What limits it: the beat's wake-up at T, plus the same"
+        " work as the burst above. Ours and django-celery-beat sleep until their next due"
+        " entry; celery-redbeat peeks at its sorted set for it."
+    ),
     "soak": (
         "What limits it: ours keeps nothing per schedule between ticks, so RSS should stay"
         " flat; a growth here is a leak."

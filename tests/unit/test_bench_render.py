@@ -177,6 +177,26 @@ def test_the_worker_figure_compares_both_tasks_statement_by_statement() -> None:
     assert table_row(text, "`SELECT x`")[1:] == ["1", "1"]
 
 
+def test_the_real_beat_burst_is_a_figure_of_its_own_and_judged() -> None:
+    data = payload()
+    entry = data["sizes"][0]
+    entry["ours"]["beat"] = burst(1000, 0.9) | {"first_s": spread(0.05)}
+    entry["redbeat"]["beat"] = burst(1000, 3.0) | {"first_s": spread(0.02)}
+    entry["dcb"]["beat"] = burst(1000, None)
+    text = rendered(data)
+    section = text.split("### Burst from a real `celery beat`: 1,000 (at most the size)")[1]
+    assert table_row(section, "10,000") == [
+        "10,000",
+        "0.900 (1,111/s) (first 0.050)",
+        "3.000 (333/s) (first 0.020)",
+        "did not finish within 60 s (400 of 1,000 sent, 7/s)",
+    ]
+    verdicts = {v["target"]: v for v in data["targets"]}
+    assert verdicts["burst of 1,000 from a real beat <= 0.1 s (10,000 stored)"]["met"] is False
+    ratio = verdicts["real beats: burst of 1,000 >= 20x faster than celery-redbeat (10,000 stored)"]
+    assert ratio["met"] is False and ratio["measured"].startswith("3.3x")
+
+
 def test_the_run_is_described_with_commit_load_and_raw_limits() -> None:
     text = rendered(payload())
     assert "`make bench` on 2026-11-30 04:09 UTC, commit abcdef123456" in text
@@ -234,7 +254,7 @@ def test_parts_skipped_at_the_time_limit_and_parts_not_run_are_named() -> None:
     data["skipped"] = ["sustained"]
     text = rendered(data)
     assert "Skipped, the run being past its time limit (`--max-minutes`): sustained." in text
-    assert "Not measured in this run: `profile`, `lateness`, `sustained`." in text
+    assert "Not measured in this run: `profile`, `beat`, `lateness`, `sustained`." in text
 
 
 def test_stat_shows_median_and_spread_or_a_dash() -> None:
@@ -280,14 +300,14 @@ def test_make_bench_defaults_run_every_part_and_scheduler() -> None:
     sizes, parts, schedulers = choose(args())
     assert sizes == [1000, 10_000]
     assert parts == [
-        "raw", "startup", "burst", "soak", "profile", "lateness", "sustained", "worker",
+        "raw", "startup", "burst", "soak", "profile", "beat", "lateness", "sustained", "worker",
     ]  # fmt: skip
     assert schedulers == ["ours", "redbeat", "dcb"]
 
 
 def test_on_rabbitmq_the_issues_figures_run_and_get_their_own_file_and_section() -> None:
     _, parts, _ = choose(args("--broker", "amqp"))
-    assert parts == ["raw", "burst", "sustained", "worker"]
+    assert parts == ["raw", "burst", "beat", "sustained", "worker"]
     assert report_names("amqp") == (
         "scale-amqp",
         'Scale on RabbitMQ (`make bench BENCH_ARGS="--broker amqp"`)',

@@ -4,12 +4,15 @@ child's log, and output that never blocks a child (``bench.scale.env``, ``bench.
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from bench.report import percentile, summarize
 from bench.scale import env
+from bench.scale.beatburst import next_minute
+from bench.scale.beatburst import summarize as summarize_beat
 from bench.scale.figures import bursts_for, summarize_bursts, summarize_startup
 from bench.scale.judge import duplicates
 from bench.scale.realtime import errors_in
@@ -139,3 +142,23 @@ def test_a_stall_shows_as_the_longest_pause_not_in_the_median() -> None:
     assert figures["median_gap_ms"] == pytest.approx(12.0)
     assert figures["max_gap_ms"] == pytest.approx(10_000.0)
     assert gap_figures([]) == {}
+
+
+def test_the_real_beat_burst_waits_for_a_whole_minute() -> None:
+    assert next_minute(datetime(2026, 7, 1, 12, 0, 0, tzinfo=UTC)) == datetime(
+        2026, 7, 1, 12, 0, tzinfo=UTC
+    )
+    assert next_minute(datetime(2026, 7, 1, 12, 0, 0, 1, tzinfo=UTC)) == datetime(
+        2026, 7, 1, 12, 1, tzinfo=UTC
+    )
+
+
+def test_a_real_beat_burst_keeps_its_first_message_time() -> None:
+    done = summarize_beat(1000, 60.0, [{"finished": True, "seconds": 0.5, "first_s": 0.01,
+                                        "sent": 1000}])  # fmt: skip
+    assert done["seconds"]["median"] == 0.5 and done["first_s"]["median"] == 0.01
+    assert done["per_second"] == 2000.0
+    late = summarize_beat(1000, 60.0, [{"finished": False, "seconds": 60.0, "first_s": None,
+                                        "sent": 120}])  # fmt: skip
+    assert late["finished"] is False and late["sent_within_budget"] == 120
+    assert "first_s" not in late  # nothing arrived
