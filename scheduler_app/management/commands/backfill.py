@@ -48,7 +48,7 @@ class Command(OneLineErrors):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            schedule = _schedule(options["schedule"])
+            schedule = find_schedule(options["schedule"])
             zone = ZoneInfo(schedule.timezone)
             start = _instant(options["start"], zone, "--start")
             end = _instant(options["end"], zone, "--end")
@@ -100,7 +100,8 @@ class Command(OneLineErrors):
         return created
 
 
-def _schedule(text: str) -> Schedule:
+def find_schedule(text: str) -> Schedule:
+    """A schedule by key, else by id; ``ValueError`` names what was looked for."""
     found = Schedule.objects.filter(key=text).first()
     if found is None:
         try:

@@ -154,3 +154,13 @@ def test_preview_of_a_stored_schedule_refuses_other_rule_flags() -> None:
         run("schedule_preview", f"--schedule={schedule.pk}", "--cron=0 9 * * *")  # type: ignore[attr-defined]
     with pytest.raises(CommandError, match="no schedule with id"):
         run("schedule_preview", "--schedule=00000000-0000-0000-0000-000000000000")
+
+
+def test_run_now_command() -> None:
+    daily()
+    out = run("run_now", "nightly", "--reason", "by hand")
+    occurrence = Occurrence.objects.get()
+    assert (occurrence.trigger, occurrence.note) == (Trigger.MANUAL, "by hand")
+    assert f"occurrence {occurrence.pk} of nightly is pending (trigger manual" in out
+    with pytest.raises(CommandError, match="no schedule with id or key 'nope'"):
+        run("run_now", "nope")
