@@ -279,7 +279,8 @@ def _options(value: Any, out: _Collector) -> dict[str, Any]:
             allowed = ", ".join(ROUTING_OPTIONS)
             out.add(f"target.options.{_shown(name)}", f"unknown routing option; use {allowed}")
         elif not isinstance(option, expected) or isinstance(option, bool):
-            out.add(f"target.options.{name}", f"must be a {expected.__name__}, got {option!r}")
+            kind = "a whole number" if expected is int else "a string"
+            out.add(f"target.options.{name}", f"must be {kind}, got {option!r}")
         elif name == "priority" and isinstance(option, int) and not 0 <= option <= 255:
             out.add("target.options.priority", f"must be 0-255, got {option!r}")
     return value

@@ -271,6 +271,14 @@ def test_spec_policy_errors_point_at_the_top_level_field(world: FakeClock) -> No
             "schedules[0].target.options.colour: unknown routing option; use queue, routing_key",
         ),
         (
+            {"type": "JOB", "job_type": "source.sync", "options": {"queue": 5}},
+            "schedules[0].target.options.queue: must be a string, got 5",
+        ),
+        (
+            {"type": "JOB", "job_type": "source.sync", "options": {"priority": True}},
+            "schedules[0].target.options.priority: must be a whole number, got True",
+        ),
+        (
             {"type": "JOB", "job_type": "source.sync", "options": {"priority": 300}},
             "schedules[0].target.options.priority: must be 0-255, got 300",
         ),
