@@ -90,6 +90,14 @@ def test_the_wheel_holds_the_library_only(dist: Path) -> None:
     assert not [n for n in names if n.startswith(("project/", "bench/", "torture/", "tests/"))]
     assert "scheduler_app/py.typed" in names
     assert "scheduler_app/migrations/0001_initial.py" in names
+    package = REPO / "scheduler_app"
+    shipped = [
+        path.relative_to(REPO).as_posix()
+        for folder in ("templates", "static", "migrations")
+        for path in (package / folder).rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    ]
+    assert shipped and not [path for path in shipped if path not in names]
     (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
     text = zipfile.ZipFile(the_wheel(dist)).read(metadata).decode()
     required = [
