@@ -12,7 +12,7 @@ BENCH_ARGS ?=
 
 DIST_DIR ?= dist
 
-.PHONY: install dist test-adoption test-matrix test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak demo bench bench-timing docs clean
+.PHONY: install dist test-adoption test-matrix test-matrix-ends test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak demo bench bench-timing docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,10 @@ test-adoption: install
 NOX_ARGS ?=
 test-matrix: install
 	$(VENV)/bin/nox $(NOX_ARGS)
+
+# What CI runs after `make test`: the oldest and the newest supported Django.
+test-matrix-ends: install
+	$(VENV)/bin/nox -s "tests(django='4.2')" "tests(django='5.2')"
 
 # The reliability harness (docs/reliability.md): its own PostgreSQL and Redis servers, real
 # beats and workers, faults. The short profile is part of `make test`; TORTURE_ARGS adds
