@@ -284,6 +284,7 @@ class Child:
         self.err_path = self.out_path.with_suffix(".err.log")
         self._out: IO[bytes] = self.out_path.open("wb")
         self._err: IO[bytes] = self.err_path.open("wb")
+        self.started_at = time.time()  # wall clock: a child can report its moments against it
         self.process = subprocess.Popen(
             list(command),
             cwd=report.ROOT,
@@ -381,8 +382,16 @@ def run_child(label: str, *args: str, timeout: float) -> dict[str, Any]:
             "error": child.stderr_tail(),
             "log": str(child.err_path),
         }
+    return child_result(child, begin)
+
+
+def child_result(child: Child, begin: float) -> dict[str, Any]:
+    """A finished child's JSON result, with its wall time (``begin``: ``perf_counter()`` at
+    its start) and, when it reports its first tick's end, the time from its spawn to then."""
     result = child.result()
     result["process_s"] = time.perf_counter() - begin
+    if "first_tick_done_at" in result:
+        result["process_start_s"] = result["first_tick_done_at"] - child.started_at
     return result
 
 

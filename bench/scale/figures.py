@@ -44,6 +44,11 @@ def summarize_startup(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "construct_s": report.summarize([r["construct_s"] for r in runs]),
         "first_tick_s": report.summarize([r["first_tick_s"] for r in runs]),
         "import_setup_s": report.summarize([r["import_setup_s"] for r in runs]),
+        **(
+            {"process_start_s": report.summarize([r["process_start_s"] for r in runs])}
+            if all("process_start_s" in r for r in runs)
+            else {}
+        ),
         "rss_mib": report.summarize([r["rss_mib"] for r in runs], 1),
         "peak_rss_mib": report.summarize([r["peak_rss_mib"] for r in runs], 1),
         "idle_tick_ms": report.summarize(pooled("idle_tick_ms"), 3),

@@ -198,6 +198,12 @@ def size_figures(payload: dict[str, Any]) -> list[str]:
                 "Start-up: build the beat scheduler + first tick, s", startup, LIMITS["startup"]
             ),
             figure(
+                "Start-up from process start: interpreter, imports, Django set-up, build, first"
+                " tick, s",
+                per_size(payload, "startup", lambda s: cell(s, "process_start_s")),
+                LIMITS["process_start"],
+            ),
+            figure(
                 "RSS after the first tick, MiB",
                 per_size(payload, "startup", lambda s: cell(s, "rss_mib", "{:.0f}")),
                 LIMITS["rss"],

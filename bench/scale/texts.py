@@ -26,6 +26,13 @@ LIMITS = {
         " every enabled row into its heap, so its start-up grows with N. Imports and"
         " `django.setup()` are not counted (the same for all three)."
     ),
+    "process_start": (
+        "Issue 16's definition of start-up (process start to first tick done), measured from"
+        " the parent's spawn of a fresh `python -m bench.scale` process. What limits it: the"
+        " interpreter and the imports of Django, Celery and kombu, the same for all three"
+        " (the bench's process imports a little more than `celery beat` does), then the"
+        " figure above."
+    ),
     "rss": (
         "What limits it: the imported code (Django, Celery, kombu, the scheduler) for all"
         " three; django-celery-beat also holds every entry in memory."

@@ -4,6 +4,7 @@ child's log, and output that never blocks a child (``bench.scale.env``, ``bench.
 from __future__ import annotations
 
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -86,6 +87,20 @@ def test_a_child_that_writes_more_than_a_pipe_holds_does_not_block(
     assert child.err_path.stat().st_size == 300_000
     assert child.stderr_tail(10) == "x" * 10
     assert child.out_path.parent == tmp_path and child.err_path.name.endswith(".err.log")
+
+
+def test_start_up_from_process_start_is_measured_from_the_spawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(env, "LOG_DIR", tmp_path)
+    code = (
+        "import json, time; time.sleep(0.2); print(json.dumps({'first_tick_done_at': time.time()}))"
+    )
+    begin = time.perf_counter()
+    child = env.Child("startup", [sys.executable, "-c", code])
+    assert child.wait(timeout=30) == 0
+    result = env.child_result(child, begin)
+    assert 0 < result["process_start_s"] <= result["process_s"]  # the interpreter's start
 
 
 def test_stop_ends_a_child_that_runs_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -89,6 +89,7 @@ def startup_child(which: str, ticks: int) -> dict[str, Any]:
     built = time.perf_counter()
     first = scheduler.tick()
     ticked = time.perf_counter()
+    done_at = time.time()
     memory = rss()
     seconds, queries, redis_calls = [], [], []
     for _ in range(ticks):
@@ -106,6 +107,7 @@ def startup_child(which: str, ticks: int) -> dict[str, Any]:
         "first_tick_s": ticked - built,
         "startup_s": ticked - ready,
         "first_tick_sleep": first,
+        "first_tick_done_at": done_at,
         **memory,
         "idle_tick_ms": [s * 1000 for s in seconds],
         "idle_tick_queries": queries,
