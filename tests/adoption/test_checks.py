@@ -122,3 +122,15 @@ def test_manage_py_check_fails_on_the_former_example_key() -> None:
     with insecure, pytest.raises(SystemCheckError, match=r"scheduler_app\.E003"):
         call_command("check")
     call_command("check")  # the example project's own key passes
+
+
+def test_sqlite_hint_on_django_before_5_1_says_postgresql(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Django 4.2 has no transaction_mode option: the only fix is another database."""
+    import django
+
+    from scheduler_app.checks import SQLITE, sqlite_warnings
+
+    monkeypatch.setattr(django, "VERSION", (4, 2, 16, "final", 0))
+    (warning,) = sqlite_warnings({"default": {"ENGINE": SQLITE, "NAME": "db.sqlite3"}})
+    assert warning.id == "scheduler_app.W001"
+    assert warning.hint.startswith("use PostgreSQL")
