@@ -211,7 +211,7 @@ def size_figures(payload: dict[str, Any]) -> list[str]:
             figure(
                 "Idle tick (nothing due), ms",
                 per_size(payload, "startup", lambda s: cell(s, "idle_tick_ms", "{:.2f}")),
-                LIMITS["idle"],
+                LIMITS["idle"] + bare_ticker_sentence(payload),
             ),
             figure(
                 "Round trips per idle tick: SQL queries / Redis commands or pipelines",
@@ -260,6 +260,24 @@ def beat_cell(summary: dict[str, Any] | None) -> str:
         return "not run"
     first = f" (first {stat(summary, 'first_s')})" if "first_s" in summary else ""
     return burst_cell(summary) + first
+
+
+def bare_ticker_sentence(payload: dict[str, Any]) -> str:
+    """Our idle tick without `celery beat`'s ``close_old_connections()``, where measured."""
+    figures = [
+        f"{stat(startup, 'ticker_idle_tick_ms', fmt='{:.2f}')} ms at {entry['size']:,}"
+        for entry in payload["sizes"]
+        if (startup := entry.get("ours", {}).get("startup"))
+        and startup.get("finished", True)
+        and "ticker_idle_tick_ms" in startup
+    ]
+    if not figures:
+        return ""
+    return (
+        " Ours without `celery beat`'s `close_old_connections()` (`Ticker.tick()` alone): "
+        + ", ".join(figures)
+        + "."
+    )
 
 
 def soak_cell(soak: dict[str, Any] | None) -> str:
