@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import redis
 from kombu.transport import redis as kombu_redis
 
 
@@ -37,12 +38,14 @@ class Channel(kombu_redis.Channel):
     def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
         connection = self.connection
         if connection is not None and connection.client is not None:
-            params: dict[str, Any] = super()._connparams(asynchronous=asynchronous)
+            params: dict[str, Any] = super()._connparams(  # type: ignore[misc]
+                asynchronous=asynchronous
+            )
             self._remembered[asynchronous] = dict(params)
             return params
         remembered = self._remembered.get(asynchronous) or self._remembered.get(not asynchronous)
         if remembered is None:
-            raise kombu_redis.redis.exceptions.ConnectionError(
+            raise redis.exceptions.ConnectionError(
                 "the Redis channel is closed and was never connected"
             )
         return dict(remembered)
