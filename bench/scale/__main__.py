@@ -363,6 +363,8 @@ def merge_previous(payload: dict[str, Any]) -> None:
 
 def merge(payload: dict[str, Any], old: dict[str, Any]) -> None:
     source = f"`{old.get('command')}` ({old.get('timestamp')})"
+    if old.get("harness", 1) < HARNESS:
+        source += ", the first harness: rerun it"
     merged: dict[str, str] = dict(old.get("merged", {}))
     for key in ("raw_limits", "lateness", "sustained", "worker", "profile"):
         if not payload.get(key) and old.get(key):

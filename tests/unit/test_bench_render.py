@@ -283,6 +283,9 @@ def test_a_split_run_keeps_the_other_parts_and_says_where_they_came_from() -> No
         "bursts at 10,000 (redbeat)": "`old run` (2026-11-30T00:00:00+00:00)",
     }
     assert "Split run: these figures come from earlier runs" in rendered(new)
+    del old["harness"]
+    merge(newer := copy.deepcopy(new) | {"worker": None, "merged": {}}, old)
+    assert newer["merged"]["worker"].endswith(", the first harness: rerun it")
 
 
 def test_the_section_is_replaced_and_the_rest_of_the_page_kept(
