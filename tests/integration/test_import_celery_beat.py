@@ -385,3 +385,15 @@ def test_command_imports_in_shadow_mode_then_keeps_the_mode() -> None:
     run("--mode", "live")
     stored = Schedule.objects.get()
     assert (stored.mode, stored.version) == ("live", 2)
+
+
+def test_a_large_import_prints_its_summary_not_a_line_per_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entries = {f"job-{n:03}": {"task": TASK, "schedule": 3600 + n} for n in range(150)}
+    monkeypatch.setitem(current_app.conf, "beat_schedule", entries)
+    out, err = StringIO(), StringIO()
+    call_command("import_celery_beat", "--progress", stdout=out, stderr=err)
+    assert out.getvalue() == "imported: created 150, updated 0, unchanged 0, not imported 0\n"
+    assert "150/150" in err.getvalue()  # the bar reached the end
+    assert Schedule.objects.count() == 150
