@@ -61,6 +61,9 @@ def test_a_forged_header_cannot_swap_the_payload_or_the_occurrence() -> None:
     seen: dict[str, Any] = result.result
     assert seen["schedule_id"] == str(real.schedule_id)  # from the database, not the header
     assert seen["objective"] == ""
+    # The context's newer fields, from the stored occurrence and its version.
+    assert (seen["rule"], seen["payload_ref"]) == ("60", "")
+    assert seen["fired_at"] is not None
     assert fetch(real).state == OccurrenceState.SUCCEEDED
     assert other.state == "IGNORED"
 
