@@ -207,7 +207,9 @@ def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
                 "the rule has no slot at or after now; pick a future time",
                 code="no_future_slot",
             )
-        return Change(item, "create", {**values, **descriptive})
+        # ``origin`` (api/code) is set when a schedule is created, never changed afterwards.
+        create_only = {k: v for k, v in item.fields.items() if k == "origin" and v}
+        return Change(item, "create", {**values, **descriptive, **create_only})
     if existing.key and item.fields.get("key") and existing.key != item.fields["key"]:
         _check_key_free(item.fields["key"], existing)
     changed = {

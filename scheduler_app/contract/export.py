@@ -65,6 +65,7 @@ def export_document(schedule: Schedule, style: Style = "native") -> dict[str, An
         "key": schedule.key,
         "name": schedule.name,
         "objective": schedule.objective,
+        "origin": schedule.origin,
         "target": _target(schedule, style),
         "timing": _timing(schedule, style),
         "policies": {name: getattr(schedule, model) for name, model in POLICY_FIELDS.items()},
@@ -98,7 +99,12 @@ def _spec_document(schedule: Schedule) -> dict[str, Any]:
         document["uuid"] = str(schedule.pk)
     elif schedule.key:
         document["key"] = schedule.key
-    document.update(name=schedule.name, objective=schedule.objective, policies=policies)
+    document.update(
+        name=schedule.name,
+        objective=schedule.objective,
+        origin=spec_enum(schedule.origin),
+        policies=policies,
+    )
     return document
 
 

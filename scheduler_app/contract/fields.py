@@ -95,7 +95,10 @@ INFORMATIONAL = ("version", "next_run_at", "created_at", "updated_at")
 """Read-only: computed by the database. Ignored on import unless the importer is asked to
 check ``version`` (optimistic concurrency, docs/contract.md)."""
 IDENTITY = ("schedule_id", "uuid", "key")
-DESCRIPTIVE = ("tenant_id", "owner_ref", "name", "objective", "status")
+DESCRIPTIVE = ("tenant_id", "owner_ref", "name", "objective", "status", "origin")
+ORIGINS = ("api", "code")
+"""``code``: declared with ``@scheduled`` (sync keeps it in step); kept across environments so
+the target's sync recognises the schedules it owns. Set on create only."""
 TOP_FIELDS = frozenset(
     {
         "contract",

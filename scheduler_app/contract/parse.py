@@ -26,6 +26,7 @@ from scheduler_app.contract.fields import (
     INFORMATIONAL,
     NULLABLE_COUNTS,
     NULLABLE_SECONDS,
+    ORIGINS,
     POLICY_FIELDS,
     ROUTING_OPTIONS,
     SECONDS_POLICIES,
@@ -416,6 +417,10 @@ def _descriptive(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -
         out.add("objective", "must be a string")
     fields["objective"] = objective or ""
     fields["owner"] = _owner(doc.get("owner_ref"), out)
+    origin = enum_value(doc.get("origin") or "api")
+    if origin not in ORIGINS:
+        out.add("origin", f"unknown origin {doc.get('origin')!r}; use one of: {', '.join(ORIGINS)}")
+    fields["origin"] = origin
 
 
 def _owner(ref: Any, out: _Collector) -> Any:

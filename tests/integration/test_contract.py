@@ -91,6 +91,7 @@ def test_export_is_stable_and_documented_shape() -> None:
     [first] = [d for d in body["schedules"] if d["key"] == "reports.riga"]
     assert list(first) == [
         *("contract", "schedule_id", "tenant_id", "owner_ref", "key", "name", "objective"),
+        "origin",
         *("target", "timing", "policies", "status", "version", "next_run_at"),
         *("created_at", "updated_at"),
     ]

@@ -20,7 +20,10 @@ from scheduler_app.services import DEFAULTS, create_schedule
 from tests.integration.support import START
 
 pytestmark = pytest.mark.django_db
-COMPARED = (*SEMANTIC_FIELDS, "id", "key", "name", "tenant", "owner_id", "status", "version")
+COMPARED = (
+    *SEMANTIC_FIELDS,
+    *("id", "key", "name", "tenant", "owner_id", "status", "version", "origin"),
+)
 STYLES = ("native", "spec")
 
 # A value different from the default for EVERY semantic field: a field added to
@@ -102,7 +105,13 @@ def test_every_semantic_field_survives_export_and_import(job_types: None, style:
     clock = FakeClock(START)
     owner = get_user_model().objects.create_user("ops")
     create_schedule(
-        clock=clock, key="calendar", name="Weekly", tenant="acme", owner=owner, **CALENDAR
+        clock=clock,
+        key="calendar",
+        name="Weekly",
+        tenant="acme",
+        owner=owner,
+        origin="code",
+        **CALENDAR,
     )
     create_schedule(clock=clock, task="demo.ping", **INTERVAL)
     before = snapshot()

@@ -245,3 +245,21 @@ def declare_here(*, offset: bool = False) -> int:
         return inspect.currentframe().f_lineno - 1  # type: ignore[union-attr]
     scheduled(cron="0 8 * * *")(ping)
     return inspect.currentframe().f_lineno - 1  # type: ignore[union-attr]
+
+
+def test_code_schedules_moved_by_export_and_import_stay_the_code_s(
+    declared: ScheduleRegistry,
+) -> None:
+    """Another environment's sync recognises imported code schedules (origin is carried)."""
+    from scheduler_app.contract import export_all, import_text
+    from scheduler_app.models import ScheduleVersion
+
+    clock = FakeClock(START)
+    scheduled(cron="0 8 * * *", lateness_class="maintenance")(ping)
+    sync(declared, clock)
+    exported = export_all(style="spec")
+    ScheduleVersion.objects.all().delete()
+    Schedule.objects.all().delete()
+    import_text(exported, clock=clock)
+    assert Schedule.objects.get().origin == "code"
+    assert actions(sync(declared, clock)) == {"demo.ping:default": "unchanged"}
