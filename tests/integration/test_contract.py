@@ -15,23 +15,12 @@ from django.core.management.base import CommandError
 
 from scheduler_app.clock import FakeClock
 from scheduler_app.contract import ContractError, export_all, import_text
-from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleVersion
+from scheduler_app.models import Schedule, ScheduleVersion
 from scheduler_app.services import cancel_schedule, pause_schedule
+from tests.integration.contract_support import snapshot, wipe
 from tests.integration.support import START, TASK, schedule
 
 pytestmark = pytest.mark.django_db
-COMPARED = (*SEMANTIC_FIELDS, "id", "key", "name", "tenant", "owner_id", "status", "version")
-
-
-def snapshot() -> dict[str, tuple[Any, ...]]:
-    return {
-        str(s.pk): tuple(getattr(s, f) for f in COMPARED) for s in Schedule.objects.order_by("pk")
-    }
-
-
-def wipe() -> None:
-    ScheduleVersion.objects.all().delete()
-    Schedule.objects.all().delete()
 
 
 def populate(clock: FakeClock) -> None:

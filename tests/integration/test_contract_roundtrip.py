@@ -15,15 +15,12 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.contract import export_all, import_text
 from scheduler_app.contract.export import looks_like_uuid
 from scheduler_app.contract.fields import UNPLACED
-from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleVersion
+from scheduler_app.models import SEMANTIC_FIELDS
 from scheduler_app.services import DEFAULTS, create_schedule
+from tests.integration.contract_support import COMPARED, snapshot, wipe
 from tests.integration.support import START
 
 pytestmark = pytest.mark.django_db
-COMPARED = (
-    *SEMANTIC_FIELDS,
-    *("id", "key", "name", "tenant", "owner_id", "status", "version", "origin"),
-)
 STYLES = ("native", "spec")
 
 # A value different from the default for EVERY semantic field: a field added to
@@ -76,17 +73,6 @@ INTERVAL: dict[str, Any] = {
 @pytest.fixture
 def job_types(settings: Any) -> None:
     settings.SCHEDULER_JOB_TYPES = {"reports.weekly": "demo.briefing"}
-
-
-def snapshot() -> dict[str, tuple[Any, ...]]:
-    return {
-        str(s.pk): tuple(getattr(s, f) for f in COMPARED) for s in Schedule.objects.order_by("pk")
-    }
-
-
-def wipe() -> None:
-    ScheduleVersion.objects.all().delete()
-    Schedule.objects.all().delete()
 
 
 def test_every_semantic_field_has_a_non_default_value() -> None:
