@@ -15,7 +15,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Min, QuerySet, Sum
+from django.db.models import (
+    Case,
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    Min,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -27,7 +38,7 @@ from scheduler_app.admin.display import format_seconds
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleStatus
 from scheduler_app.tenancy import scope
 
-SAMPLE = 50_000
+SAMPLE = 20_000
 """Lateness percentiles are computed over at most this many of the latest slots."""
 TIMELINE_ROWS = 5_000
 TIMELINE_SCHEDULES = 25
@@ -79,22 +90,34 @@ def _schedules(request: HttpRequest) -> QuerySet[Schedule]:
 
 
 def lateness(request: HttpRequest, now: datetime) -> list[Lateness]:
-    """p50/p95/p99 of dispatch and start lateness over the last hour and day (one query)."""
+    """p50/p95/p99 of dispatch and start lateness over the last hour and day (one query).
+
+    The database subtracts (two intervals per row travel, not three instants) and the newest
+    ``SAMPLE`` slots of the day are enough for percentiles."""
+    hour_ago = now - timedelta(hours=1)
     rows = list(
         _occurrences(request)
         .filter(scheduled_for__gte=now - timedelta(days=1), scheduled_for__lte=now)
         .exclude(dispatched_at__isnull=True)
+        .annotate(
+            recent=Case(When(scheduled_for__gte=hour_ago, then=Value(True)), default=Value(False)),
+            dispatch=ExpressionWrapper(
+                F("dispatched_at") - F("scheduled_for"), output_field=DurationField()
+            ),
+            start=ExpressionWrapper(
+                F("started_at") - F("scheduled_for"), output_field=DurationField()
+            ),
+        )
         .order_by("-scheduled_for")
-        .values_list("scheduled_for", "dispatched_at", "started_at")[:SAMPLE]
+        .values_list("recent", "dispatch", "start")[:SAMPLE]
     )
     result = []
-    for label, since in (
-        ("last hour", now - timedelta(hours=1)),
-        ("last day", now - timedelta(days=1)),
+    for label, chosen in (
+        ("last hour", [row for row in rows if row[0]]),
+        ("last day", rows),
     ):
-        chosen = [row for row in rows if row[0] >= since]
-        dispatch = sorted((d - s).total_seconds() for s, d, _ in chosen if d is not None)
-        start = sorted((t - s).total_seconds() for s, _, t in chosen if t is not None)
+        dispatch = sorted(d.total_seconds() for _, d, _ in chosen if d is not None)
+        start = sorted(t.total_seconds() for _, _, t in chosen if t is not None)
         result.append(
             Lateness(
                 label,

@@ -18,6 +18,7 @@ from django.utils.html import format_html
 from scheduler_app import services
 from scheduler_app.admin.display import STATE_CLASS, format_seconds, local_and_utc
 from scheduler_app.admin.filters import OccurrenceTenantFilter, short_filter
+from scheduler_app.admin.paging import EstimatedCountPaginator
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import Occurrence, OccurrenceAttempt, OccurrenceState, Schedule, Trigger
 from scheduler_app.tenancy import scope
@@ -127,6 +128,7 @@ class OccurrenceAdmin(admin.ModelAdmin):
     ordering = ("-scheduled_for",)
     list_select_related = ("schedule",)
     show_full_result_count = False
+    paginator = EstimatedCountPaginator
     list_per_page = 50
     inlines = (AttemptInline,)
     actions = ("replay",)

@@ -1,0 +1,35 @@
+"""A paginator that does not count ten million rows to draw page 1."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from django.core.paginator import Paginator
+from django.db import connections
+
+ESTIMATE_ABOVE = 100_000
+"""Unfiltered tables with more rows than this (by the planner's estimate) are not counted."""
+
+
+class EstimatedCountPaginator(Paginator):
+    """On PostgreSQL an unfiltered list takes its row count from the planner's statistics
+    (``pg_class.reltuples``) when that is large; filtered lists are counted exactly."""
+
+    @cached_property
+    def count(self) -> int:
+        queryset = getattr(self.object_list, "query", None)
+        if queryset is not None and not queryset.where:
+            estimate = _estimate(self.object_list.db, self.object_list.model._meta.db_table)
+            if estimate > ESTIMATE_ABOVE:
+                return estimate
+        return int(super().count)
+
+
+def _estimate(alias: str, table: str) -> int:
+    connection = connections[alias]
+    if connection.vendor != "postgresql":
+        return -1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [table])
+        row = cursor.fetchone()
+    return int(row[0]) if row and row[0] is not None else -1
