@@ -224,7 +224,7 @@ def size_figures(payload: dict[str, Any]) -> list[str]:
     if bursts:
         parts.append(
             figure(
-                "Burst: all due at one instant, until every message is in Redis, s (rate)",
+                "Burst: all due at one instant, until every message is in the broker, s (rate)",
                 bursts,
                 LIMITS["burst"].format(
                     broker=broker_sentence(payload.get("raw_limits") or {}, broker),
