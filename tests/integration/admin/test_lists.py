@@ -143,3 +143,23 @@ def test_the_monitoring_page_is_scoped_and_needs_view_permission() -> None:
     acme = client_for(staff("acme", "view_schedule", tenants=("acme",)))
     assert "globex job" not in acme.get(MONITORING).content.decode()
     assert client_for(staff("nobody")).get(MONITORING).status_code == 403
+
+
+@pytest.mark.postgres
+def test_the_unfiltered_occurrence_list_does_not_count_every_row(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scheduler_app.admin import paging
+
+    make(3, with_history)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE scheduler_app_occurrence")
+    monkeypatch.setattr(paging, "ESTIMATE_ABOVE", 0)  # as if the table were huge
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(OCCURRENCES).status_code == 200
+    counts = [q["sql"] for q in captured if 'COUNT(*)' in q["sql"] and "occurrence" in q["sql"]]
+    assert counts == []
+    filtered = OCCURRENCES + "?state=failed"
+    with CaptureQueriesContext(connection) as captured:
+        client.get(filtered)
+    assert any("COUNT(*)" in q["sql"] for q in captured)  # filtered lists are counted exactly
