@@ -1,5 +1,9 @@
 from django.apps import AppConfig
 
+from scheduler_app import compat
+
+compat.install()  # before the models and migrations are imported: Django 4.2 support
+
 
 class SchedulerAppConfig(AppConfig):
     name = "scheduler_app"

@@ -139,3 +139,13 @@ def test_sqlite_hint_on_django_before_5_1_says_postgresql(monkeypatch: pytest.Mo
     (warning,) = sqlite_warnings({"default": {"ENGINE": SQLITE, "NAME": "db.sqlite3"}})
     assert warning.id == "scheduler_app.W001"
     assert warning.hint.startswith("use PostgreSQL")
+
+
+def test_check_constraints_take_the_django_5_1_keyword_on_every_supported_django() -> None:
+    """The models and migrations write CheckConstraint(condition=...) (Django 5.1's name);
+    scheduler_app.compat makes Django 4.2 accept it (the nox matrix runs this there)."""
+    from django.db.models import CheckConstraint, Q
+
+    constraint = CheckConstraint(condition=Q(version__gte=1), name="version_positive")
+    checked = getattr(constraint, "condition", None) or constraint.check
+    assert checked == Q(version__gte=1)
