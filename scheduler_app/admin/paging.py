@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 from django.core.paginator import Paginator
 from django.db import connections
@@ -17,9 +18,10 @@ class EstimatedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        queryset = getattr(self.object_list, "query", None)
-        if queryset is not None and not queryset.where:
-            estimate = _estimate(self.object_list.db, self.object_list.model._meta.db_table)
+        objects: Any = self.object_list
+        query = getattr(objects, "query", None)
+        if query is not None and not query.where:
+            estimate = _estimate(objects.db, objects.model._meta.db_table)
             if estimate > ESTIMATE_ABOVE:
                 return estimate
         return int(super().count)

@@ -32,6 +32,7 @@ from scheduler_app.models import (
 from scheduler_app.permissions import RUN_PERMISSION
 from scheduler_app.preview import preview_rows
 from scheduler_app.tenancy import scope
+from scheduler_app.timing import Kind
 
 PREVIEW_COUNT = 10
 _TICK = timedelta(microseconds=1)
@@ -185,7 +186,7 @@ class ScheduleAdmin(admin.ModelAdmin):
         short_filter("status", ScheduleStatus.choices),
         TenantFilter,
         TaskFilter,
-        short_filter("kind", Schedule._meta.get_field("kind").choices or []),
+        short_filter("kind", [(kind.value, kind.value) for kind in Kind]),
         short_filter("origin", ScheduleOrigin.choices),
         short_filter("mode", ScheduleMode.choices),
         short_filter("misfire_policy", MisfirePolicy.choices),
