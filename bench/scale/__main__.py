@@ -123,8 +123,9 @@ def measure_size(
 
     at = due_instant()
     print(f"size {size:,}: creating schedules (T = {at.isoformat()}) ...", flush=True)
-    created = create_schedules(size, at, dcb="dcb" in schedulers)
-    if "redbeat" in schedulers:
+    others = bool({"startup", "burst"} & set(parts))  # the parts the other two run in
+    created = create_schedules(size, at, dcb=others and "dcb" in schedulers)
+    if others and "redbeat" in schedulers:
         created["redbeat_s"] = redbeat.load(size, at)["seconds"]
     print(f"  created in {created['seconds']:.1f} s", flush=True)
     set_idle(at)
