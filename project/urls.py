@@ -1,9 +1,15 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
+from scheduler_app.contract.views import occurrence_json, schedule_json
 from scheduler_app.views import metrics
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # The scheduler's own URLs: /scheduler/metrics (Prometheus), /scheduler/health.
+    path("scheduler/", include("scheduler_app.urls")),
+    # The contracts as JSON for staff: occurrence.v1 and schedule.v1.
+    path("scheduler/occurrences/<uuid:occurrence_id>.json", occurrence_json),
+    path("scheduler/schedules/<uuid:schedule_id>.json", schedule_json),
     path("metrics", metrics, name="metrics"),
 ]
