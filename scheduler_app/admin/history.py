@@ -79,11 +79,11 @@ def version_diffs(schedule: Schedule) -> SafeString | str:
     for index, (number, created, definition) in enumerate(versions[:VERSIONS]):
         older = versions[index + 1][2] if index + 1 < len(versions) else None
         if older is None:
-            changes = format_html("{}", "first version")
+            changes = format_html("<li>{}</li>", "first version")
         else:
             changes = format_html_join(
                 "", "<li><code>{}</code>: {} → {}</li>", field_diff(older, definition)
-            ) or format_html("{}", "no semantic change")
+            ) or format_html("<li>{}</li>", "no semantic change")
         items.append((number, local_and_utc_text(created, schedule.timezone), changes))
     return format_html(
         '<table class="sched-table"><thead><tr><th>version</th><th>created</th><th>changes</th>'

@@ -205,6 +205,12 @@ def test_an_operator_builds_acts_and_watches(
     assert "Sunday night export" in driver.page_source
     shoot("08-monitoring")
 
+    driver.get(change)
+    history = driver.find_element(By.XPATH, "//h2[text()='History']/ancestor::fieldset")
+    assert "backfill" in history.text and "first version" in history.text
+    driver.execute_script("arguments[0].id = 'sched-history';", history)
+    shoot("09-schedule-history", at="#sched-history")
+
 
 def test_a_staff_user_of_another_tenant_cannot_see_or_open_it(
     driver: WebDriver, live_server: object
