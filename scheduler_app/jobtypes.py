@@ -39,8 +39,22 @@ def declared_job_types() -> dict[str, set[str]]:
 
 
 def configured_job_types() -> Mapping[str, str]:
-    """The ``SCHEDULER_JOB_TYPES`` setting (job type -> task name), empty when unset."""
-    return get_settings().JOB_TYPES or {}
+    """The ``SCHEDULER_JOB_TYPES`` setting (job type -> task name), empty when unset.
+
+    A setting of another shape is refused loudly, naming what is wrong, rather than ignored.
+    """
+    configured = get_settings().JOB_TYPES or {}
+    if not isinstance(configured, Mapping) or not all(
+        isinstance(name, str) and isinstance(task, str) and name and task
+        for name, task in configured.items()
+    ):
+        raise ScheduleValidationError(
+            "job_type",
+            "SCHEDULER_JOB_TYPES must be a dict of job type -> Celery task name, e.g. "
+            f"{{'source.sync': 'sources.tasks.sync'}}; got {configured!r:.200}",
+            code="bad_setting",
+        )
+    return configured
 
 
 def job_types() -> dict[str, str]:

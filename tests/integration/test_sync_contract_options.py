@@ -263,3 +263,10 @@ def test_code_schedules_moved_by_export_and_import_stay_the_code_s(
     import_text(exported, clock=clock)
     assert Schedule.objects.get().origin == "code"
     assert actions(sync(declared, clock)) == {"demo.ping:default": "unchanged"}
+
+
+@pytest.mark.parametrize("setting", [["source.sync"], {"source.sync": 3}, {"": "demo.ping"}])
+def test_a_malformed_job_type_setting_is_refused_loudly(settings: Any, setting: Any) -> None:
+    settings.SCHEDULER_JOB_TYPES = setting
+    with pytest.raises(ScheduleValidationError, match="SCHEDULER_JOB_TYPES must be a dict"):
+        jobtypes.resolve("source.sync")
