@@ -16,7 +16,7 @@ from scheduler_app.definitions import timing_for
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import Schedule, ScheduleHealth, ScheduleStatus
 from scheduler_app.preview import clock_text
-from scheduler_app.timing import describe
+from scheduler_app.timing import describe, get_zone
 
 STATUS_CLASS: dict[str, str] = {
     ScheduleStatus.ACTIVE: "sched-ok",
@@ -36,8 +36,8 @@ STATE_CLASS = {
 
 def zone_of(name: str) -> ZoneInfo:
     try:
-        return ZoneInfo(name)
-    except (ValueError, OSError):  # a zone gone from tzdata: show UTC rather than fail
+        return get_zone(name)
+    except SchedulerError:  # a zone gone from tzdata, or a refused form's value: show UTC
         return ZoneInfo("UTC")
 
 

@@ -187,3 +187,10 @@ def test_the_schedule_page_shows_versions_with_a_field_diff(client: Client) -> N
     page = client.get(change_url(schedule)).content.decode()
     assert "<code>rule</code>: 0 8 * * * → 30 8 * * *" in page
     assert "<code>jitter</code>: 0 → 5" in page
+
+
+def test_a_refused_zone_on_the_change_page_is_a_field_error_not_a_crash(client: Client) -> None:
+    schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
+    response = client.post(change_url(schedule), admin_form(timezone="0", expected_version=1))
+    assert response.status_code == 200
+    assert "unknown time zone" in form_errors(response)["timezone"][0]
