@@ -17,8 +17,9 @@ and, once per run (their own schedules, independent of the sizes):
 
 - lateness: a real ``celery beat -S scheduler_app.beat:DurableScheduler`` under a steady
   ``--lateness-rate`` slots per minute; ``dispatched_at - scheduled_for`` p50/p95/p99/max;
-- sustained: one, then two beat processes (SKIP LOCKED) working through ``--backlog`` due
-  schedules; occurrences per second, compared with the raw ``apply_async`` rate;
+- sustained: one, then two real ``celery beat`` processes (SKIP LOCKED) working through
+  ``--backlog`` schedules due at a whole minute; occurrences per second and duplicates,
+  compared with the raw ``apply_async`` rate;
 - worker: one real ``celery worker --pool solo`` process executing no-op tasks, as
   ``OccurrenceTask`` occurrences and as a plain Celery task: executed/s, queries per task.
 

@@ -27,7 +27,7 @@ PARTS = ("raw", "startup", "burst", "soak", "profile", "beat", "lateness", "sust
 AMQP_PARTS = ("raw", "burst", "beat", "sustained", "worker")
 """The default parts on RabbitMQ (issue 16: the burst, sustained and worker figures)."""
 SIZE_PARTS = ("startup", "burst", "soak", "profile", "beat")
-CHILDREN = ("ours", "redbeat", "dcb", "soak", "sustain")
+CHILDREN = ("ours", "redbeat", "dcb", "soak")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -62,7 +62,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--lateness-repeats", type=int, default=1)
     add("--backlog", type=int, default=10_000, help="due schedules, sustained")
     add("--sustained-seconds", type=float, default=180.0, help="cap per sustained run")
-    add("--sustained-repeats", type=int, default=2)
+    add("--sustained-repeats", type=int, default=1)
     add("--worker-tasks", type=int, default=1000, help="tasks per worker-overhead run")
     add("--worker-repeats", type=int, default=2)
     add("--max-minutes", type=float, default=20.0, help="start no part after this (0: no limit)")
@@ -74,7 +74,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--ticks", type=int, default=20, help=argparse.SUPPRESS)
     add("--at", help=argparse.SUPPRESS)
     add("--hour", type=float, default=3600.0, help=argparse.SUPPRESS)
-    add("--seconds", type=float, default=60.0, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -86,9 +85,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         return startup_child(args.child, args.ticks)
     from bench.scale.drivers import ours
 
-    if args.child == "soak":
-        return ours.soak_child(datetime.fromisoformat(args.at), args.hour)
-    return ours.sustain_child(args.seconds, args.backlog)
+    return ours.soak_child(datetime.fromisoformat(args.at), args.hour)
 
 
 def choose(args: argparse.Namespace) -> tuple[list[int], list[str], list[str]]:

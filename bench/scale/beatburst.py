@@ -61,9 +61,9 @@ def arrange(which: str, size: int, burst: int) -> datetime:
     return at
 
 
-def start_beat(which: str) -> Child:
+def start_beat(which: str, label: str = "") -> Child:
     return Child(
-        f"beat-burst-{which}",
+        label or f"beat-burst-{which}",
         celery_command("-A", "project", "beat", "-S", BEAT_CLASSES[which], "--loglevel", "WARNING"),
     )
 

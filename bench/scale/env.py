@@ -277,7 +277,6 @@ class Child:
         label: str,
         command: Sequence[str],
         env: dict[str, str] | None = None,
-        stdin: bool = False,
     ) -> None:
         self.label = label
         self.out_path = log_path(label)
@@ -288,17 +287,11 @@ class Child:
         self.process = subprocess.Popen(
             list(command),
             cwd=report.ROOT,
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
             stdout=self._out,
             stderr=self._err,
             env={**os.environ, **(env or {})},
         )
-
-    def send(self, line: str) -> None:
-        """Write a line to the child's stdin (it reads it: this never fills up unread)."""
-        assert self.process.stdin is not None
-        self.process.stdin.write(line.encode() + b"\n")
-        self.process.stdin.flush()
 
     def wait(self, timeout: float | None = None) -> int:
         try:
@@ -321,8 +314,6 @@ class Child:
         for handle in (self._out, self._err):
             if not handle.closed:
                 handle.close()
-        if self.process.stdin is not None and not self.process.stdin.closed:
-            self.process.stdin.close()
 
     def stdout(self) -> str:
         return self.out_path.read_text(errors="replace")
@@ -360,9 +351,9 @@ def last_json(text: str) -> dict[str, Any]:
     raise ValueError(f"no JSON result in the child's output: {text[-500:]!r}")
 
 
-def bench_child(label: str, *args: str, stdin: bool = False) -> Child:
+def bench_child(label: str, *args: str) -> Child:
     """``python -m bench.scale --child ...`` in a fresh process."""
-    return Child(label, [sys.executable, "-m", "bench.scale", "--child", *args], stdin=stdin)
+    return Child(label, [sys.executable, "-m", "bench.scale", "--child", *args])
 
 
 def run_child(label: str, *args: str, timeout: float) -> dict[str, Any]:

@@ -131,9 +131,10 @@ def idle_verdict(sizes: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def duplicates(sustained: dict[str, Any]) -> int:
-    """Messages in Redis beyond one per dispatched occurrence, summed over the runs."""
+    """Messages in the broker beyond one per dispatched occurrence, or occurrences published
+    more than once, whichever is more, summed over the runs."""
     return sum(
-        max(run.get("queued", 0) - run["dispatched"], 0)
+        max(run.get("queued", 0) - run["dispatched"], run.get("republished", 0), 0)
         for runs in sustained["runs"].values()
         for run in runs
     )

@@ -12,21 +12,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench import report
-from bench.scale.env import (
-    Child,
-    bench_child,
-    celery_command,
-    clear_broker,
-    due_instant,
-    queued,
-)
-from bench.scale.workload import (
-    create_schedules,
-    create_steady,
-    set_due,
-    slots_between,
-    truncate_all,
-)
+from bench.scale.env import Child, celery_command, clear_broker, queued
+from bench.scale.workload import create_steady, slots_between, truncate_all
 
 LEAD_S = 15.0
 """The window starts this long after the beat is launched (start-up is not lateness)."""
@@ -121,75 +108,59 @@ def lateness_samples(repeats: int, rate: int, duration: float) -> dict[str, Any]
     return summary
 
 
-def wait_ready(child: Child, timeout: float = 120.0) -> None:
-    """Wait for the child's "ready" line in its stdout log."""
-    deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        if "ready" in child.stdout():
-            return
-        if child.process.poll() is not None:
-            raise SystemExit(f"{child.label} exited before ready:\n{child.stderr_tail()}")
-        time.sleep(0.05)
-    child.stop()
-    raise SystemExit(f"{child.label} not ready in {timeout:g} s:\n{child.stderr_tail()}")
+POLL_S = 0.25
 
 
-def sustained_run(beats: int, backlog: int, at: datetime, seconds: float) -> dict[str, Any]:
+def sustained_run(beats: int, backlog: int, cap: float) -> dict[str, Any]:
+    """``beats`` real ``celery beat`` processes on one database, started before the backlog
+    comes due at T (a whole minute); from T until every occurrence is dispatched."""
     from django.db.models import Max
 
-    from scheduler_app.models import Occurrence, OccurrenceState
+    from bench.scale.beatburst import arrange, sleep_until, start_beat
+    from scheduler_app.models import Occurrence
 
-    set_due(backlog, at)
-    children = [
-        bench_child(
-            "sustain", "sustain", "--seconds", str(seconds), "--backlog", str(backlog), stdin=True
-        )
-        for _ in range(beats)
-    ]
+    at = arrange("ours", backlog, backlog)
+    children = [start_beat("ours", label=f"sustain-{beats}") for _ in range(beats)]
+    dispatched = Occurrence.objects.filter(dispatched_at__isnull=False)
     try:
+        sleep_until(at.timestamp())
         for child in children:
-            wait_ready(child)
-        go = datetime.now(UTC)
-        for child in children:
-            child.send("go")
-        results = []
-        for child in children:
-            if child.wait(timeout=seconds + 120):
-                raise SystemExit(f"sustain child failed:\n{child.stderr_tail()}")
-            results.append(child.result())
+            if child.process.poll() is not None:
+                raise SystemExit(f"{child.label} exited before T:\n{child.stderr_tail()}")
+        deadline = at.timestamp() + cap
+        while dispatched.count() < backlog and time.time() < deadline:
+            time.sleep(POLL_S)
     finally:
         for child in children:
-            child.stop(grace=5)  # a no-op for those that ended
-    dispatched = Occurrence.objects.filter(state=OccurrenceState.DISPATCHED)
+            child.stop()
     count = dispatched.count()
     last = dispatched.aggregate(Max("dispatched_at"))["dispatched_at__max"]
-    elapsed = (last - go).total_seconds() if last else seconds
+    elapsed = (last - at).total_seconds() if last else cap
     return {
         "beats": beats,
         "backlog": backlog,
+        "at": at.isoformat(),
         "dispatched": count,
         "queued": queued(),
+        "republished": Occurrence.objects.filter(publish_count__gt=1).count(),
         "finished": count >= backlog,
         "seconds": elapsed,
         "per_second": count / max(elapsed, 1e-9),
-        "per_beat": results,
+        "logs": [str(child.err_path) for child in children],
+        "stderr_tail": [line for child in children for line in errors_in(child.stderr_tail())],
     }
 
 
 def sustained_samples(repeats: int, backlog: int, seconds: float) -> dict[str, Any]:
-    at = due_instant()
-    print(f"  sustained: creating {backlog:,} due schedules ...", flush=True)
-    created = create_schedules(backlog, at, dcb=False)
     runs: dict[str, list[dict[str, Any]]] = {"1": [], "2": []}
     for _ in range(repeats):
         for beats in (1, 2):  # interleaved: drifts hit both alike
-            run = sustained_run(beats, backlog, at, seconds)
+            print(f"  sustained, {beats} real beat(s), backlog {backlog:,} ...", flush=True)
+            run = sustained_run(beats, backlog, seconds)
             runs[str(beats)].append(run)
             print(
-                f"  sustained, {beats} beat(s): {run['dispatched']:,} in {run['seconds']:.1f} s"
-                f" = {run['per_second']:,.0f}/s"
-                + (" (per beat: " + ", ".join(f"{r['rate']:,.0f}/s" for r in run["per_beat"]))
-                + ")",
+                f"    {run['dispatched']:,} in {run['seconds']:.1f} s after T"
+                f" = {run['per_second']:,.0f}/s",
                 flush=True,
             )
     truncate_all()
@@ -199,10 +170,9 @@ def sustained_samples(repeats: int, backlog: int, seconds: float) -> dict[str, A
     return {
         "backlog": backlog,
         "cap_s": seconds,
-        "create": created,
+        "real_beats": True,
         "one": report.summarize([r["per_second"] for r in runs["1"]], 1),
         "two": report.summarize([r["per_second"] for r in runs["2"]], 1),
-        "two_per_beat": report.summarize([b["rate"] for r in runs["2"] for b in r["per_beat"]], 1),
         "ratio": report.summarize(ratios, 2),
         "finished": all(r["finished"] for rs in runs.values() for r in rs),
         "runs": runs,

@@ -262,6 +262,22 @@ def test_parts_skipped_at_the_time_limit_and_parts_not_run_are_named() -> None:
     assert "Not measured in this run: `profile`, `beat`, `lateness`, `sustained`." in text
 
 
+def test_sustained_from_real_beats_says_so() -> None:
+    data = payload()
+    run = {"dispatched": 10_000, "queued": 10_000, "republished": 0, "per_second": 500.0}
+    data["sustained"] = {
+        "backlog": 10_000, "cap_s": 180.0, "real_beats": True, "finished": True,
+        "one": spread(500.0), "two": spread(700.0), "ratio": spread(1.4),
+        "runs": {"1": [run], "2": [run | {"per_second": 700.0}]},
+    }  # fmt: skip
+    text = rendered(data)
+    assert "one, then two real `celery beat -S scheduler_app.beat:DurableScheduler`" in text
+    assert table_row(text, "two beats / one beat")[1] == "1.40x"
+    assert table_row(text, "messages beyond one per occurrence (duplicates), all runs")[1] == "0"
+    verdict = next(v for v in data["targets"] if v["target"].startswith("two beats"))
+    assert verdict["met"] is False and "0 duplicate messages" in verdict["measured"]
+
+
 def test_stat_shows_median_and_spread_or_a_dash() -> None:
     assert stat({"x": spread(1.0, 0.5, 2.0)}, "x", fmt="{:.1f}") == "1.0 (0.5-2.0)"
     assert stat({"x": spread(1.0)}, "x", fmt="{:.1f}") == "1.0"

@@ -138,6 +138,8 @@ def test_duplicates_count_messages_beyond_one_per_occurrence() -> None:
         }
     }
     assert duplicates(sustained) == 3
+    sustained["runs"]["1"][0]["republished"] = 2  # published twice, one message consumed
+    assert duplicates(sustained) == 5
 
 
 def test_statements_are_grouped_by_verb_and_tables_without_values() -> None:

@@ -1,12 +1,11 @@
 """Our scheduler: ``DurableScheduler`` (start-up), ``Ticker`` + ``CeleryPublisher`` (bursts, the
-simulated hour, the sustained backlog) and a cProfile of one burst."""
+simulated hour) and a cProfile of one burst."""
 
 from __future__ import annotations
 
 import cProfile
 import io
 import pstats
-import sys
 import time
 from datetime import datetime, timedelta
 from typing import Any
@@ -117,46 +116,6 @@ def soak_child(at: datetime, hour: float) -> dict[str, Any]:
         "created": created,
         "published": published,
         "wall_s": round(time.perf_counter() - begin, 2),
-    }
-
-
-def sustain_child(seconds: float, backlog: int) -> dict[str, Any]:
-    """One beat (``Ticker`` + ``CeleryPublisher``, real clock) working through the backlog:
-    ready -> wait for "go" on stdin -> tick until every occurrence is dispatched."""
-    setup_django()
-    from scheduler_app.models import Occurrence, OccurrenceState
-    from scheduler_app.publishing import CeleryPublisher
-    from scheduler_app.ticker import Ticker
-
-    app = celery_app()
-    ticker = Ticker(CeleryPublisher(app))
-    with app.producer_or_acquire():  # connect before the clock starts
-        pass
-    Occurrence.objects.exists()
-    print("ready", flush=True)  # the parent waits for it in the log file
-    sys.stdin.readline()
-    begin = time.perf_counter()
-    deadline = begin + seconds
-    ticks = published = created = 0
-    last = begin
-    while time.perf_counter() < deadline:
-        result = ticker.tick()
-        ticks += 1
-        published += result.published
-        created += result.created
-        if result.published:
-            last = time.perf_counter()
-        if not result.published and not result.created:
-            dispatched = Occurrence.objects.filter(state=OccurrenceState.DISPATCHED).count()
-            if dispatched >= backlog:
-                break
-            time.sleep(min(result.sleep, 0.05))
-    return {
-        "published": published,
-        "created": created,
-        "ticks": ticks,
-        "active_s": last - begin,
-        "rate": published / max(last - begin, 1e-9),
     }
 
 
