@@ -1,0 +1,32 @@
+"""Times on the admin pages: local with its zone abbreviation, UTC labelled, seconds only when
+they are not zero; the percentile the monitoring page uses."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from scheduler_app.admin.display import local_and_utc, local_and_utc_text
+from scheduler_app.admin.monitoring import percentile
+
+
+def test_seconds_are_shown_only_when_not_zero() -> None:
+    on_the_minute = datetime(2026, 7, 1, 15, 0, tzinfo=UTC)
+    off_the_minute = datetime(2026, 7, 1, 15, 0, 43, tzinfo=UTC)
+    assert local_and_utc_text(on_the_minute, "Europe/Riga") == (
+        "2026-07-01 18:00 EEST (2026-07-01 15:00 UTC)"
+    )
+    assert local_and_utc_text(off_the_minute, "Europe/Riga") == (
+        "2026-07-01 18:00:43 EEST (2026-07-01 15:00:43 UTC)"
+    )
+
+
+def test_a_utc_schedule_shows_its_time_once() -> None:
+    text = str(local_and_utc(datetime(2026, 7, 1, 15, 0, tzinfo=UTC), "UTC"))
+    assert text.count("UTC") == 1
+
+
+def test_nearest_rank_percentiles() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert [percentile(values, p) for p in (0.5, 0.95, 0.99)] == [50.0, 95.0, 99.0]
+    assert percentile([], 0.5) is None
+    assert percentile([7.0], 0.99) == 7.0
