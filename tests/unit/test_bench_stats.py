@@ -12,7 +12,7 @@ import pytest
 
 from bench.report import percentile, summarize
 from bench.scale import env
-from bench.scale.beatburst import next_minute
+from bench.scale.beatburst import LEAD_S, lead_for, next_minute
 from bench.scale.beatburst import summarize as summarize_beat
 from bench.scale.figures import bursts_for, summarize_bursts, summarize_startup
 from bench.scale.judge import duplicates
@@ -168,6 +168,12 @@ def test_the_real_beat_burst_waits_for_a_whole_minute() -> None:
     assert next_minute(datetime(2026, 7, 1, 12, 0, 0, 1, tzinfo=UTC)) == datetime(
         2026, 7, 1, 12, 1, tzinfo=UTC
     )
+
+
+def test_the_lead_before_t_grows_with_what_a_beat_loads_before_its_first_tick() -> None:
+    assert lead_for(0) == LEAD_S
+    assert lead_for(10_000) == LEAD_S + 5
+    assert lead_for(10_000, "dcb") == LEAD_S + 15  # it loads every row first
 
 
 def test_a_real_beat_burst_keeps_its_first_message_time() -> None:
