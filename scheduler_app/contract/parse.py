@@ -297,7 +297,8 @@ def _timing(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> Non
             out.add(f"timing.{name}", "required")
     for name in ("kind", "rule", "timezone", "interval_mode", "active_window", "window_policy"):
         value = timing.get(name)
-        if value is not None and not (
+        nullable = name in ("kind", "rule", "active_window")  # required, or "" means none
+        if (value is not None or (name in timing and not nullable)) and not (
             isinstance(value, str) or (name == "rule" and _is_int(value))
         ):
             out.add(f"timing.{name}", f"must be a string, got {value!r}")
@@ -322,6 +323,8 @@ def _timing(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> Non
     for name, model in DST_FIELDS.items():
         if name in dst:
             fields[model] = dst[name]
+            if not isinstance(dst[name], str):
+                out.add(f"timing.dst.{name}", f"must be a string, got {dst[name]!r}")
 
 
 # -- policies --------------------------------------------------------------------------------
@@ -335,10 +338,11 @@ def _policies(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> N
         if inner in policies and _same(policies[inner], doc[top]) is False:
             out.add(top, f"given twice, as {top} and policies.{inner}, with different values")
         policies[inner] = doc[top]
+    nested = doc.get("policies") if isinstance(doc.get("policies"), dict) else {}
     for name, model in POLICY_FIELDS.items():
         if name not in policies:
             continue
-        path = f"policies.{name}" if name in doc.get("policies", {}) else _top_path(name)
+        path = f"policies.{name}" if name in nested else _top_path(name)
         out.paths[model] = path
         fields[model] = _policy(name, policies[name], path, out)
     for model in ENUM_FIELDS:
