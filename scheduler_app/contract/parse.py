@@ -338,7 +338,8 @@ def _policies(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> N
         if inner in policies and _same(policies[inner], doc[top]) is False:
             out.add(top, f"given twice, as {top} and policies.{inner}, with different values")
         policies[inner] = doc[top]
-    nested = doc.get("policies") if isinstance(doc.get("policies"), dict) else {}
+    given = doc.get("policies")
+    nested: dict[str, Any] = given if isinstance(given, dict) else {}
     for name, model in POLICY_FIELDS.items():
         if name not in policies:
             continue
