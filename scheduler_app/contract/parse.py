@@ -67,9 +67,11 @@ class ContractError(SchedulerError):
 def read_documents(text: str) -> list[Any]:
     """The documents of a file: a list, or ``{"contract": "schedule.v1", "schedules": [...]}``."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise ContractError([Problem("file", "", f"not valid JSON: {exc}")]) from None
+    except _NotJSON as exc:
+        raise ContractError([Problem("file", "", str(exc))]) from None
     except RecursionError:
         raise ContractError(
             [Problem("file", "", "JSON nested too deeply; a document is at most a few levels")]
@@ -89,6 +91,14 @@ def read_documents(text: str) -> list[Any]:
             )
         ]
     )
+
+
+class _NotJSON(ValueError):
+    """What Python's parser accepts and JSON does not."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJSON(f"not valid JSON: {name} is not a JSON number; use a number or null")
 
 
 class _Collector:

@@ -203,6 +203,8 @@ def test_unknown_task_is_reported_when_the_structure_is_fine() -> None:
         ('{"contract": "schedule.v2", "schedules": []}', "schedule.v1"),
         ('"a string"', "expected a list"),
         ("[42]", "must be a JSON object"),
+        ('[{"target": {"task": "demo.ping", "kwargs": {"x": NaN}}}]', "NaN is not a JSON number"),
+        ('[{"policies": {"jitter": -Infinity}}]', "-Infinity is not a JSON number"),
     ],
 )
 def test_malformed_files(text: str, message: str) -> None:
