@@ -62,7 +62,9 @@ class KillSwitch(models.Model):
         ]
 
     def __str__(self) -> str:
-        where = self.scope if self.scope == KillSwitchScope.GLOBAL else f"{self.scope} {self.target}"
+        where = (
+            self.scope if self.scope == KillSwitchScope.GLOBAL else f"{self.scope} {self.target}"
+        )
         return f"kill switch ({where}) {'on' if self.enabled else 'off'}"
 
 

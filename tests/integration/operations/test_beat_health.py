@@ -181,3 +181,13 @@ def test_the_reconciler_cadence_survives_a_clock_stepped_back(
     clock.set(START - timedelta(hours=1))  # NTP steps the clock back an hour
     beat.tick()
     assert passes == [START - timedelta(hours=1)]  # runs, instead of waiting an hour
+
+
+def test_every_beat_keeps_a_heartbeat_even_a_standby_without_the_sqlite_lease() -> None:
+    from scheduler_app.monitoring.heartbeat import alive
+
+    clock = FakeClock(START)
+    first = ticker(MemoryPublisher(), clock, owner="beat-a").tick()
+    second = ticker(MemoryPublisher(), clock, owner="beat-b").tick()
+    assert first.leader and second.leader == (connection.vendor != "sqlite")
+    assert alive(START, 60).count() == 2
