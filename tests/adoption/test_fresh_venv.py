@@ -311,6 +311,12 @@ def adopt(tmp_path: Path, dist: Path, broker: str, extras: str) -> None:
     assert origin.startswith(str(venv)), origin
     shown = project.run("python -c 'import project' 2>&1 || true").stdout
     assert "No module named 'project'" in shown, shown
+    if not extras:
+        # Issue 13: the beat and the worker crashed on `packaging` (kombu's Redis transport)
+        # without the redis extra. Here neither is installed, and both ran.
+        for module in ("redis", "packaging"):
+            absent = project.run(f"python -c 'import {module}' 2>&1 || true").stdout
+            assert f"No module named '{module}'" in absent, absent
 
 
 def test_a_new_project_runs_a_schedule_on_redis(tmp_path: Path, dist: Path, redis_url: str) -> None:
