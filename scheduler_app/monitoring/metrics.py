@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Max, Min, Sum
+from django.db.models import Count, Max, Min, QuerySet, Sum
 from prometheus_client import Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -33,6 +34,7 @@ from scheduler_app.models import (
     OPEN_STATES,
     BeatHeartbeat,
     KillSwitch,
+    KillSwitchScope,
     Occurrence,
     OccurrenceState,
     Schedule,
@@ -166,11 +168,13 @@ class SchedulerCollector(Collector):
         yield self._due_lag(now)
 
     def _schedules(self) -> Metric:
-        gauge = GaugeMetricFamily("scheduler_schedules", "Schedules by status.", labels=["status"])
-        counts = dict(Schedule.objects.values_list("status").annotate(n=Count("id")))
-        for status in ScheduleStatus.values:
-            gauge.add_metric([status], counts.get(status, 0))
-        return gauge
+        return _by_label(
+            "scheduler_schedules",
+            "Schedules by status.",
+            "status",
+            Schedule.objects.values_list("status"),
+            ScheduleStatus.values,
+        )
 
     def _active_by_tenant(self) -> Metric:
         gauge = GaugeMetricFamily(
@@ -212,19 +216,13 @@ class SchedulerCollector(Collector):
         )
 
     def _open_occurrences(self) -> Metric:
-        gauge = GaugeMetricFamily(
+        return _by_label(
             "scheduler_occurrences_open",
             "Occurrences not finished yet, by state.",
-            labels=["state"],
+            "state",
+            Occurrence.objects.filter(state__in=OPEN_STATES).values_list("state"),
+            OPEN_STATES,
         )
-        counts = dict(
-            Occurrence.objects.filter(state__in=OPEN_STATES)
-            .values_list("state")
-            .annotate(n=Count("id"))
-        )
-        for state in OPEN_STATES:
-            gauge.add_metric([state], counts.get(state, 0))
-        return gauge
 
     def _dead_letters(self) -> Metric:
         gauge = GaugeMetricFamily(
@@ -317,17 +315,13 @@ class SchedulerCollector(Collector):
         yield skew
 
     def _kill_switches(self) -> Metric:
-        gauge = GaugeMetricFamily(
+        return _by_label(
             "scheduler_kill_switches_on",
             "Kill switches turned on, by scope (global, tenant, task).",
-            labels=["scope"],
+            "scope",
+            KillSwitch.objects.filter(enabled=True).values_list("scope"),
+            KillSwitchScope.values,
         )
-        counts = dict(
-            KillSwitch.objects.filter(enabled=True).values_list("scope").annotate(n=Count("id"))
-        )
-        for scope in ("global", "tenant", "task"):
-            gauge.add_metric([scope], counts.get(scope, 0))
-        return gauge
 
     def _due_lag(self, now: datetime) -> Metric:
         earliest = Schedule.objects.filter(status=ScheduleStatus.ACTIVE).aggregate(
@@ -340,6 +334,17 @@ class SchedulerCollector(Collector):
             "see scheduler_unhealthy_schedules for how many are.",
             value=lag,
         )
+
+
+def _by_label(
+    name: str, help_text: str, label: str, rows: QuerySet[Any, Any], keys: Iterable[str]
+) -> Metric:
+    """A gauge with one sample per key (0 when no row has it), counted by the database."""
+    gauge = GaugeMetricFamily(name, help_text, labels=[label])
+    counts = dict(rows.annotate(n=Count("pk")))
+    for key in keys:
+        gauge.add_metric([key], counts.get(key, 0))
+    return gauge
 
 
 class _Events(Collector):
