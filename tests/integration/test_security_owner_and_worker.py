@@ -209,20 +209,33 @@ def test_only_allow_listed_occurrence_tasks_are_targets(task: str, code: str) ->
 
 
 def test_a_registered_task_not_allow_listed_is_refused(settings: SettingsWrapper) -> None:
-    settings.SCHEDULER_ALLOWED_TASKS = ("demo.record_context",)
-    with pytest.raises(ScheduleValidationError) as caught:
-        schedule(FakeClock(START), task="demo.ping", kind="interval", rule="60s")
+    @app.task(name="tests.security_unlisted", lazy=False)  # an OccurrenceTask, not marked
+    def unlisted(**kwargs: Any) -> None:
+        return None
+
+    settings.SCHEDULER_ALLOWED_TASKS = ("tests.security_listed",)
+    try:
+        with pytest.raises(ScheduleValidationError) as caught:
+            schedule(FakeClock(START), task="tests.security_unlisted", kind="interval", rule="60s")
+        settings.SCHEDULER_ALLOWED_TASKS = ("tests.security_*",)
+        schedule(FakeClock(START), task="tests.security_unlisted", kind="interval", rule="60s")
+    finally:
+        app.tasks.unregister("tests.security_unlisted")
     assert caught.value.code == "forbidden_task"
-    schedule(FakeClock(START), task="demo.record_context", kind="interval", rule="60s")
 
 
 def test_a_task_that_is_not_an_occurrence_task_is_refused(settings: SettingsWrapper) -> None:
     from celery import Task
 
-    @app.task(name="tests.plain_base", base=Task, schedulable=True)
+    @app.task(name="tests.security_plain_base", base=Task, schedulable=True, lazy=False)
     def plain(**kwargs: Any) -> None:
         return None
 
-    with pytest.raises(ScheduleValidationError) as caught:
-        schedule(FakeClock(START), task="tests.plain_base", kind="interval", rule="60s")
+    try:
+        with pytest.raises(ScheduleValidationError) as caught:
+            schedule(
+                FakeClock(START), task="tests.security_plain_base", kind="interval", rule="60s"
+            )
+    finally:
+        app.tasks.unregister("tests.security_plain_base")
     assert caught.value.code == "not_occurrence_task"
