@@ -234,7 +234,9 @@ def follow_install_page(project: Project, wheel: Path, extras: str) -> list[str]
             elif services_started:
                 later.append(command)
             else:
-                project.run(command)
+                done = project.run(command)
+                if command == "python manage.py check":
+                    assert "System check identified no issues" in done.stdout, done.stderr
     assert len(project.processes) == 2, "the page must start a worker and a beat"
     return later
 
