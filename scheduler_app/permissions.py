@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("scheduler_app.permissions")
 RUN_PERMISSION = "scheduler_app.run_schedule"
 ASSIGN_OWNER_PERMISSION = "scheduler_app.assign_owner"
+CODE_ORIGIN = "code"
+"""Schedules declared with ``@scheduled`` are system schedules: defined by the deployed code,
+they need no owner even with ``SCHEDULER_REQUIRE_OWNER``."""
 OWNER_PAUSED_BY = "scheduler"
 """``paused_by`` of a schedule paused because its owner was deleted or deactivated."""
 
@@ -29,7 +32,7 @@ def owner_refusal(schedule: Schedule) -> str:
     """Why the default check refuses to run ``schedule`` now, or "" when it may run."""
     owner = schedule.owner
     if owner is None:
-        if get_settings().REQUIRE_OWNER:
+        if get_settings().REQUIRE_OWNER and schedule.origin != CODE_ORIGIN:
             return (
                 "the schedule has no owner and SCHEDULER_REQUIRE_OWNER is set; "
                 "give it an owner with the run_schedule permission"
@@ -57,6 +60,11 @@ def may_run(schedule: Schedule) -> bool:
 def refusal(schedule: Schedule) -> str:
     """The message stored on an occurrence the permission check refused."""
     return owner_refusal(schedule) or "refused by SCHEDULER_PERMISSION_CHECK"
+
+
+def owner_required(owner: Any, origin: str) -> bool:
+    """True when a schedule of ``origin`` without an owner must be refused."""
+    return owner is None and origin != CODE_ORIGIN and get_settings().REQUIRE_OWNER
 
 
 def may_assign_owner(user: Any) -> bool:

@@ -34,7 +34,7 @@ from scheduler_app.models import (
     ScheduleStatus,
     ScheduleVersion,
 )
-from scheduler_app.permissions import may_assign_owner
+from scheduler_app.permissions import may_assign_owner, owner_required
 from scheduler_app.policies import PlannedSlot, decide_misfire
 from scheduler_app.safety.gates import before_write
 from scheduler_app.timing import (
@@ -106,6 +106,7 @@ def create_schedule(*, clock: Clock | None = None, user: Any = None, **fields: A
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
     fields = _with_owner(fields, user, current=None)
+    _check_owner_present(fields.get("owner"), str(fields.get("origin") or "api"))
     check_descriptive(fields)
     semantic = apply_class_defaults({k: v for k, v in fields.items() if k in SEMANTIC_FIELDS})
     values = normalize_definition({**DEFAULTS, **semantic}, now)
@@ -184,6 +185,8 @@ def update_schedule(
     before = _get(schedule_id)
     _check_version(before, expected_version)
     changes = _with_owner(changes, user, current=before)
+    if "owner" in changes:
+        _check_owner_present(changes["owner"], before.origin)
     check_descriptive(changes)
     current = {name: getattr(before, name) for name in SEMANTIC_FIELDS}
     requested = apply_class_defaults(
@@ -229,6 +232,16 @@ def _check_version(schedule: Schedule, expected_version: int) -> None:
 def _differs(old: Any, new: Any) -> bool:
     """Compare a stored descriptive value with a requested one (an owner by primary key)."""
     return getattr(old, "pk", old) != getattr(new, "pk", new)
+
+
+def _check_owner_present(owner: Any, origin: str) -> None:
+    if owner_required(owner, origin):
+        raise ScheduleValidationError(
+            "owner",
+            "an owner is required (SCHEDULER_REQUIRE_OWNER): every run is checked against "
+            "its owner's permissions; choose a user with the run_schedule permission",
+            code="owner_required",
+        )
 
 
 def _with_owner(fields: dict[str, Any], user: Any, *, current: Schedule | None) -> dict[str, Any]:

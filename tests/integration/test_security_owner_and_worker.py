@@ -157,12 +157,26 @@ def test_the_owner_defaults_to_the_creator_and_only_assigners_pick_another() -> 
 
 def test_an_ownerless_schedule_fails_when_an_owner_is_required(settings: SettingsWrapper) -> None:
     clock = FakeClock(START)
-    occurrence = due_one(clock)
+    occurrence = due_one(clock)  # created before the setting was turned on
     settings.SCHEDULER_REQUIRE_OWNER = True
     assert run(ping, occurrence, clock).state == "IGNORED"
     row = fetch(occurrence)
     assert (row.state, row.reason) == (OccurrenceState.FAILED, "forbidden")
     assert "SCHEDULER_REQUIRE_OWNER" in row.last_error
+    with pytest.raises(ScheduleValidationError) as caught:
+        schedule(clock, kind="interval", rule="60s")
+    assert (caught.value.field, caught.value.code) == ("owner", "owner_required")
+    ann = person("ann", "run_schedule")
+    with pytest.raises(ScheduleValidationError):
+        update_schedule(
+            schedule(clock, kind="interval", rule="60s", owner=ann).pk,
+            expected_version=1,
+            clock=clock,
+            owner=None,
+        )
+    # Code-declared schedules are system schedules: defined by the deployed code.
+    system = due_one(clock, origin="code", key="sys")
+    assert run(ping, system, clock).state == "SUCCESS"
 
 
 @pytest.mark.parametrize("how", ["deleted", "deactivated"])
