@@ -1,7 +1,9 @@
 """Checks every schedule write passes through (``services.create_schedule``/``update_schedule``).
 
-In order: the payload is plain JSON without secrets, the tenant's active-schedule quota holds,
-and a version of a task that needs approval waits for it (see ``safety.approval``).
+In order: the payload is plain JSON without secrets, a version of a task that needs approval
+waits for it (see ``safety.approval``), and the tenant's active-schedule quota holds.
+``max_per_day`` is kept at handoff (``safety.quotas``): a rule may be frequent and still be
+meant to stop after N runs a day.
 """
 
 from __future__ import annotations

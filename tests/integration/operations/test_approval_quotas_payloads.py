@@ -97,20 +97,25 @@ def test_a_tenant_active_schedule_quota_refuses_creation_with_a_clear_error() ->
 
 
 def test_max_per_day_skips_occurrences_beyond_the_quota_at_handoff() -> None:
-    clock = FakeClock(START)
-    target = schedule(clock, kind="interval", rule="60s", max_per_day=3)
-    for _ in range(5):
+    from scheduler_app.services.operator import run_now
+
+    clock = FakeClock(START)  # Monday 00:00:10 UTC
+    target = schedule(clock, kind="cron", rule="0 9,10,11 * * *", max_per_day=3)
+    clock.set(START + timedelta(hours=8))
+    run_now(target.pk, clock=clock)  # an operator's extra run uses one of today's three
+    for hour in (9, 10, 11):
+        clock.set(START.replace(hour=hour, second=0))
         ticker(MemoryPublisher(), clock).tick()
-        clock.advance(60)
-    states = [(row.state, row.reason) for row in rows(target)]
-    assert (
-        states
-        == [(OccurrenceState.DISPATCHED, "")] * 3 + [(OccurrenceState.SKIPPED, "quota_per_day")] * 2
-    )
-    clock.set(START + timedelta(days=1))  # a new day in the schedule's zone
+    states = [(row.trigger, row.state, row.reason) for row in rows(target)]
+    assert states == [
+        ("manual", OccurrenceState.DISPATCHED, ""),
+        ("scheduled", OccurrenceState.DISPATCHED, ""),
+        ("scheduled", OccurrenceState.DISPATCHED, ""),
+        ("scheduled", OccurrenceState.SKIPPED, "quota_per_day"),
+    ]
+    clock.set(START.replace(hour=9, second=0) + timedelta(days=1))  # a new day, a new quota
     ticker(MemoryPublisher(), clock).tick()
-    today = [row.state for row in rows(target)[5:]]  # the catch-up after a day away
-    assert today.count(OccurrenceState.DISPATCHED) == 3 < len(today)
+    assert rows(target)[-1].state == OccurrenceState.DISPATCHED
 
 
 def test_a_tenant_hourly_quota_skips_occurrences_beyond_it() -> None:
