@@ -57,14 +57,14 @@ EVENTS = CollectorRegistry(auto_describe=True)
 DISPATCH_LATENESS = Histogram(
     "scheduler_dispatch_lateness_seconds",
     "dispatched_at - scheduled_for at an occurrence's first handoff to the broker.",
-    ["trigger"],
+    ["trigger", "lateness_class"],
     buckets=LATENESS_BUCKETS,
     registry=EVENTS,
 )
 START_LATENESS = Histogram(
     "scheduler_start_lateness_seconds",
     "started_at - scheduled_for of occurrences that ran, observed when they end.",
-    ["trigger"],
+    ["trigger", "lateness_class"],
     buckets=LATENESS_BUCKETS,
     registry=EVENTS,
 )
@@ -117,7 +117,7 @@ def observe_handoff(occurrences: list[Occurrence], dispatched_at: datetime) -> N
         if row.emitted_at is not None or row.state != OccurrenceState.PENDING:
             continue
         tenant = _tenant_of(row)
-        DISPATCH_LATENESS.labels(row.trigger).observe(
+        DISPATCH_LATENESS.labels(row.trigger, _class_of(row)).observe(
             max((dispatched_at - row.scheduled_for).total_seconds(), 0.0)
         )
         OCCURRENCES_EMITTED.labels(row.trigger, tenant, row.task).inc()
@@ -129,9 +129,14 @@ def observe_finished(occurrence: Occurrence, state: str, reason: str) -> None:
     if state == OccurrenceState.SKIPPED:
         SKIPS.labels(reason or "unknown").inc()
     if occurrence.started_at is not None:
-        START_LATENESS.labels(occurrence.trigger).observe(
+        START_LATENESS.labels(occurrence.trigger, _class_of(occurrence)).observe(
             max((occurrence.started_at - occurrence.scheduled_for).total_seconds(), 0.0)
         )
+
+
+def _class_of(occurrence: Occurrence) -> str:
+    """The schedule's lateness class, ``none`` when it has none (loaded like the tenant)."""
+    return occurrence.schedule.lateness_class or "none"
 
 
 def _tenant_of(occurrence: Occurrence) -> str:

@@ -38,7 +38,14 @@ def idle_tick_queries(count: int) -> list[str]:
     add_schedules(count)
     clock = FakeClock(START)
     # The reconciler runs on its own slow cadence (RECONCILE_INTERVAL); this is the tick between.
-    beat = ticker(MemoryPublisher(), clock, MAX_INTERVAL=7200.0, RECONCILE_INTERVAL=86400.0)
+    beat = ticker(
+        MemoryPublisher(),
+        clock,
+        MAX_INTERVAL=7200.0,
+        RECONCILE_INTERVAL=86400.0,
+        MONITOR_INTERVAL=86400.0,
+        HEALTH_STALE=86400.0,
+    )
     beat.tick()  # the first tick takes the SQLite lease; later ones only renew it
     clock.advance(60)
     with CaptureQueriesContext(connection) as captured:

@@ -77,9 +77,14 @@ def test_each_metric_moves_when_it_should() -> None:
     def grew(name: str, **labels: str) -> None:
         assert after[key(name, **labels)] > before.get(key(name, **labels), 0), (name, labels)
 
-    grew("scheduler_dispatch_lateness_seconds_count", trigger="scheduled")
-    grew("scheduler_dispatch_lateness_seconds_bucket", trigger="scheduled", le="+Inf")
-    grew("scheduler_start_lateness_seconds_count", trigger="scheduled")
+    grew("scheduler_dispatch_lateness_seconds_count", trigger="scheduled", lateness_class="none")
+    grew(
+        "scheduler_dispatch_lateness_seconds_bucket",
+        trigger="scheduled",
+        lateness_class="none",
+        le="+Inf",
+    )
+    grew("scheduler_start_lateness_seconds_count", trigger="scheduled", lateness_class="none")
     grew(
         "scheduler_occurrences_emitted_total", trigger="scheduled", tenant="acme", task="demo.ping"
     )
