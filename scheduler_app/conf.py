@@ -62,6 +62,10 @@ class SchedulerSettings:
     """The health check fails when no beat has ticked for this many seconds."""
     MONITOR_INTERVAL: float = 60.0
     """Seconds between expected-run monitor passes run by the beat."""
+    MONITOR_MARGIN: float = 60.0
+    """Seconds of lateness beyond a schedule's ``max_lateness`` before the monitor says overdue."""
+    APPROVAL_TASKS: tuple[str, ...] = ()
+    """Task names or fnmatch patterns whose new schedules and versions need approval."""
     CLOCK_SKEW_WARN: float = 2.0
     """Seconds of skew between the beat host's clock and the database's before a warning."""
     RETENTION: str = ""

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.conf import settings as django_settings
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 
 from scheduler_app import events
+from scheduler_app.conf import get_settings
 from scheduler_app.models import (
     Occurrence,
     OccurrenceState,
@@ -51,7 +51,7 @@ OVERDUE = "overdue"
 
 def monitor_margin() -> float:
     """``SCHEDULER_MONITOR_MARGIN``: seconds of lateness beyond ``max_lateness`` tolerated."""
-    return float(getattr(django_settings, "SCHEDULER_MONITOR_MARGIN", 60.0))
+    return get_settings().MONITOR_MARGIN
 
 
 @dataclass(frozen=True)

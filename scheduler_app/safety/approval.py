@@ -16,9 +16,9 @@ from fnmatch import fnmatchcase
 from typing import Any
 from uuid import UUID
 
-from django.conf import settings as django_settings
 from django.db import transaction
 
+from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError, StaleVersion
 from scheduler_app.models import Schedule, ScheduleStatus
 
@@ -29,7 +29,7 @@ _TICK = timedelta(microseconds=1)
 
 def approval_patterns() -> tuple[str, ...]:
     """``SCHEDULER_APPROVAL_TASKS``: task names or fnmatch patterns that need approval."""
-    return tuple(getattr(django_settings, "SCHEDULER_APPROVAL_TASKS", ()))
+    return tuple(get_settings().APPROVAL_TASKS)
 
 
 def needs_approval(task: str) -> bool:
