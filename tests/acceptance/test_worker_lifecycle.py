@@ -102,8 +102,9 @@ def test_owner_deactivated_fails_forbidden_without_running(
         beat=beat,
     )
     before_deactivation = beat.ticker.clock.now()
-    owner.is_active = False
-    owner.save(update_fields=["is_active"])
+    # Deactivated behind Django's back (a directory sync, raw SQL): no signal pauses the
+    # schedule, so the worker's check before each run is what stops it.
+    User.objects.filter(pk=owner.pk).update(is_active=False)
     deactivated_at = beat.ticker.clock.now()
     wait_for(
         lambda: Occurrence.objects.filter(
@@ -113,6 +114,8 @@ def test_owner_deactivated_fails_forbidden_without_running(
         workers,
         beat=beat,
     )
+    stored = Schedule.objects.get(pk=schedule.pk)
+    assert stored.status == "paused" and "deactivated" in stored.pause_note  # the worker paused it
     services.pause_schedule(schedule.pk)
     wait_for(
         lambda: (
