@@ -163,3 +163,12 @@ def test_the_unfiltered_occurrence_list_does_not_count_every_row(
     with CaptureQueriesContext(connection) as captured:
         client.get(filtered)
     assert any("COUNT(*)" in q["sql"] for q in captured)  # filtered lists are counted exactly
+
+
+def test_the_admin_indexes_exist() -> None:
+    with connection.cursor() as cursor:
+        occurrence = connection.introspection.get_constraints(cursor, "scheduler_app_occurrence")
+        schedule = connection.introspection.get_constraints(cursor, "scheduler_app_schedule")
+    assert occurrence["occ_slot_idx"]["columns"] == ["scheduled_for"]
+    assert occurrence["occ_skipped_idx"]["columns"] == ["scheduled_for", "reason"]
+    assert schedule["sched_next_run_idx"]["columns"] == ["next_run_at"]
