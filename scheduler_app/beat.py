@@ -167,6 +167,7 @@ class DurableScheduler(Scheduler):
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         close_old_connections()
+        started = time.monotonic()
         try:
             result = self.ticker.tick()
         except DatabaseError as exc:
@@ -199,6 +200,7 @@ class DurableScheduler(Scheduler):
                     "action": "beat.tick",
                     "occurrences_created": result.created,
                     "published": result.published,
+                    "duration_ms": round((time.monotonic() - started) * 1000),
                 },
             )
         return result.sleep

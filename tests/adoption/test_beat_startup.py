@@ -198,3 +198,19 @@ def test_no_cleanup_without_result_expires_or_with_a_self_expiring_backend(
     backend.supports_autoexpire = True  # e.g. Redis: keys expire by themselves
     assert beat.maybe_cleanup_results() is False
     assert backend.cleanups == 0
+
+
+def test_a_busy_tick_logs_one_readable_line_with_its_counts_and_duration(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "scheduler_app")
+    beat = scheduler()
+    monkeypatch.setattr(beat.ticker, "tick", lambda: TickResult(created=12, published=12, sleep=0))
+    monkeypatch.setattr(beat_module, "close_old_connections", lambda: None)
+    monkeypatch.setattr(beat, "maybe_cleanup_results", lambda: False)
+    assert beat.tick() == 0
+    (record,) = [r for r in caplog.records if getattr(r, "action", "") == "beat.tick"]
+    assert isinstance(record.duration_ms, int) and record.duration_ms >= 0
+    assert record.getMessage() == (
+        f"tick: 12 occurrence(s) created, 12 published in {record.duration_ms} ms"
+    )

@@ -25,8 +25,13 @@ def record(name: str, message: str, **extra: object) -> logging.LogRecord:
 
 
 def test_known_actions_read_as_sentences() -> None:
-    tick = render("tick", {"action": "beat.tick", "occurrences_created": 12, "published": 12})
-    assert tick == "tick: 12 occurrence(s) created, 12 published"
+    tick = render(
+        "tick",
+        {"action": "beat.tick", "occurrences_created": 12, "published": 12, "duration_ms": 14},
+    )
+    assert tick == "tick: 12 occurrence(s) created, 12 published in 14 ms"
+    # A field the phrase needs is missing: the pairs, never an error.
+    assert render("tick", {"action": "beat.tick", "published": 1}) == "tick: published=1"
     created = render("schedule created", {"action": "schedule.created", "schedule_id": "3f0c"})
     assert created == "schedule created: schedule 3f0c"
 
