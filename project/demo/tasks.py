@@ -18,13 +18,13 @@ from scheduler_app.declarations import scheduled
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="demo.ping")
+@shared_task(name="demo.ping", schedulable=True)
 def ping(**kwargs: object) -> str:
     logger.info("demo.ping ran with %s", kwargs)
     return "pong"
 
 
-@shared_task(name="demo.record_context")
+@shared_task(name="demo.record_context", schedulable=True)
 def record_context(record_to: str | None = None, **kwargs: object) -> dict[str, Any] | None:
     """Return the occurrence context this run sees (stored by the result backend).
 
@@ -61,7 +61,7 @@ BRIEFING_PERIODS = {"daily": "yesterday", "weekly": "the past week"}
     misfire="fire_once",
     deadline="4h",
 )
-@shared_task(name="demo.briefing")
+@shared_task(name="demo.briefing", schedulable=True)
 def briefing() -> str:
     """One task, two schedules: the objective says which briefing this run is."""
     occurrence = current_occurrence()
@@ -88,7 +88,7 @@ def briefing() -> str:
     jitter="30s",
     expect_success_every="3h",
 )
-@shared_task(name="demo.hourly_sync")
+@shared_task(name="demo.hourly_sync", schedulable=True)
 def hourly_sync() -> str:
     """After downtime, one run catches everything up: late slots collapse into the last one."""
     occurrence = current_occurrence()
@@ -105,7 +105,7 @@ def hourly_sync() -> str:
     retry_delay="5m",
     kwargs={"checks": ["disk", "certificates", "backups"]},
 )
-@shared_task(name="demo.infrastructure_check")
+@shared_task(name="demo.infrastructure_check", schedulable=True)
 def infrastructure_check(checks: list[str] | None = None) -> dict[str, str]:
     """The weekly infrastructure check; a missed week is not run late (misfire skip)."""
     results = {check: "ok" for check in checks or []}
@@ -116,14 +116,14 @@ def infrastructure_check(checks: list[str] | None = None) -> dict[str, str]:
 # -- one-time runs created by application events (see project/demo/events.py) -----------------
 
 
-@shared_task(name="demo.lead_reminder")
+@shared_task(name="demo.lead_reminder", schedulable=True)
 def lead_reminder(lead_id: int) -> str:
     """D+7 after a lead was sent: remind the salesperson (once per lead: the key says so)."""
     logger.info("demo.lead_reminder: follow up lead %s", lead_id)
     return f"reminded about lead {lead_id}"
 
 
-@shared_task(name="demo.digest")
+@shared_task(name="demo.digest", schedulable=True)
 def digest(topic: str) -> str:
     """Debounced: one digest after a burst of changes, covering the whole burst."""
     occurrence = current_occurrence()
