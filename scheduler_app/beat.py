@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery.backends.base import DisabledBackend
 from celery.beat import Scheduler
 from django.db import DatabaseError, close_old_connections, connection
 
@@ -210,7 +211,11 @@ class DurableScheduler(Scheduler):
         run's kwargs) when ``result_expires`` is set and the backend does not expire them by
         itself. Returns whether a cleanup ran."""
         backend = self.app.backend
-        if not self.app.conf.result_expires or getattr(backend, "supports_autoexpire", True):
+        if (
+            not self.app.conf.result_expires
+            or isinstance(backend, DisabledBackend)  # no result backend: nothing to delete
+            or getattr(backend, "supports_autoexpire", True)
+        ):
             return False
         now = self.ticker.clock.now()
         if self._next_cleanup is None:

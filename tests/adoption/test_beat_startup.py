@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from celery.apps.beat import Beat
+from celery.backends.base import DisabledBackend
 from celery.beat import Service
 from django.db import OperationalError
 from django.test import override_settings
@@ -198,6 +199,9 @@ def test_no_cleanup_without_result_expires_or_with_a_self_expiring_backend(
     backend.supports_autoexpire = True  # e.g. Redis: keys expire by themselves
     assert beat.maybe_cleanup_results() is False
     assert backend.cleanups == 0
+    disabled = DisabledBackend(app=celery_app)  # CELERY_RESULT_BACKEND = None
+    monkeypatch.setattr(type(celery_app), "backend", property(lambda app: disabled))
+    assert beat.maybe_cleanup_results() is False
 
 
 def test_a_busy_tick_logs_one_readable_line_with_its_counts_and_duration(
