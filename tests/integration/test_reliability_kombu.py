@@ -21,20 +21,31 @@ from scheduler_app.broker import Transport
 
 STOCK = "kombu.transport.redis:Transport"
 OURS = "scheduler_app.broker:Transport"
+PREFIX = "kombu-repro:"
+"""Every key these tests write (queue, unacked hash and index) has this prefix: nothing
+shared in the Redis database is touched."""
+UNACKED = f"{PREFIX}unacked"
+
+
+def own_keys(client: redis.Redis) -> list[bytes]:
+    return list(client.scan_iter(f"{PREFIX}*"))
 
 
 @pytest.fixture
 def queue(redis_url: str) -> Iterator[str]:
-    name = "kombu-repro-queue"
     client = redis.Redis.from_url(redis_url)
-    client.delete(name, "unacked", "unacked_index")
-    yield name
-    client.delete(name, "unacked", "unacked_index")
+    if keys := own_keys(client):
+        client.delete(*keys)
+    yield "repro-queue"
+    if keys := own_keys(client):
+        client.delete(*keys)
 
 
 def unacked_message(url: str, transport: str, queue: str) -> tuple[Connection, Any, Any]:
     """A connection, its channel and one message received on it and not acknowledged."""
-    connection = Connection(url, transport=transport)
+    connection = Connection(
+        url, transport=transport, transport_options={"global_keyprefix": PREFIX}
+    )
     channel = connection.channel()
     with connection.Producer(channel) as producer:
         producer.publish({"n": 1}, routing_key=queue, declare=[Queue(queue)])
@@ -70,16 +81,16 @@ def test_our_transport_acks_late_and_restores_on_the_restarted_redis(
     client = redis.Redis.from_url(redis_url)
     connection, channel, message = unacked_message(redis_url, OURS, queue)
     assert isinstance(connection.transport, Transport)
-    assert client.hlen("unacked") == 1
+    assert client.hlen(UNACKED) == 1
     reconnect(connection, channel)
     message.ack()  # reaches Redis: the message leaves the unacked hash
-    assert client.hlen("unacked") == 0
+    assert client.hlen(UNACKED) == 0
     channel.qos.restore_visible(num=1, interval=1)
 
     connection, channel, message = unacked_message(redis_url, OURS, queue)
     reconnect(connection, channel)
     message.reject(requeue=True)  # a cancelled run is put back on its queue
-    assert client.llen(queue) == 1
+    assert client.llen(f"{PREFIX}{queue}") == 1
 
 
 def test_redis_urls_use_our_transport(redis_url: str) -> None:
