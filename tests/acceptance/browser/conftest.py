@@ -88,6 +88,14 @@ def demo_tasks_allowed(settings: LazySettings) -> None:
     settings.SCHEDULER_ALLOWED_TASKS = ("demo.*",)
 
 
+@pytest.fixture(autouse=True)
+def blank_page_after(driver: WebDriver) -> Iterator[None]:
+    """Leave no page behind whose script could call the live server during a later test
+    (its request thread would share the in-memory SQLite connection with that test)."""
+    yield
+    driver.get("about:blank")
+
+
 Shoot = Callable[..., Path]
 
 

@@ -210,6 +210,10 @@ def test_an_operator_builds_acts_and_watches(
     assert "backfill" in history.text and "first version" in history.text
     driver.execute_script("arguments[0].id = 'sched-history';", history)
     shoot("09-schedule-history", at="#sched-history")
+    wait_for(
+        driver,
+        lambda d: d.find_element(By.ID, "sched-live-preview").get_attribute("data-state") == "ok",
+    )
 
 
 def test_a_staff_user_of_another_tenant_cannot_see_or_open_it(
