@@ -157,7 +157,7 @@ def test_the_unfiltered_occurrence_list_does_not_count_every_row(
     monkeypatch.setattr(paging, "ESTIMATE_ABOVE", 0)  # as if the table were huge
     with CaptureQueriesContext(connection) as captured:
         assert client.get(OCCURRENCES).status_code == 200
-    counts = [q["sql"] for q in captured if 'COUNT(*)' in q["sql"] and "occurrence" in q["sql"]]
+    counts = [q["sql"] for q in captured if "COUNT(*)" in q["sql"] and "occurrence" in q["sql"]]
     assert counts == []
     filtered = OCCURRENCES + "?state=failed"
     with CaptureQueriesContext(connection) as captured:
