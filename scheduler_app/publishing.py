@@ -109,6 +109,7 @@ class CeleryPublisher:
             eta=call.eta,
             producer=producer,
             retry=False,
+            **call.routing,
         )
 
 
@@ -122,6 +123,8 @@ class TaskCall:
     headers: dict[str, Any]
     expires: datetime | None
     eta: datetime | None
+    routing: dict[str, Any]
+    """The schedule's own routing options (``Schedule.options``); they win over task_routes."""
 
     @classmethod
     def of(cls, occurrence: Occurrence, now: datetime) -> TaskCall:
@@ -137,7 +140,19 @@ class TaskCall:
             headers={HEADER: context_headers(occurrence)},
             expires=occurrence.deadline_at,
             eta=occurrence.not_before if occurrence.not_before > max(now, slot) else None,
+            routing=routing_options(occurrence.schedule.options),
         )
+
+
+ROUTING_OPTIONS = ("queue", "routing_key", "exchange", "priority")
+"""The ``send_task`` options a schedule may set; anything else in ``Schedule.options`` is not
+sent."""
+
+
+def routing_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        key: options[key] for key in ROUTING_OPTIONS if options and options.get(key) is not None
+    }
 
 
 class _Unsupported(Exception):
@@ -266,7 +281,7 @@ class _MessageBuilder:
         if call.name not in self.task_defaults:
             self.task_defaults[call.name] = _task_defaults(self.app, call.name)
         defaults = self.task_defaults[call.name][1]
-        options = dict(defaults, headers=call.headers, retry=False)
+        options = dict(defaults, **call.routing, headers=call.headers, retry=False)
         options.pop("expires", None)  # ours is explicit, even when None
         return options
 

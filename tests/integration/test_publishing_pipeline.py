@@ -27,7 +27,7 @@ from kombu.transport.redis import Channel as RedisChannel
 
 from scheduler_app import publishing
 from scheduler_app.clock import FakeClock
-from scheduler_app.models import Occurrence, OccurrenceState, ScheduleVersion
+from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleVersion
 from scheduler_app.outbox import PartialPublish
 from scheduler_app.publishing import CeleryPublisher
 from tests.integration.support import START, schedule, ticker
@@ -95,13 +95,20 @@ def traced() -> Iterator[None]:
     before_task_publish.disconnect(add_header)
 
 
-def occurrence(task: str, kwargs: dict[str, Any], *, eta: bool, expires: bool) -> Occurrence:
+def occurrence(
+    task: str,
+    kwargs: dict[str, Any],
+    *,
+    eta: bool,
+    expires: bool,
+    options: dict[str, Any] | None = None,
+) -> Occurrence:
     """An unsaved occurrence: publishing reads it, never writes it."""
     scheduled = datetime(2026, 3, 29, 0, 30, tzinfo=UTC)
     version = ScheduleVersion(version=3, definition={"objective": "freshness"})
     return Occurrence(
         id=uuid.uuid4(),
-        schedule_id=uuid.uuid4(),
+        schedule=Schedule(id=uuid.uuid4(), options=options or {}),
         schedule_version=version,
         trigger="scheduled",
         scheduled_for=scheduled,
@@ -198,6 +205,23 @@ def test_the_pipeline_writes_the_envelopes_send_task_writes(
     limited = by_task["tests.limited"]
     assert limited[0] == f"{prefix}-limited"
     assert limited[1]["headers"]["timelimit"] == [30, 20]
+
+
+@pytest.mark.redis
+def test_a_schedules_routing_options_win_over_task_routes_on_both_paths(
+    app: Celery, client: redis.Redis, prefix: str
+) -> None:
+    chosen = {"queue": f"{prefix}-chosen", "priority": 3}
+    for pipeline in (True, False):
+        batch = [
+            occurrence("tests.routed", {}, eta=False, expires=True, options=chosen),
+            occurrence("demo.ping", {}, eta=False, expires=True, options={"queue": None}),
+        ]
+        assert CeleryPublisher(app, pipeline=pipeline).publish(batch) == batch
+        queued = drain(client, prefix)
+        assert queued[str(batch[0].id)][0] == f"{prefix}-chosen\x06\x163", pipeline
+        assert queued[str(batch[0].id)][1]["properties"]["priority"] == 3
+        assert queued[str(batch[1].id)][0] == f"{prefix}-default", pipeline
 
 
 @pytest.mark.redis
