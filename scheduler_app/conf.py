@@ -27,10 +27,14 @@ class SchedulerSettings:
     VALIDATE_TASK_NAMES: bool = True
     """Refuse schedules whose task is not registered in the Celery app."""
     MAX_SLOTS_PER_TICK: int = 10_000
+    MAX_ROWS_PER_BATCH: int = 10_000
+    """Occurrences one batch may create; schedules past it stay due for the next batch."""
     """Cap on the late slots examined for one schedule in one tick (counters stop there)."""
 
     PERMISSION_CHECK: str = "scheduler_app.permissions.owner_may_run"
     """Dotted path to ``check(schedule) -> bool``, asked before every attempt."""
+    RECEIVE_LEASE: float = 30.0
+    """Seconds a received, not yet claimed occurrence belongs to its worker without renewal."""
     WORKER_LEASE: float = 60.0
     """Seconds a running attempt owns its occurrence; a heartbeat renews it every third."""
     RECONCILE_INTERVAL: float = 60.0

@@ -10,12 +10,11 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from uuid import UUID
 
-from django.conf import settings
 from django.db import DataError, IntegrityError, transaction
 from django.db.models import Count, Min
 
 from scheduler_app.bulk import insert_occurrences, save_advanced
-from scheduler_app.conf import get_settings
+from scheduler_app.conf import SchedulerSettings, get_settings
 from scheduler_app.definitions import (
     idempotency_key,
     jitter_for,
@@ -99,7 +98,7 @@ def materialize_batch(now: datetime, batch_size: int, revoke: Revoker | None = N
     return BatchResult(len(schedules), len(rows))
 
 
-DEFAULT_MAX_ROWS_PER_BATCH = 10_000
+DEFAULT_MAX_ROWS_PER_BATCH = SchedulerSettings.MAX_ROWS_PER_BATCH
 
 
 def max_rows_per_batch() -> int:
@@ -109,7 +108,7 @@ def max_rows_per_batch() -> int:
     untouched, and are materialized by the next batch or tick (seconds later), instead of one
     transaction creating hundreds of thousands of rows.
     """
-    return int(getattr(settings, "SCHEDULER_MAX_ROWS_PER_BATCH", DEFAULT_MAX_ROWS_PER_BATCH))
+    return get_settings().MAX_ROWS_PER_BATCH
 
 
 def _plan_within_budget(

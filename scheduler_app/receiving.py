@@ -25,23 +25,21 @@ from typing import Any
 from uuid import UUID
 
 from celery import bootsteps
-from django.conf import settings
 from django.db import DatabaseError, connection
 
 from scheduler_app.clock import SystemClock
+from scheduler_app.conf import SchedulerSettings, get_settings
 from scheduler_app.models import Occurrence, OccurrenceState
 
 logger = logging.getLogger("scheduler_app.receiving")
-DEFAULT_RECEIVE_LEASE = 30.0
+DEFAULT_RECEIVE_LEASE = SchedulerSettings.RECEIVE_LEASE
 _clock = SystemClock()
 
 
 def receive_lease() -> timedelta:
     """``SCHEDULER_RECEIVE_LEASE`` (seconds, default 30): how long a received, not yet
     claimed occurrence belongs to its worker without a renewal."""
-    return timedelta(
-        seconds=float(getattr(settings, "SCHEDULER_RECEIVE_LEASE", DEFAULT_RECEIVE_LEASE))
-    )
+    return timedelta(seconds=get_settings().RECEIVE_LEASE)
 
 
 def node_name() -> str:
