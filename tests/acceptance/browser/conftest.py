@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -63,7 +64,10 @@ def chromedriver_path() -> str:
 
 
 @pytest.fixture(scope="session")
-def driver(chromedriver_path: str) -> Iterator[WebDriver]:
+def driver(chromedriver_path: str, live_server: object) -> Iterator[WebDriver]:
+    """One browser for the session. It depends on ``live_server`` so that it quits first: its
+    kept-alive connections then end while the server may still use the shared in-memory
+    SQLite connection, and the request threads are waited for before the server stops."""
     options = webdriver.ChromeOptions()
     for argument in (
         "--headless=new",
@@ -81,6 +85,14 @@ def driver(chromedriver_path: str) -> Iterator[WebDriver]:
     browser.set_page_load_timeout(30)
     yield browser
     browser.quit()
+    _wait_for_request_threads()
+
+
+def _wait_for_request_threads(timeout: float = 10.0) -> None:
+    """The live server's request threads are daemons nobody joins: join them here."""
+    for thread in threading.enumerate():
+        if "process_request_thread" in thread.name:
+            thread.join(timeout)
 
 
 @pytest.fixture(autouse=True)
