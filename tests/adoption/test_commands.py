@@ -68,7 +68,7 @@ def test_pause_by_name_stores_the_note_and_is_idempotent() -> None:
 
 def test_unknown_or_ambiguous_references_are_one_line_errors() -> None:
     missing = fails("pause_schedule", "nope")
-    assert missing.returncode == 1 and "list_schedules" in str(missing)
+    assert missing.returncode == 2 and "list_schedules" in str(missing)
     hourly("twin"), hourly("twin")
     twins = fails("resume_schedule", "twin")
     assert twins.returncode == 2 and "several schedules" in str(twins)

@@ -12,7 +12,8 @@ from django.core.management.base import CommandError
 
 from scheduler_app.models import Occurrence, Schedule
 
-NOT_FOUND = 1
+NOT_FOUND = 2
+"""A schedule that does not exist is a bad argument, like any other (exit 2)."""
 """Exit status when the schedule does not exist (bad arguments exit 2)."""
 
 

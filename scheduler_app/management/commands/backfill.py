@@ -12,13 +12,13 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
 from scheduler_app import services
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
 from scheduler_app.management.commands._oneline import OneLineErrors
+from scheduler_app.management.commands._schedule_cli import find_schedule
 from scheduler_app.models import OverlapPolicy, Schedule
 from scheduler_app.services.operator import BackfillPlan, backfill_max, backfill_slots
 
@@ -98,19 +98,6 @@ class Command(OneLineErrors):
                 created += result.created
                 bar.update(len(part))
         return created
-
-
-def find_schedule(text: str) -> Schedule:
-    """A schedule by key, else by id; ``ValueError`` names what was looked for."""
-    found = Schedule.objects.filter(key=text).first()
-    if found is None:
-        try:
-            found = Schedule.objects.filter(pk=text).first()
-        except (ValueError, ValidationError):
-            found = None
-    if found is None:
-        raise ValueError(f"no schedule with id or key {text!r}")
-    return found
 
 
 def _instant(text: str, zone: ZoneInfo, option: str) -> datetime:

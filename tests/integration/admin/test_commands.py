@@ -63,7 +63,10 @@ def test_backfill_above_max_needs_yes() -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["nobody", "--start", "2026-01-01", "--end", "2026-01-02"], "no schedule with id or key"),
+        (
+            ["nobody", "--start", "2026-01-01", "--end", "2026-01-02"],
+            "no schedule with id, key or name",
+        ),
         (["nightly", "--start", "soon", "--end", "2026-01-02"], "--start"),
         (["nightly", "--start", "2026-01-02", "--end", "2026-01-01"], "after end"),
         (["nightly", "--start", "2026-01-01", "--end", "2999-01-01"], "future"),
@@ -156,11 +159,11 @@ def test_preview_of_a_stored_schedule_refuses_other_rule_flags() -> None:
         run("schedule_preview", "--schedule=00000000-0000-0000-0000-000000000000")
 
 
-def test_run_now_command() -> None:
+def test_run_schedule_command() -> None:
     daily()
-    out = run("run_now", "nightly", "--reason", "by hand")
+    out = run("run_schedule", "nightly", "--reason", "by hand")
     occurrence = Occurrence.objects.get()
     assert (occurrence.trigger, occurrence.note) == (Trigger.MANUAL, "by hand")
-    assert f"occurrence {occurrence.pk} of nightly is pending (trigger manual" in out
-    with pytest.raises(CommandError, match="no schedule with id or key 'nope'"):
-        run("run_now", "nope")
+    assert f"queued as occurrence {occurrence.pk}" in out
+    with pytest.raises(CommandError, match="no schedule with id, key or name 'nope'"):
+        run("run_schedule", "nope")
