@@ -4,6 +4,13 @@
 backfill and undoing a cancel (with the acting user's tenant and permission checked).
 """
 
+from scheduler_app.services.operator import (
+    BackfillPlan,
+    OperatorPermissionDenied,
+    backfill,
+    restore_schedule,
+    run_now,
+)
 from scheduler_app.services.schedules import (
     CREATE_ONLY_FIELDS,
     DEFAULTS,
@@ -19,24 +26,15 @@ from scheduler_app.services.schedules import (
     resume_schedule,
     update_schedule,
 )
-from scheduler_app.services.operator import (
-    BackfillPlan,
-    OperatorPermissionDenied,
-    backfill,
-    restore_schedule,
-    run_now,
-)
 
 __all__ = [
-    "BackfillPlan",
-    "OperatorPermissionDenied",
-    "backfill",
-    "restore_schedule",
-    "run_now",
     "CREATE_ONLY_FIELDS",
     "DEFAULTS",
     "DESCRIPTIVE_FIELDS",
+    "BackfillPlan",
+    "OperatorPermissionDenied",
     "ResumePreview",
+    "backfill",
     "cancel_schedule",
     "create_schedule",
     "delete_schedule",
@@ -44,6 +42,8 @@ __all__ = [
     "pause_schedule",
     "preview_resume",
     "replay_occurrence",
+    "restore_schedule",
     "resume_schedule",
+    "run_now",
     "update_schedule",
 ]

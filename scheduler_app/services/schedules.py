@@ -487,7 +487,10 @@ def normalize_definition(values: dict[str, Any], now: datetime) -> dict[str, Any
     for name in ("anchor", "starts_at", "ends_at"):
         if result.get(name) is not None:
             result[name] = ensure_aware(result[name], name).replace(microsecond=0)
-    if kind in (Kind.INTERVAL, Kind.RRULE) and result.get("anchor") is None:
+    if kind == Kind.RRULE and result.get("anchor") is None:
+        # DTSTART gives an RRULE the seconds its BY* parts leave out: never ones nobody chose.
+        result["anchor"] = now.astimezone(UTC).replace(second=0, microsecond=0)
+    elif kind == Kind.INTERVAL and result.get("anchor") is None:
         result["anchor"] = now.astimezone(UTC).replace(microsecond=0)
     if kind == Kind.INTERVAL:
         result["rule"] = str(int(parse_duration(result["rule"], "rule").total_seconds()))

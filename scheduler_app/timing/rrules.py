@@ -369,9 +369,7 @@ UNTIL_SLACK = timedelta(hours=26)
 (Pacific/Apia skipped a day), so no slot before the instant is cut off by the wall-time bound."""
 
 
-def _parse_until(
-    text: str | None, zone: ZoneInfo
-) -> tuple[datetime | None, datetime | None]:
+def _parse_until(text: str | None, zone: ZoneInfo) -> tuple[datetime | None, datetime | None]:
     """(wall-time bound of the walk, UTC instant bound or None for a local UNTIL)."""
     if text is None:
         return None, None

@@ -21,6 +21,7 @@ from scheduler_app.models import (
 )
 from scheduler_app.services import (
     cancel_schedule,
+    create_schedule,
     delete_schedule,
     pause_schedule,
     preview_resume,
@@ -331,3 +332,12 @@ def test_delete_with_history_cancels_instead() -> None:
     assert delete_schedule(target.id, clock=clock) == "cancelled"
     assert reload(target).status == ScheduleStatus.CANCELLED
     assert len(rows(target)) == 1
+
+
+def test_an_rrule_without_anchor_takes_no_seconds_from_the_moment_of_creation() -> None:
+    clock = FakeClock(datetime(2026, 12, 1, 16, 41, 43, 250_000, tzinfo=UTC))
+    schedule = create_schedule(
+        clock=clock, task="demo.ping", kind="rrule", rule="FREQ=DAILY;BYHOUR=17;BYMINUTE=0"
+    )
+    assert schedule.anchor == datetime(2026, 12, 1, 16, 41, tzinfo=UTC)
+    assert schedule.next_run_at == datetime(2026, 12, 1, 17, 0, tzinfo=UTC)
