@@ -18,6 +18,7 @@ from scheduler_app.admin import actions, display, views
 from scheduler_app.admin.filters import TenantFilter, short_filter
 from scheduler_app.admin.forms import BUILDER_FIELDS, EDITABLE, ScheduleForm
 from scheduler_app.admin.history import recent_occurrences, version_diffs
+from scheduler_app.admin.safety import approve_selected, has_approve_permission
 from scheduler_app.definitions import timing_for
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import (
@@ -197,7 +198,7 @@ class ScheduleAdmin(admin.ModelAdmin):
     ordering = ("next_run_at",)
     list_per_page = 50
     show_full_result_count = False
-    actions = ("pause_selected", "resume_selected", "cancel_selected")
+    actions = ("pause_selected", "resume_selected", "cancel_selected", approve_selected)
 
     class Media:
         css = {"all": ("scheduler_app/admin.css",)}
@@ -241,6 +242,9 @@ class ScheduleAdmin(admin.ModelAdmin):
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm(PAUSE_PERMISSION))
+
+    def has_approve_permission(self, request: HttpRequest) -> bool:
+        return has_approve_permission(request)
 
     def has_run_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm(RUN_PERMISSION))

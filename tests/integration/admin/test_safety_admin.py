@@ -1,0 +1,86 @@
+"""Kill switches, their audit, beat heartbeats, quotas and approval from the admin."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from scheduler_app import services
+from scheduler_app.models import (
+    BeatHeartbeat,
+    KillSwitch,
+    KillSwitchEvent,
+    ScheduleStatus,
+)
+from tests.integration.admin.support import client_for, staff
+
+pytestmark = pytest.mark.django_db
+
+SWITCHES = reverse("admin:scheduler_app_killswitch_changelist")
+SCHEDULES = reverse("admin:scheduler_app_schedule_changelist")
+
+
+def operator() -> object:
+    return staff("ops", "add_killswitch", "change_killswitch", "view_killswitch")
+
+
+def test_turning_a_kill_switch_on_and_off_in_the_admin_is_audited_with_the_user() -> None:
+    browser = client_for(operator())
+    add = reverse("admin:scheduler_app_killswitch_add")
+    response = browser.post(
+        add, {"scope": "task", "target": "demo.ping", "enabled": "on", "reason": "runaway mails"}
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    switch = KillSwitch.objects.get()
+    assert (switch.scope, switch.target, switch.enabled) == ("task", "demo.ping", True)
+    assert (switch.changed_by, switch.reason) == ("ops", "runaway mails")
+
+    change = reverse("admin:scheduler_app_killswitch_change", args=[switch.pk])
+    response = browser.post(change, {"reason": "fixed in 1.2.3"})  # enabled unticked: off
+    assert response.status_code == 302
+    switch.refresh_from_db()
+    assert switch.enabled is False
+    audit = list(KillSwitchEvent.objects.order_by("at").values_list("enabled", "by", "reason"))
+    assert audit == [(True, "ops", "runaway mails"), (False, "ops", "fixed in 1.2.3")]
+    assert "runaway mails" not in browser.get(SWITCHES).content.decode()  # shows the current
+
+
+def test_a_kill_switch_needs_a_reason_and_cannot_be_deleted() -> None:
+    browser = client_for(operator())
+    add = reverse("admin:scheduler_app_killswitch_add")
+    response = browser.post(add, {"scope": "global", "target": "", "enabled": "on", "reason": ""})
+    assert response.status_code == 200 and not KillSwitch.objects.exists()
+    browser.post(add, {"scope": "global", "target": "", "enabled": "on", "reason": "incident 7"})
+    switch = KillSwitch.objects.get()
+    delete = reverse("admin:scheduler_app_killswitch_delete", args=[switch.pk])
+    assert browser.post(delete, {"post": "yes"}).status_code == 403
+    assert KillSwitch.objects.filter(pk=switch.pk).exists()
+
+
+def test_heartbeats_and_the_audit_are_read_only() -> None:
+    browser = client_for(
+        staff("watcher", "view_beatheartbeat", "add_beatheartbeat", "view_killswitchevent")
+    )
+    assert browser.get(reverse("admin:scheduler_app_beatheartbeat_changelist")).status_code == 200
+    assert browser.get(reverse("admin:scheduler_app_beatheartbeat_add")).status_code == 403
+    audit = reverse("admin:scheduler_app_killswitchevent_changelist")
+    assert browser.get(audit).status_code == 200
+    assert not BeatHeartbeat.objects.exists()
+
+
+def test_approving_from_the_list_needs_the_permission(settings: object) -> None:
+    settings.SCHEDULER_APPROVAL_TASKS = ("demo.ping",)  # type: ignore[attr-defined]
+    held = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
+    assert held.status == ScheduleStatus.AWAITING_APPROVAL
+    viewer = client_for(staff("viewer", "view_schedule", "change_schedule"))
+    assert "approve_selected" not in viewer.get(SCHEDULES).content.decode()
+    viewer.post(SCHEDULES, {"action": "approve_selected", "_selected_action": [held.pk]})
+    held.refresh_from_db()
+    assert held.status == ScheduleStatus.AWAITING_APPROVAL
+
+    approver = client_for(staff("lead", "view_schedule", "approve_schedule"))
+    assert "approve_selected" in approver.get(SCHEDULES).content.decode()
+    approver.post(SCHEDULES, {"action": "approve_selected", "_selected_action": [held.pk]})
+    held.refresh_from_db()
+    assert held.status == ScheduleStatus.ACTIVE
+    assert (held.approved_by, held.approved_version) == ("lead", held.version)
