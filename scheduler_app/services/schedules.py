@@ -10,6 +10,7 @@ from uuid import UUID
 
 from django.db import IntegrityError, transaction
 
+from scheduler_app import tenancy
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definitions import misfire_rules, timing_for, validate_definition, version_id
 from scheduler_app.errors import (
@@ -105,6 +106,7 @@ def create_schedule(*, clock: Clock | None = None, user: Any = None, **fields: A
     for required in ("task", "kind", "rule"):
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
+    _check_tenant(user, fields.get("tenant"))
     fields = _with_owner(fields, user, current=None)
     _check_owner_present(fields.get("owner"), str(fields.get("origin") or "api"))
     check_descriptive(fields)
@@ -182,7 +184,9 @@ def update_schedule(
     """
     now = _clock(clock).now()
     _refuse_unknown(changes, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS))
-    before = _get(schedule_id)
+    before = _get(schedule_id, user)
+    if "tenant" in changes:
+        _check_tenant(user, changes["tenant"])
     _check_version(before, expected_version)
     changes = _with_owner(changes, user, current=before)
     if "owner" in changes:
@@ -301,15 +305,21 @@ def _restart_at(schedule: Schedule, first: datetime | None) -> None:
 
 
 def pause_schedule(
-    schedule_id: UUID | str, *, clock: Clock | None = None, note: str = "", by: str = ""
+    schedule_id: UUID | str,
+    *,
+    clock: Clock | None = None,
+    note: str = "",
+    by: str = "",
+    user: Any = None,
 ) -> Schedule:
     """Stop new occurrences; pending ones are kept or cancelled per ``on_pause``.
 
     ``note`` (why) and ``by`` (who) are stored on the schedule as ``pause_note``/``paused_by``.
+    With ``user``, their tenants are checked first (``TenantForbidden``), as for every change.
     """
     now = _clock(clock).now()
     with transaction.atomic():
-        schedule = _locked(schedule_id)
+        schedule = _locked(schedule_id, user)
         if schedule.status == ScheduleStatus.PAUSED:
             return schedule
         if schedule.status != ScheduleStatus.ACTIVE:
@@ -355,7 +365,12 @@ def preview_resume(schedule: Schedule, now: datetime | None = None) -> ResumePre
 
 
 def resume_schedule(
-    schedule_id: UUID | str, *, clock: Clock | None = None, note: str = "", by: str = ""
+    schedule_id: UUID | str,
+    *,
+    clock: Clock | None = None,
+    note: str = "",
+    by: str = "",
+    user: Any = None,
 ) -> Schedule:
     """Reactivate; slots missed while paused go through the misfire policy right away.
 
@@ -364,7 +379,7 @@ def resume_schedule(
     """
     now = _clock(clock).now()
     with transaction.atomic():
-        schedule = _locked(schedule_id)
+        schedule = _locked(schedule_id, user)
         if schedule.status == ScheduleStatus.ACTIVE:
             return schedule
         if schedule.status != ScheduleStatus.PAUSED:
@@ -388,11 +403,13 @@ def resume_schedule(
     return schedule
 
 
-def cancel_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> Schedule:
+def cancel_schedule(
+    schedule_id: UUID | str, *, clock: Clock | None = None, user: Any = None
+) -> Schedule:
     """No future occurrences; waiting ones are cancelled; history is kept."""
     now = _clock(clock).now()
     with transaction.atomic():
-        schedule = _locked(schedule_id)
+        schedule = _locked(schedule_id, user)
         if schedule.status == ScheduleStatus.CANCELLED:
             return schedule
         schedule.status = ScheduleStatus.CANCELLED
@@ -403,13 +420,15 @@ def cancel_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> S
     return schedule
 
 
-def delete_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> str:
+def delete_schedule(
+    schedule_id: UUID | str, *, clock: Clock | None = None, user: Any = None
+) -> str:
     """Delete a schedule without history; one with occurrences is cancelled instead.
 
     Returns ``"deleted"`` or ``"cancelled"``.
     """
     with transaction.atomic():
-        schedule = _locked(schedule_id)
+        schedule = _locked(schedule_id, user)
         if schedule.occurrences.exists():
             cancel_schedule(schedule.id, clock=clock)
             return "cancelled"
@@ -417,23 +436,37 @@ def delete_schedule(schedule_id: UUID | str, *, clock: Clock | None = None) -> s
     return "deleted"
 
 
-def _get(schedule_id: UUID | str) -> Schedule:
-    """The schedule as stored, without a lock (validation happens before any lock)."""
+def _get(schedule_id: UUID | str, user: Any = None) -> Schedule:
+    """The schedule as stored, without a lock (validation happens before any lock).
+
+    With ``user``, their tenants are checked (``TenantForbidden``)."""
     schedule = Schedule.objects.filter(pk=schedule_id).first() if _is_uuid(schedule_id) else None
     if schedule is None:
         raise ScheduleValidationError(
             "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
         )
+    tenancy.check_access(user, schedule)
     return schedule
 
 
-def _locked(schedule_id: UUID | str) -> Schedule:
+def _locked(schedule_id: UUID | str, user: Any = None) -> Schedule:
     try:
-        return Schedule.objects.select_for_update().get(pk=schedule_id)
+        schedule = Schedule.objects.select_for_update().get(pk=schedule_id)
     except (Schedule.DoesNotExist, ValueError):
         raise ScheduleValidationError(
             "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
         ) from None
+    tenancy.check_access(user, schedule)
+    return schedule
+
+
+def _check_tenant(user: Any, tenant: object) -> None:
+    """A user may only create (or move a schedule into) one of their tenants."""
+    if user is not None and not tenancy.may_access(user, str(tenant or "")):
+        raise tenancy.TenantForbidden(
+            f"you are not a member of tenant {tenant!r}; pick one of your tenants or ask an "
+            "administrator to add you to its tenant group"
+        )
 
 
 WAITING_STATES = (
