@@ -44,6 +44,7 @@ from scheduler_app.context import (
 from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import OccurrenceState
 from scheduler_app.retrying import RetryPolicy, decide_retry
+from scheduler_app.safety import killswitch
 
 logger = logging.getLogger("scheduler_app.tasks")
 
@@ -97,6 +98,10 @@ class OccurrenceTask(Task):
         )
         if not claim.claimed or claim.occurrence is None:
             self._refused(occurrence_id, claim)
+            raise Ignore()
+        if killswitch.stops(claim.occurrence):
+            # Handed to the broker before the switch went on: recorded, never run.
+            self._end(claim, OccurrenceState.SKIPPED, killswitch.REASON)
             raise Ignore()
         if args or kwargs != claim.occurrence.kwargs:
             logger.warning(

@@ -120,3 +120,21 @@ def test_a_worker_can_ask_whether_a_switch_now_covers_a_delivery() -> None:
     assert not stops(acme_row)
     set_kill_switch("tenant", "acme", enabled=True, by="alice", reason="r", now=START)
     assert stops(acme_row) and not stops(globex_row)
+
+
+def test_a_delivery_already_in_the_broker_is_skipped_by_the_worker_when_a_switch_is_on() -> None:
+    from project.demo.tasks import ping
+    from tests.integration.worker_support import due_one, fetch, run
+
+    clock = FakeClock(START)
+    occurrence = due_one(clock)  # published before anybody turned the switch on
+    assert occurrence.state == OccurrenceState.DISPATCHED
+    set_kill_switch("task", occurrence.task, enabled=True, by="bob", reason="stop", now=START)
+    run(ping, occurrence, clock)
+    stopped = fetch(occurrence)
+    assert (stopped.state, stopped.reason) == (OccurrenceState.SKIPPED, "kill_switch")
+
+    set_kill_switch("task", occurrence.task, enabled=False, by="bob", reason="fixed", now=START)
+    again = due_one(clock, tenant="after")
+    run(ping, again, clock)
+    assert fetch(again).state == OccurrenceState.SUCCEEDED
