@@ -1,5 +1,7 @@
 """Execution-time permission checks: is the schedule's owner still allowed to run it *now*?
 
+Also the owner rules every schedule write applies (who may pick which owner; REQUIRE_OWNER).
+
 And the owner's lifecycle: deleting or deactivating a user pauses the schedules they own
 (with a note saying why), so a schedule never silently becomes an owner-less, unchecked one.
 """
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.utils.module_loading import import_string
 
 from scheduler_app.conf import get_settings
+from scheduler_app.errors import ScheduleValidationError
 
 if TYPE_CHECKING:
     from scheduler_app.models import Schedule
@@ -90,3 +93,41 @@ def pause_owned_schedules(user: Any, why: str, now: datetime) -> int:
             extra={"action": "schedule.owner_paused", "count": paused, "user_id": user.pk},
         )
     return paused
+
+
+def check_owner_present(owner: Any, origin: str) -> None:
+    if owner_required(owner, origin):
+        raise ScheduleValidationError(
+            "owner",
+            "an owner is required (SCHEDULER_REQUIRE_OWNER): every run is checked against "
+            "its owner's permissions; choose a user with the run_schedule permission",
+            code="owner_required",
+        )
+
+
+def with_owner_rules(
+    fields: dict[str, Any], user: Any, *, current: Schedule | None
+) -> dict[str, Any]:
+    """Apply the owner rules for an edit by ``user`` (None: trusted code, no rules).
+
+    New schedules are owned by their creator unless an owner is given; only superusers and
+    users with ``scheduler_app.assign_owner`` may give (or change to) another owner.
+    """
+    if user is None or not getattr(user, "is_authenticated", False):
+        return fields
+    result = dict(fields)
+    if current is None and result.get("owner") is None:
+        result["owner"] = user
+        return result
+    if "owner" not in result:
+        return result
+    wanted = getattr(result["owner"], "pk", result["owner"])
+    unchanged = current is not None and wanted == current.owner_id
+    if not unchanged and wanted != user.pk and not may_assign_owner(user):
+        raise ScheduleValidationError(
+            "owner",
+            "you may not choose another user as the owner (it needs the "
+            "scheduler_app.assign_owner permission); leave the owner empty to own it yourself",
+            code="owner_not_allowed",
+        )
+    return result

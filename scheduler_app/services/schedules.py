@@ -35,7 +35,7 @@ from scheduler_app.models import (
     ScheduleStatus,
     ScheduleVersion,
 )
-from scheduler_app.permissions import may_assign_owner, owner_required
+from scheduler_app.permissions import check_owner_present, with_owner_rules
 from scheduler_app.policies import PlannedSlot, decide_misfire
 from scheduler_app.safety.gates import before_write
 from scheduler_app.timing import (
@@ -107,8 +107,8 @@ def create_schedule(*, clock: Clock | None = None, user: Any = None, **fields: A
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
     _check_tenant(user, fields.get("tenant"))
-    fields = _with_owner(fields, user, current=None)
-    _check_owner_present(fields.get("owner"), str(fields.get("origin") or "api"))
+    fields = with_owner_rules(fields, user, current=None)
+    check_owner_present(fields.get("owner"), str(fields.get("origin") or "api"))
     check_descriptive(fields)
     semantic = apply_class_defaults({k: v for k, v in fields.items() if k in SEMANTIC_FIELDS})
     values = normalize_definition({**DEFAULTS, **semantic}, now)
@@ -188,9 +188,9 @@ def update_schedule(
     if "tenant" in changes:
         _check_tenant(user, changes["tenant"])
     _check_version(before, expected_version)
-    changes = _with_owner(changes, user, current=before)
+    changes = with_owner_rules(changes, user, current=before)
     if "owner" in changes:
-        _check_owner_present(changes["owner"], before.origin)
+        check_owner_present(changes["owner"], before.origin)
     check_descriptive(changes)
     current = {name: getattr(before, name) for name in SEMANTIC_FIELDS}
     requested = apply_class_defaults(
@@ -236,42 +236,6 @@ def _check_version(schedule: Schedule, expected_version: int) -> None:
 def _differs(old: Any, new: Any) -> bool:
     """Compare a stored descriptive value with a requested one (an owner by primary key)."""
     return getattr(old, "pk", old) != getattr(new, "pk", new)
-
-
-def _check_owner_present(owner: Any, origin: str) -> None:
-    if owner_required(owner, origin):
-        raise ScheduleValidationError(
-            "owner",
-            "an owner is required (SCHEDULER_REQUIRE_OWNER): every run is checked against "
-            "its owner's permissions; choose a user with the run_schedule permission",
-            code="owner_required",
-        )
-
-
-def _with_owner(fields: dict[str, Any], user: Any, *, current: Schedule | None) -> dict[str, Any]:
-    """Apply the owner rules for an edit by ``user`` (None: trusted code, no rules).
-
-    New schedules are owned by their creator unless an owner is given; only superusers and
-    users with ``scheduler_app.assign_owner`` may give (or change to) another owner.
-    """
-    if user is None or not getattr(user, "is_authenticated", False):
-        return fields
-    result = dict(fields)
-    if current is None and result.get("owner") is None:
-        result["owner"] = user
-        return result
-    if "owner" not in result:
-        return result
-    wanted = getattr(result["owner"], "pk", result["owner"])
-    unchanged = current is not None and wanted == current.owner_id
-    if not unchanged and wanted != user.pk and not may_assign_owner(user):
-        raise ScheduleValidationError(
-            "owner",
-            "you may not choose another user as the owner (it needs the "
-            "scheduler_app.assign_owner permission); leave the owner empty to own it yourself",
-            code="owner_not_allowed",
-        )
-    return result
 
 
 def _flush_due(schedule: Schedule, now: datetime) -> list[Occurrence]:
