@@ -30,6 +30,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleVersion
 from scheduler_app.outbox import PartialPublish
 from scheduler_app.publishing import CeleryPublisher
+from scheduler_app.publishing import redis as publishing_redis
 from tests.integration.support import START, schedule, ticker
 
 MINUTE = timedelta(minutes=1)
@@ -309,7 +310,7 @@ def test_a_failure_mid_batch_marks_only_the_chunks_redis_took(
 ) -> None:
     clock = FakeClock(START)
     due_rows(5, clock)
-    monkeypatch.setattr(publishing, "PIPELINE_CHUNK", 2)
+    monkeypatch.setattr(publishing_redis, "PIPELINE_CHUNK", 2)
     BrokenPipeline(monkeypatch, fail_on=2)  # the first chunk is written, the second is not
     result = ticker(CeleryPublisher(app), clock).tick()  # type: ignore[arg-type]
     assert (result.published, result.broker_failed) == (2, True)
@@ -387,12 +388,14 @@ def test_a_fanout_exchange_or_an_expiring_queue_is_left_to_send_task(
     with app.connection_for_write() as connection:
         channel = connection.default_channel
         channel.exchange_declare(f"{prefix}-fanout", type="fanout")
-        with pytest.raises(publishing._Unsupported):
-            publishing._destinations(channel, f"{prefix}-fanout", "")
+        with pytest.raises(publishing.Unsupported):
+            publishing_redis.destinations_of(channel, f"{prefix}-fanout", "")
         channel.queue_declare(f"{prefix}-expiring", arguments={"x-expires": 60_000})
-        with pytest.raises(publishing._Unsupported):
-            publishing._destinations(channel, "", f"{prefix}-expiring")
-        assert publishing._destinations(channel, "", f"{prefix}-default") == [f"{prefix}-default"]
+        with pytest.raises(publishing.Unsupported):
+            publishing_redis.destinations_of(channel, "", f"{prefix}-expiring")
+        assert publishing_redis.destinations_of(channel, "", f"{prefix}-default") == [
+            f"{prefix}-default"
+        ]
 
 
 @pytest.mark.redis
@@ -400,9 +403,9 @@ def test_an_unsupported_route_sends_the_whole_batch_with_send_task(
     app: Celery, client: redis.Redis, prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def unsupported(*_: Any) -> list[str]:
-        raise publishing._Unsupported("fanout exchange")
+        raise publishing.Unsupported("fanout exchange")
 
-    monkeypatch.setattr(publishing, "_destinations", unsupported)
+    monkeypatch.setattr(publishing_redis, "destinations_of", unsupported)
     sent: list[str] = []
     send_task = app.send_task
 

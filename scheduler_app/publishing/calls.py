@@ -1,0 +1,66 @@
+"""What is sent for one occurrence, independent of the transport."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kombu.exceptions import KombuError
+
+from scheduler_app.models import Occurrence
+from scheduler_app.outbox import HEADER, context_headers
+
+BROKER_ERRORS: tuple[type[BaseException], ...] = (KombuError, OSError, ConnectionError)
+try:  # only with the Redis client installed (the ``redis`` extra); AMQP users may not have it
+    from redis.exceptions import RedisError
+
+    BROKER_ERRORS = (*BROKER_ERRORS, RedisError)
+except ImportError:  # pragma: no cover - depends on the installed extras
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskCall:
+    """The ``send_task`` arguments for one occurrence, shared by both paths."""
+
+    name: str
+    task_id: str
+    kwargs: dict[str, Any]
+    headers: dict[str, Any]
+    expires: datetime | None
+    eta: datetime | None
+    routing: dict[str, Any]
+    """The schedule's own routing options (``Schedule.options``); they win over task_routes."""
+
+    @classmethod
+    def of(cls, occurrence: Occurrence, now: datetime) -> TaskCall:
+        """``eta`` only for a deliberate delay (a retry's backoff: ``not_before`` after the
+        slot) that has not run out by the beat's clock. A run already due, such as a lost run
+        put back in the outbox, or a slot published after the clock stepped back, goes without
+        one, so a worker never holds it back for a difference between clocks."""
+        slot = occurrence.scheduled_for
+        return cls(
+            name=occurrence.task,
+            task_id=str(occurrence.id),
+            kwargs=occurrence.kwargs,
+            headers={HEADER: context_headers(occurrence)},
+            expires=occurrence.deadline_at,
+            eta=occurrence.not_before if occurrence.not_before > max(now, slot) else None,
+            routing=routing_options(occurrence.schedule.options),
+        )
+
+
+ROUTING_OPTIONS = ("queue", "routing_key", "exchange", "priority")
+"""The ``send_task`` options a schedule may set; anything else in ``Schedule.options`` is not
+sent."""
+
+
+def routing_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        key: options[key] for key in ROUTING_OPTIONS if options and options.get(key) is not None
+    }
+
+
+class Unsupported(Exception):
+    """A route the pipeline does not reproduce (fanout, expiring queues): use ``send_task``."""

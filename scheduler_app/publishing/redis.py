@@ -1,0 +1,141 @@
+"""The Redis batch path: messages built as ``send_task`` builds them, written with one
+non-transactional pipeline per chunk (the same list keys and the same JSON envelope kombu's
+``Channel._put`` writes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from celery import Celery
+from kombu.exceptions import KombuError
+from kombu.utils.json import dumps
+
+from scheduler_app.models import Occurrence
+from scheduler_app.outbox import PartialPublish
+from scheduler_app.publishing.calls import BROKER_ERRORS, TaskCall, Unsupported
+from scheduler_app.publishing.messages import MessageBuilder
+
+PIPELINE_CHUNK = 1000
+"""Messages per Redis pipeline round trip: bounds the client buffer; a failed chunk and every
+chunk after it count as not published."""
+
+
+def is_redis_broker(app: Celery) -> bool:
+    """kombu's Redis transport or a subclass (``rediss://``, ``sentinel://``); no I/O."""
+    if not isinstance(app, Celery):
+        return False
+    with app.connection_for_write() as connection:
+        transport = connection.get_transport_cls()
+        # By name, not by import: importing kombu's Redis transport needs the redis extra.
+        return any(
+            cls.__module__ == "kombu.transport.redis" and cls.__name__ == "Transport"
+            for cls in transport.__mro__
+        )
+
+
+def pipeline_applies(app: Celery) -> bool:
+    """Cases ``send_task`` handles that the pipeline leaves to it: protocol 1, task-sent
+    events, and publishing from inside a task (parent ids, inherited priority)."""
+    conf = app.conf
+    return (
+        conf.task_protocol == 2
+        and not conf.task_send_sent_event
+        and app.current_worker_task is None
+    )
+
+
+class RedisPipelinePublisher:
+    """One batch: build every message, declare its queues once, LPUSH in pipelines."""
+
+    def __init__(self, app: Celery, now: datetime) -> None:
+        self.app = app
+        self.now = now
+
+    def publish(self, occurrences: Sequence[Occurrence]) -> list[Occurrence]:
+        """Publish in order. A broker error while writing a chunk raises ``PartialPublish``
+        with the chunks written before it (at-least-once: the rest is published again with the
+        same task id). A message that cannot be serialized stops the batch there, as on the
+        ``send_task`` path."""
+        built: list[tuple[Occurrence, list[tuple[str, str]]]] = []
+        refused: KombuError | None = None
+        try:
+            with self.app.producer_or_acquire() as producer:
+                builder = MessageBuilder(self.app, producer)
+                destinations: dict[tuple[str, str], list[str]] = {}
+                for occurrence in occurrences:
+                    try:
+                        call = TaskCall.of(occurrence, self.now)
+                        commands = redis_commands(
+                            builder.channel, *builder.build(call), destinations
+                        )
+                        built.append((occurrence, commands))
+                    except KombuError as exc:  # e.g. the serializer refuses the kwargs
+                        refused = exc
+                        break
+                builder.declare_queues()
+                published = _push(builder.channel, built)
+        except BROKER_ERRORS as exc:
+            raise PartialPublish(published=[], cause=repr(exc)) from exc
+        if refused is not None:
+            raise PartialPublish(published=published, cause=repr(refused)) from refused
+        return published
+
+
+def _push(channel: Any, built: list[tuple[Occurrence, list[tuple[str, str]]]]) -> list[Occurrence]:
+    published: list[Occurrence] = []
+    with channel.conn_or_acquire() as client:  # the channel's pool and key prefix
+        for start in range(0, len(built), PIPELINE_CHUNK):
+            chunk = built[start : start + PIPELINE_CHUNK]
+            try:
+                with client.pipeline(transaction=False) as pipe:
+                    for _, commands in chunk:
+                        for key, payload in commands:
+                            pipe.lpush(key, payload)
+                    pipe.execute()
+            except BROKER_ERRORS as exc:
+                raise PartialPublish(published=published, cause=repr(exc)) from exc
+            published.extend(occurrence for occurrence, _ in chunk)
+    return published
+
+
+def redis_commands(
+    channel: Any,
+    message: dict[str, Any],
+    exchange: str,
+    routing_key: str,
+    destinations: dict[tuple[str, str], list[str]],
+) -> list[tuple[str, str]]:
+    """The (list key, payload) pairs kombu's Redis ``Channel.basic_publish`` would LPUSH.
+
+    kombu private details (kombu 5.x, ``transport/virtual/base.py``, ``transport/redis.py``),
+    called rather than copied: ``_inplace_augment_message`` (body encoding, delivery tag, the
+    delivery info), ``_lookup`` (the bindings, read once per exchange and routing key per
+    batch), ``_get_message_priority`` and ``_q_for_pri`` (the priority list name), ``_expires``.
+    ``tests/integration/test_publishing_pipeline.py`` compares the result with what kombu
+    writes itself, so a change in kombu fails there.
+    """
+    channel._inplace_augment_message(message, exchange, routing_key)
+    if (exchange, routing_key) not in destinations:
+        destinations[exchange, routing_key] = destinations_of(channel, exchange, routing_key)
+    payload = dumps(message)
+    priority = channel._get_message_priority(message, reverse=False)
+    queues = destinations[exchange, routing_key]
+    return [(channel._q_for_pri(queue, priority), payload) for queue in queues]
+
+
+def destinations_of(channel: Any, exchange: str, routing_key: str) -> list[str]:
+    """The queues kombu's exchange types deliver to (``DirectExchange`` / ``TopicExchange``)."""
+    if not exchange:  # the anonymous exchange: Celery's usual route to a direct queue
+        queues = [routing_key]
+    else:
+        kind = channel.typeof(exchange).type
+        if kind not in ("direct", "topic"):
+            raise Unsupported(f"{kind} exchange {exchange!r}")
+        queues = list(channel._lookup(exchange, routing_key))
+        if kind == "topic":
+            queues = [queue for queue in queues if queue and queue != channel.deadletter_queue]
+    if any(queue in channel._expires for queue in queues):
+        raise Unsupported("a queue with an expiry (kombu refreshes it on every publish)")
+    return queues
