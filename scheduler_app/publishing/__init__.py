@@ -1,11 +1,14 @@
 """Publishing occurrences as ordinary Celery task messages.
 
-Two paths, one message. On kombu's Redis transport a batch is built message by message the way
-``send_task`` builds it (Celery's ``create_task_message`` and ``send_task_message``, kombu's
-``Producer.publish`` and ``Channel.prepare_message``), then written with one non-transactional
-Redis pipeline per chunk: the same list keys and the same JSON envelope kombu's ``Channel._put``
-writes. Every other transport (AMQP, the demo's ``filesystem://``, ``memory://``) keeps the
-per-message ``send_task`` path. Workers cannot tell the two apart.
+Batch paths and the per-message path, one message. On kombu's Redis and py-amqp transports a
+batch is built message by message the way ``send_task`` builds it (Celery's
+``create_task_message`` and ``send_task_message``, kombu's ``Producer.publish`` and
+``Channel.prepare_message``), then sent the transport's own way: Redis writes it with one
+non-transactional pipeline per chunk (the same list keys and the same JSON envelope kombu's
+``Channel._put`` writes); AMQP publishes it on one channel with publisher confirms and counts a
+message as published once the broker has confirmed it. Every other transport (the demo's
+``filesystem://``, ``memory://``) keeps the per-message ``send_task`` path. Workers cannot tell
+the paths apart.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from kombu.exceptions import KombuError
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.models import Occurrence
 from scheduler_app.outbox import PartialPublish
+from scheduler_app.publishing.amqp import AMQP_ERRORS, AmqpConfirmPublisher, is_amqp_broker
 from scheduler_app.publishing.calls import (
     BROKER_ERRORS,
     ROUTING_OPTIONS,
@@ -41,14 +45,18 @@ __all__ = [
 
 logger = logging.getLogger("scheduler_app.publishing")
 
+REDIS = "redis"
+AMQP = "amqp"
+
 
 class CeleryPublisher:
     """``send_task`` semantics with ``task_id`` = occurrence id, one producer per batch.
 
     Workers see a normal Celery message: the task's kwargs are the payload snapshot, the
-    occurrence context travels in the ``scheduler`` header. ``pipeline`` forces the Redis
-    pipeline path on (``True``) or off (``False``); by default it is used exactly when the
-    broker is kombu's Redis transport.
+    occurrence context travels in the ``scheduler`` header. ``pipeline`` turns the batch path
+    off (``False``: ``send_task`` per message) or forces it on (``True``: the AMQP path on
+    kombu's py-amqp transport, the Redis pipeline otherwise); by default the batch path is used
+    exactly when the broker's transport has one (Redis, AMQP).
     """
 
     def __init__(
@@ -56,16 +64,33 @@ class CeleryPublisher:
     ) -> None:
         self.app = app
         self._pipeline = pipeline
+        self._path: str | None = None
         self.clock = clock or SystemClock()
 
     @property
     def uses_pipeline(self) -> bool:
-        if self._pipeline is None:
-            self._pipeline = is_redis_broker(self.app)
-        return self._pipeline
+        """Whether batches take a batch path (Redis pipeline or AMQP confirms)."""
+        return self.batch_path is not None
+
+    @property
+    def batch_path(self) -> str | None:
+        """``"amqp"``, ``"redis"``, or ``None`` for ``send_task`` per message; found once."""
+        if self._pipeline is False:
+            return None
+        if self._path is None:
+            if is_amqp_broker(self.app):
+                self._path = AMQP
+            elif self._pipeline or is_redis_broker(self.app):
+                self._path = REDIS
+            else:
+                self._pipeline = False
+        return self._path
 
     def publish(self, occurrences: Sequence[Occurrence]) -> list[Occurrence]:
-        if occurrences and self.uses_pipeline and pipeline_applies(self.app):
+        path = self.batch_path if occurrences else None
+        if path is not None and pipeline_applies(self.app):
+            if path == AMQP:
+                return AmqpConfirmPublisher(self.app, self.clock.now()).publish(occurrences)
             try:
                 return RedisPipelinePublisher(self.app, self.clock.now()).publish(occurrences)
             except Unsupported as exc:  # raised before anything was written
@@ -94,7 +119,7 @@ class CeleryPublisher:
                 for occurrence in occurrences:
                     self._send(occurrence, producer, now)
                     published.append(occurrence)
-        except (KombuError, OSError, ConnectionError) as exc:
+        except AMQP_ERRORS as exc:  # the broker errors of every transport, py-amqp's too
             raise PartialPublish(published=published, cause=repr(exc)) from exc
         return published
 
