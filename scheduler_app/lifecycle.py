@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F
 
 from scheduler_app import events
+from scheduler_app.conf import SchedulerSettings, get_settings
 from scheduler_app.definitions import timing_for
 from scheduler_app.models import (
     ACTIVE_STATES,
@@ -25,10 +26,12 @@ from scheduler_app.models import (
     Occurrence,
     OccurrenceAttempt,
     OccurrenceState,
+    OverlapPolicy,
     Schedule,
     ScheduleStatus,
 )
-from scheduler_app.permissions import may_run, pause_owned_schedules, refusal
+from scheduler_app.permissions import CODE_ORIGIN, may_run, pause_owned_schedules, refusal
+from scheduler_app.worker import sql as worker_sql
 
 logger = logging.getLogger("scheduler_app.lifecycle")
 
@@ -45,6 +48,10 @@ class Claim:
     token: int = 0
     attempt: int = 0
     occurrence: Occurrence | None = None
+    """As it was before the claim, with its schedule and version loaded."""
+    stopped: bool | None = None
+    """Whether a kill switch covers the claimed occurrence (read by the claim statement on
+    PostgreSQL); None: not read, ask ``killswitch.stops``."""
 
 
 def claim(
@@ -60,7 +67,14 @@ def claim(
 
     ``task`` is the name of the task the message was delivered to: an occurrence of another
     task is never run by it (a forged or misrouted message), and is left as it is.
+
+    On PostgreSQL the common case is one statement (``scheduler_app.worker.sql``); a refusal,
+    or an owner whose permission Python must check, costs a few more.
     """
+    if worker_sql.available():
+        return _claim_in_one_statement(
+            str(occurrence_id), owner=owner, now=now, lease=lease, task=task
+        )
     occurrence = (
         Occurrence.objects.select_related("schedule", "schedule__owner", "schedule_version")
         .filter(pk=occurrence_id)
@@ -68,6 +82,53 @@ def claim(
     )
     if occurrence is None:
         return Claim(False, "unknown_occurrence")
+    refused = _refused(occurrence, now, task)
+    if refused is not None:
+        return refused
+    return _take(occurrence, owner=owner, now=now, lease=lease)
+
+
+def _claim_in_one_statement(
+    occurrence_id: str, *, owner: str, now: datetime, lease: timedelta, task: str | None
+) -> Claim:
+    settings = get_settings()
+    predicate = worker_sql.permission_predicate(
+        decided=False,
+        default_check=settings.PERMISSION_CHECK == SchedulerSettings.PERMISSION_CHECK,
+        require_owner=settings.REQUIRE_OWNER,
+    )
+    last: Occurrence | None = None
+    for attempt in (1, 2):
+        seen = worker_sql.claim(
+            occurrence_id,
+            owner=owner,
+            now=now,
+            lease=lease,
+            early=EARLY,
+            task=task,
+            permission=predicate,
+            code_origin=CODE_ORIGIN,
+        )
+        if seen is None:
+            return Claim(False, "unknown_occurrence")
+        if seen.won:
+            return Claim(True, "", seen.token, seen.attempt, seen.occurrence, seen.stopped)
+        last = seen.occurrence
+        refused = _refused(seen.occurrence, now, task, check_permission=attempt == 1)
+        if refused is not None:
+            return refused
+        # Claimable and permitted: the owner's permission needed Python (now checked).
+        predicate = worker_sql.permission_predicate(
+            decided=True, default_check=True, require_owner=False
+        )
+    return Claim(False, "claimed_by_another", occurrence=last)
+
+
+def _refused(
+    occurrence: Occurrence, now: datetime, task: str | None, *, check_permission: bool = True
+) -> Claim | None:
+    """Why ``occurrence`` (as read, with its schedule) may not start now, ending it when the
+    reason is final (cancelled, expired, forbidden); None when it may."""
     if task is not None and occurrence.task != task:
         return Claim(False, "task_mismatch")
     if occurrence.state not in CLAIMABLE:
@@ -84,13 +145,18 @@ def claim(
     if occurrence.deadline_at is not None and now >= occurrence.deadline_at:
         end(occurrence, OccurrenceState.EXPIRED, "deadline_passed", now, from_states=CLAIMABLE)
         return Claim(False, "expired")
-    if not may_run(occurrence.schedule):
+    if check_permission and not may_run(occurrence.schedule):
         why = refusal(occurrence.schedule)
         end(occurrence, OccurrenceState.FAILED, "forbidden", now, from_states=CLAIMABLE, error=why)
         person = occurrence.schedule.owner
         if person is not None and not person.is_active:
             pause_owned_schedules(person, f"paused: {why}", now)
         return Claim(False, "forbidden")
+    return None
+
+
+def _take(occurrence: Occurrence, *, owner: str, now: datetime, lease: timedelta) -> Claim:
+    """The claim's compare-and-set and its attempt record (the ORM path)."""
     token = occurrence.fencing_token + 1
     with transaction.atomic():
         won = Occurrence.objects.filter(
@@ -165,8 +231,18 @@ def finish(
     reason: str,
     now: datetime,
     error: str = "",
+    claimed: Occurrence | None = None,
 ) -> bool:
-    """End a running attempt (succeeded, failed, cancelled, expired), if it still holds it."""
+    """End a running attempt (succeeded, failed, cancelled, expired), if it still holds it.
+
+    ``claimed`` is the occurrence as its claim read it (with its schedule): on PostgreSQL,
+    for a schedule that neither buffers nor runs at a fixed delay, the outcome is then one
+    statement.
+    """
+    if claimed is not None and _one_statement_finish(claimed):
+        return _finish_in_one_statement(
+            claimed, token=token, state=state, reason=reason, now=now, error=error
+        )
     occurrence = Occurrence.objects.filter(pk=occurrence_id).first()
     if occurrence is None:
         return False
@@ -181,10 +257,57 @@ def finish(
     )
 
 
+BUFFERING = (OverlapPolicy.BUFFER_ONE, OverlapPolicy.BUFFER_ALL)
+
+
+def _one_statement_finish(claimed: Occurrence) -> bool:
+    """Schedules that buffer or run at a fixed delay keep the ORM path: releasing the next
+    occurrence and computing the next slot need reads taken under the schedule's lock."""
+    schedule = claimed.schedule
+    return (
+        worker_sql.available()
+        and schedule.overlap_policy not in BUFFERING
+        and schedule.interval_mode != IntervalMode.FIXED_DELAY
+    )
+
+
+def _finish_in_one_statement(
+    claimed: Occurrence, *, token: int, state: str, reason: str, now: datetime, error: str
+) -> bool:
+    ended = worker_sql.finish(
+        str(claimed.pk),
+        schedule_id=claimed.schedule_id,
+        token=token,
+        state=state,
+        reason=reason,
+        now=now,
+        error=error,
+    )
+    if ended is None:
+        return False
+    schedule = ended.schedule
+    if ended.buffered or schedule.overlap_policy in BUFFERING:
+        # Edited to a buffering policy while this ran, or rows left buffered by one: the
+        # release needs a fresh read under the lock.
+        with transaction.atomic():
+            release_next(Schedule.objects.select_for_update().get(pk=schedule.pk), now)
+    if schedule.interval_mode == IntervalMode.FIXED_DELAY:  # edited to it while this ran
+        with transaction.atomic():
+            _after_fixed_delay_run(Schedule.objects.select_for_update().get(pk=schedule.pk), now)
+    occurrence = ended.occurrence
+    if "schedule_version" in claimed._state.fields_cache:
+        occurrence.schedule_version = claimed.schedule_version
+    announce_finished([occurrence], state, reason)
+    _log_ended(occurrence, state, reason)
+    return True
+
+
 def retry_later(
     occurrence_id: UUID | str, *, token: int, at: datetime, now: datetime, error: str
 ) -> bool:
     """``running -> retrying`` until ``at``; the same occurrence, key and slot, a new attempt."""
+    if worker_sql.available():
+        return worker_sql.retry_later(str(occurrence_id), token=token, at=at, now=now, error=error)
     with transaction.atomic():
         moved = Occurrence.objects.filter(
             pk=occurrence_id, state=OccurrenceState.RUNNING, fencing_token=token
@@ -228,6 +351,13 @@ def end(
         _after_fixed_delay_run(schedule, now)
         occurrence.state, occurrence.reason, occurrence.finished_at = state, reason, now
         announce_finished([occurrence], state, reason)
+    _log_ended(occurrence, state, reason)
+    return True
+
+
+def _log_ended(occurrence: Occurrence, state: str, reason: str) -> None:
+    if not logger.isEnabledFor(logging.INFO):
+        return
     logger.info(
         "occurrence ended",
         extra={
@@ -237,7 +367,6 @@ def end(
             "reason": reason,
         },
     )
-    return True
 
 
 def release_next(schedule: Schedule, now: datetime) -> Occurrence | None:

@@ -99,7 +99,10 @@ class OccurrenceTask(Task):
         if not claim.claimed or claim.occurrence is None:
             self._refused(occurrence_id, claim)
             raise Ignore()
-        if killswitch.stops(claim.occurrence):
+        stopped = claim.stopped
+        if stopped is None:
+            stopped = killswitch.stops(claim.occurrence)
+        if stopped:
             # Handed to the broker before the switch went on: recorded, never run.
             self._end(claim, OccurrenceState.SKIPPED, killswitch.REASON)
             raise Ignore()
@@ -155,6 +158,7 @@ class OccurrenceTask(Task):
                 reason=reason,
                 now=self.clock.now(),
                 error=error,
+                claimed=claim.occurrence,
             )
         )
         if not ended:

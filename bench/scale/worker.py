@@ -113,7 +113,7 @@ def worker_run(kind: str, count: int, at: datetime, budget: float) -> dict[str, 
             "--hostname",
             f"bench-{kind}@%h",
         ),
-        env={"BENCH_WORKER_STATS": str(stats_path)},
+        env={"BENCH_WORKER_STATS": str(stats_path), **profile_env(kind)},
     )
     deadline = time.perf_counter() + budget
     try:
@@ -150,6 +150,12 @@ def worker_run(kind: str, count: int, at: datetime, budget: float) -> dict[str, 
     if kind == "occurrence":
         result["succeeded"] = Occurrence.objects.filter(state=OccurrenceState.SUCCEEDED).count()
     return result
+
+
+def profile_env(kind: str) -> dict[str, str]:
+    """``BENCH_WORKER_PROFILE=<path>``: each worker writes its cProfile to ``<path>.<kind>``."""
+    path = os.environ.get("BENCH_WORKER_PROFILE")
+    return {"BENCH_WORKER_PROFILE": f"{path}.{kind}"} if path else {}
 
 
 def gap_figures(gaps: list[float]) -> dict[str, float]:

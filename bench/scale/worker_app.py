@@ -3,11 +3,14 @@
 The example project's app with the bench's two no-op tasks (``bench.noop``, an
 ``OccurrenceTask``; ``bench.plain_noop``, a plain ``celery.Task``). It counts the SQL queries
 and times the tasks it runs (from the first ``task_prerun`` to the last ``task_postrun``) and
-writes them as JSON to ``$BENCH_WORKER_STATS`` when the worker shuts down.
+writes them as JSON to ``$BENCH_WORKER_STATS`` when the worker shuts down. With
+``$BENCH_WORKER_PROFILE`` set to a path it also profiles (cProfile) from the first task's start
+to the shutdown and writes the statistics there (``python -m pstats <path>``).
 """
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
 import time
@@ -31,6 +34,7 @@ _sql_start = [0]
 gaps: list[float] = []
 statements: Counter[str] = Counter()
 """SQL statements run between the first task's start and the last one's end, by shape."""
+profiler = cProfile.Profile() if os.environ.get("BENCH_WORKER_PROFILE") else None
 
 
 def _record(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
@@ -53,6 +57,8 @@ def _started(**_: Any) -> None:
     if stats["first_start"] is None:
         stats["first_start"] = time.perf_counter()
         _sql_start[0] = counter.sql
+        if profiler is not None:
+            profiler.enable()
 
 
 @task_postrun.connect
@@ -67,6 +73,9 @@ def _ended(**_: Any) -> None:
 
 @worker_shutdown.connect
 def _write(**_: Any) -> None:
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(os.environ["BENCH_WORKER_PROFILE"])
     target = os.environ.get("BENCH_WORKER_STATS")
     if target:
         Path(target).write_text(json.dumps(stats | {"statements": dict(statements), "gaps": gaps}))

@@ -1,0 +1,54 @@
+"""Model instances from the columns of a hand-written statement, converted as the ORM would."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any, TypeVar, cast
+
+from django.db import connection
+from django.db.models import Model
+
+M = TypeVar("M", bound=Model)
+Converter = Callable[[Any, Any, Any], Any]
+
+
+def columns(model: type[Model], alias: str) -> str:
+    """``alias."col", ...``: every concrete column of ``model``, in field order."""
+    return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
+
+
+def width(model: type[Model]) -> int:
+    return len(model._meta.concrete_fields)
+
+
+def build(model: type[M], values: Sequence[Any]) -> M:
+    """``model`` as loaded from the database, from its columns in ``columns`` order."""
+    converted = []
+    for (expression, converters), value in zip(
+        _converters(model, connection.vendor), values, strict=True
+    ):
+        for convert in converters:
+            value = convert(value, expression, connection)
+        converted.append(value)
+    names = [field.attname for field in model._meta.concrete_fields]
+    return model.from_db(connection.alias, names, converted)
+
+
+@cache
+def _converters(model: type[Model], vendor: str) -> list[tuple[Any, list[Converter]]]:
+    """The ORM's per-column converters (JSON decoding, SQLite dates, ...), per backend."""
+    found = []
+    for field in model._meta.concrete_fields:
+        field = cast(Any, field)
+        expression = field.get_col(model._meta.db_table)
+        found.append(
+            (
+                expression,
+                [
+                    *connection.ops.get_db_converters(expression),
+                    *field.get_db_converters(connection),
+                ],
+            )
+        )
+    return found

@@ -1,0 +1,271 @@
+"""PostgreSQL: claim an occurrence in one statement, record its outcome in one.
+
+Both are data-modifying CTEs: every part commits or none does, and each compare-and-set
+(state, fencing token) is re-checked by PostgreSQL on the row's newest version, so they keep
+the guarantees of the ORM path in ``scheduler_app.lifecycle`` with one round trip each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cache
+from typing import Any
+
+from django.db import connection
+
+from scheduler_app.models import (
+    AttemptKind,
+    KillSwitch,
+    KillSwitchScope,
+    Occurrence,
+    OccurrenceAttempt,
+    OccurrenceState,
+    Schedule,
+    ScheduleVersion,
+)
+from scheduler_app.worker.rows import build, columns, width
+
+
+def available() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _tables() -> dict[str, str]:
+    return {
+        "occ": Occurrence._meta.db_table,
+        "sched": Schedule._meta.db_table,
+        "ver": ScheduleVersion._meta.db_table,
+        "att": OccurrenceAttempt._meta.db_table,
+        "kill": KillSwitch._meta.db_table,
+    }
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What the claim statement saw: the occurrence as it was before the statement (with its
+    schedule and version), and, when it won, the new token, attempt number and kill switch."""
+
+    occurrence: Occurrence
+    won: bool
+    token: int = 0
+    attempt: int = 0
+    stopped: bool = False
+
+
+@cache
+def _claim_sql(check_task: bool, permission: str) -> str:
+    task = "AND o.task = %(task)s" if check_task else ""
+    return """
+WITH cur AS (
+    SELECT {occ_cols} FROM "{occ}" o WHERE o.id = %(id)s
+), won AS (
+    UPDATE "{occ}" o SET state = %(running)s, fencing_token = o.fencing_token + 1,
+        attempts = o.attempts + 1, lease_owner = %(owner)s,
+        lease_expires_at = %(lease_until)s, started_at = %(now)s
+    FROM cur JOIN "{sched}" s ON s.id = cur.schedule_id
+    WHERE o.id = cur.id AND o.fencing_token = cur.fencing_token
+        AND o.state IN (%(pending)s, %(dispatched)s, %(retrying)s) {task}
+        AND o.cancel_requested_at IS NULL
+        AND (o.deadline_at IS NULL OR o.deadline_at > %(now)s)
+        AND (o.state <> %(retrying)s OR o.not_before IS NULL OR o.not_before <= %(early)s)
+        AND ({permission})
+    RETURNING o.id, o.fencing_token, o.attempts
+), attempt AS (
+    INSERT INTO "{att}" (occurrence_id, kind, number, worker, started_at, outcome, error,
+        "by", note)
+    SELECT won.id, %(run)s, won.attempts, %(worker)s, %(now)s, '', '', '', '' FROM won
+)
+SELECT {cur_cols}, {s_cols}, {v_cols}, won.fencing_token, won.attempts,
+    won.attempts IS NOT NULL AND EXISTS (
+        SELECT 1 FROM "{kill}" k WHERE k.enabled AND (
+            k.scope = %(global)s
+            OR (k.scope = %(tenant)s AND k.target = s.tenant)
+            OR (k.scope = %(by_task)s AND k.target = cur.task)))
+FROM cur JOIN "{sched}" s ON s.id = cur.schedule_id
+    LEFT JOIN "{ver}" v ON v.id = cur.schedule_version_id
+    LEFT JOIN won ON TRUE
+""".format(
+        occ_cols=columns(Occurrence, "o"),
+        cur_cols=columns(Occurrence, "cur"),
+        s_cols=columns(Schedule, "s"),
+        v_cols=columns(ScheduleVersion, "v"),
+        task=task,
+        permission=permission,
+        **_tables(),
+    )
+
+
+def permission_predicate(*, decided: bool, default_check: bool, require_owner: bool) -> str:
+    """The claim's permission condition: ``decided`` (checked in Python already), or what the
+    default check says without Python (no owner: allowed unless an owner is required)."""
+    if decided:
+        return "TRUE"
+    if not default_check:
+        return "FALSE"
+    if require_owner:
+        return "s.owner_id IS NULL AND s.origin = %(code)s"
+    return "s.owner_id IS NULL"
+
+
+def claim(
+    occurrence_id: str,
+    *,
+    owner: str,
+    now: datetime,
+    lease: timedelta,
+    early: timedelta,
+    task: str | None,
+    permission: str,
+    code_origin: str,
+) -> Claimed | None:
+    """One statement; None when the occurrence does not exist."""
+    params: dict[str, Any] = {
+        "id": occurrence_id,
+        "owner": owner,
+        "worker": owner[:200],
+        "now": now,
+        "lease_until": now + lease,
+        "early": now + early,
+        "task": task,
+        "code": code_origin,
+        "running": OccurrenceState.RUNNING.value,
+        "pending": OccurrenceState.PENDING.value,
+        "dispatched": OccurrenceState.DISPATCHED.value,
+        "retrying": OccurrenceState.RETRYING.value,
+        "run": AttemptKind.RUN.value,
+        "global": KillSwitchScope.GLOBAL.value,
+        "tenant": KillSwitchScope.TENANT.value,
+        "by_task": KillSwitchScope.TASK.value,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_claim_sql(task is not None, permission), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    o_end = width(Occurrence)
+    s_end = o_end + width(Schedule)
+    v_end = s_end + width(ScheduleVersion)
+    occurrence = build(Occurrence, row[:o_end])
+    occurrence.schedule = build(Schedule, row[o_end:s_end])
+    if row[s_end] is not None:
+        occurrence.schedule_version = build(ScheduleVersion, row[s_end:v_end])
+    token, attempt, stopped = row[v_end:]
+    if token is None:
+        return Claimed(occurrence, won=False)
+    return Claimed(occurrence, won=True, token=token, attempt=attempt, stopped=bool(stopped))
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The occurrence as the outcome left it and its schedule as locked by the statement."""
+
+    occurrence: Occurrence
+    schedule: Schedule
+    buffered: bool
+    """A buffered occurrence of the schedule existed when the statement began."""
+
+
+@cache
+def _finish_sql(with_error: bool) -> str:
+    last_error = ", last_error = %(error)s" if with_error else ""
+    return """
+WITH locked AS (
+    SELECT {s_cols} FROM "{sched}" s WHERE s.id = %(schedule_id)s FOR UPDATE
+), ended AS (
+    UPDATE "{occ}" o SET state = %(state)s, reason = %(reason)s, finished_at = %(now)s,
+        lease_expires_at = NULL {last_error}
+    FROM locked
+    WHERE o.id = %(id)s AND o.state = %(running)s AND o.fencing_token = %(token)s
+    RETURNING {o_cols}
+), closed AS (
+    UPDATE "{att}" a SET finished_at = %(now)s, outcome = %(state)s, error = %(error)s
+    WHERE a.occurrence_id = %(id)s AND a.kind = %(run)s AND a.finished_at IS NULL
+        AND EXISTS (SELECT 1 FROM ended)
+)
+SELECT {locked_cols}, {ended_cols}, EXISTS (
+    SELECT 1 FROM "{occ}" b WHERE b.schedule_id = %(schedule_id)s AND b.state = %(buffered)s)
+FROM locked JOIN ended ON TRUE
+""".format(
+        s_cols=columns(Schedule, "s"),
+        o_cols=columns(Occurrence, "o"),
+        locked_cols=columns(Schedule, "locked"),
+        ended_cols=columns(Occurrence, "ended"),
+        last_error=last_error,
+        **_tables(),
+    )
+
+
+def finish(
+    occurrence_id: str,
+    *,
+    schedule_id: Any,
+    token: int,
+    state: str,
+    reason: str,
+    now: datetime,
+    error: str,
+) -> Ended | None:
+    """End a running attempt that still holds ``token``: one statement that locks the schedule
+    (first, as the beat does), ends the occurrence and closes its attempt. None when the
+    attempt lost its lease."""
+    params: dict[str, Any] = {
+        "id": occurrence_id,
+        "schedule_id": schedule_id,
+        "token": token,
+        "state": state,
+        "reason": reason,
+        "now": now,
+        "error": error[:4000],
+        "running": OccurrenceState.RUNNING.value,
+        "buffered": OccurrenceState.BUFFERED.value,
+        "run": AttemptKind.RUN.value,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_finish_sql(bool(error)), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    s_end = width(Schedule)
+    o_end = s_end + width(Occurrence)
+    schedule = build(Schedule, row[:s_end])
+    occurrence = build(Occurrence, row[s_end:o_end])
+    occurrence.schedule = schedule
+    return Ended(occurrence, schedule, buffered=bool(row[o_end]))
+
+
+@cache
+def _retry_sql() -> str:
+    return """
+WITH moved AS (
+    UPDATE "{occ}" o SET state = %(retrying)s, not_before = %(at)s, reason = %(reason)s,
+        last_error = %(error)s, lease_expires_at = NULL, dispatched_at = NULL,
+        publish_lease_until = NULL
+    WHERE o.id = %(id)s AND o.state = %(running)s AND o.fencing_token = %(token)s
+    RETURNING o.id
+), closed AS (
+    UPDATE "{att}" a SET finished_at = %(now)s, outcome = %(retrying)s, error = %(error)s
+    WHERE a.occurrence_id = %(id)s AND a.kind = %(run)s AND a.finished_at IS NULL
+        AND EXISTS (SELECT 1 FROM moved)
+)
+SELECT count(*) FROM moved
+""".format(**_tables())
+
+
+def retry_later(occurrence_id: str, *, token: int, at: datetime, now: datetime, error: str) -> bool:
+    """``running -> retrying`` and the attempt closed, in one statement."""
+    params: dict[str, Any] = {
+        "id": occurrence_id,
+        "token": token,
+        "at": at,
+        "now": now,
+        "error": error[:4000],
+        "reason": "retry",
+        "retrying": OccurrenceState.RETRYING.value,
+        "running": OccurrenceState.RUNNING.value,
+        "run": AttemptKind.RUN.value,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_retry_sql(), params)
+        (moved,) = cursor.fetchone()
+    return bool(moved)

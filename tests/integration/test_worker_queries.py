@@ -1,0 +1,59 @@
+"""What one scheduled delivery costs in SQL on the happy path (a counting test, not a timing
+one): on PostgreSQL the claim is one statement and the outcome one more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from project.demo.tasks import ping
+from scheduler_app.clock import FakeClock
+from scheduler_app.models import OccurrenceAttempt, OccurrenceState
+from tests.integration.support import START
+from tests.integration.worker_support import due_one, fetch, run
+
+pytestmark = pytest.mark.django_db
+
+
+def run_counted(on_commit: Any, *, receivers: bool = True) -> tuple[list[str], object]:
+    """Run one due occurrence; the statements it took, ``occurrence_finished``'s receivers
+    included (they run on commit: at once on a worker, which runs in autocommit)."""
+    clock = FakeClock(START)
+    occurrence = due_one(clock, task="demo.ping")
+    with CaptureQueriesContext(connection) as queries, on_commit(execute=receivers):
+        result = run(ping, occurrence, clock)
+    assert result.state == "SUCCESS"
+    row = fetch(occurrence)
+    assert (row.state, row.attempts) == (OccurrenceState.SUCCEEDED, 1)
+    attempt = OccurrenceAttempt.objects.get(occurrence=row)
+    assert (attempt.outcome, attempt.finished_at) == ("succeeded", row.finished_at)
+    return [query["sql"] for query in queries.captured_queries], row
+
+
+def test_the_worker_itself_takes_two_statements_on_postgresql(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the one-statement claim and outcome are PostgreSQL's")
+    statements, _ = run_counted(django_capture_on_commit_callbacks, receivers=False)
+    assert [s.split(None, 2)[:2] for s in statements] == [["WITH", "cur"], ["WITH", "locked"]]
+
+
+def test_queries_per_occurrence_on_postgresql(django_capture_on_commit_callbacks: Any) -> None:
+    """Two for the worker, two for ``occurrence_finished``'s monitoring receiver (it resets
+    ``consecutive_failures`` and looks for ``archive_on_completion``)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's count")
+    statements, _ = run_counted(django_capture_on_commit_callbacks)
+    assert len(statements) <= 4, statements
+
+
+def test_queries_per_occurrence_on_sqlite(django_capture_on_commit_callbacks: Any) -> None:
+    """The ORM path: bounded, if not as small."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's count")
+    statements, _ = run_counted(django_capture_on_commit_callbacks)
+    assert len(statements) <= 17, statements
