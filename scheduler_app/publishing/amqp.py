@@ -154,8 +154,12 @@ class AmqpConfirmPublisher:
                     except KombuError as exc:  # e.g. the serializer refuses the kwargs
                         refused = exc
                         break
-                builder.declare_queues()
-                _ConfirmedBatch(self, producer.connection, confirms).send(built)
+                try:
+                    builder.declare_queues()
+                    _ConfirmedBatch(self, producer.connection, confirms).send(built)
+                except Exception:  # whatever went wrong, the pool does not get it as it is
+                    _drop(producer.connection)
+                    raise
         except _BATCH_ERRORS as exc:
             published = list(occurrences[: confirms.confirmed_prefix()])
             raise PartialPublish(published=published, cause=repr(exc)) from exc
@@ -169,8 +173,8 @@ class AmqpConfirmPublisher:
 
 
 class _ConfirmedBatch:
-    """The channel of one batch: opened, put in confirm mode, closed (or, after a broker
-    error, the connection dropped so that the pool reconnects)."""
+    """The channel of one batch: opened, put in confirm mode, closed. After an error the
+    whole connection is dropped instead (``_drop``)."""
 
     def __init__(self, options: AmqpConfirmPublisher, connection: Connection, confirms: Confirms):
         self.options = options
@@ -182,13 +186,9 @@ class _ConfirmedBatch:
         if not built:
             return
         channel = self.connection.channel()
-        try:
-            self._select(channel)
-            self._publish_all(channel, built)
-            self._wait(lambda: self.confirms.unsettled == 0)
-        except Exception:  # whatever went wrong, this connection is not handed on as it is
-            self._drop_connection()
-            raise
+        self._select(channel)
+        self._publish_all(channel, built)
+        self._wait(lambda: self.confirms.unsettled == 0)
         self._close(channel)
 
     def _select(self, channel: Any) -> None:
@@ -252,15 +252,15 @@ class _ConfirmedBatch:
                 "publish channel not closed cleanly; dropping the connection",
                 extra={"action": "publish.amqp_close_failed", "error": repr(exc)},
             )
-            self._drop_connection()
+            _drop(self.connection)
 
-    def _drop_connection(self) -> None:
-        """After a broker error or a timeout the connection may hold a half-written frame or
-        late confirms: the pool's next user gets a fresh one."""
-        try:
-            self.connection.collect()
-        except AMQP_ERRORS as exc:  # already gone
-            logger.debug(
-                "connection already gone",
-                extra={"action": "publish.amqp_drop", "error": repr(exc)},
-            )
+
+def _drop(connection: Connection) -> None:
+    """After a broker error or a timeout the pooled connection may hold a half-written frame,
+    a closed default channel or late confirms: drop it, and its next user connects afresh."""
+    try:
+        connection.collect()
+    except AMQP_ERRORS as exc:  # already gone
+        logger.debug(
+            "connection already gone", extra={"action": "publish.amqp_drop", "error": repr(exc)}
+        )

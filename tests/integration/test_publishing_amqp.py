@@ -353,6 +353,23 @@ def test_a_missing_exchange_closes_the_channel_and_publishes_a_prefix(
     assert {str(row.id) for row in [*published, batch[2]]} <= set(found)
 
 
+def test_a_queue_declared_otherwise_publishes_nothing_and_the_pool_recovers(
+    app: Celery, broker: Connection, prefix: str
+) -> None:
+    """RabbitMQ refuses to declare the priority queue again without ``x-max-priority``: the
+    declaration closes the pooled producer's channel. Nothing counts as published, and the
+    next user of the pool (the batch or ``send_task``) gets a working connection."""
+    broker.default_channel.queue_declare(f"{prefix}-urgent", durable=True, auto_delete=False)
+    batch = [occurrence("demo.ping", {}), occurrence("tests.urgent", {})]
+    with pytest.raises(PartialPublish) as failure:
+        CeleryPublisher(app).publish(batch)
+    assert failure.value.published == []
+    assert "PreconditionFailed" in failure.value.cause
+    assert CeleryPublisher(app, pipeline=False).publish(batch[:1]) == batch[:1]
+    assert CeleryPublisher(app).publish(batch[:1]) == batch[:1]
+    assert list(drain(broker, prefix)) == [str(batch[0].id)]
+
+
 def test_a_returned_message_is_not_published_when_mandatory(
     app: Celery, broker: Connection, prefix: str
 ) -> None:
