@@ -72,6 +72,33 @@ def make_app(
     return app
 
 
+def quorum_queue(prefix: str) -> str:
+    return f"{prefix}-quorum"
+
+
+def make_quorum_app(*, broker: str, backend: str, prefix: str, name: str = "msg-quorum") -> Celery:
+    """RabbitMQ with a quorum queue on a topic exchange, as Celery's docs set it up for native
+    delayed delivery: ``send_task`` sends a message with an eta through the broker's
+    ``celery_delayed_*`` exchanges instead of handing it to a worker to hold."""
+    queue = quorum_queue(prefix)
+    exchange = Exchange(f"{prefix}-topic", type="topic")
+    app = Celery(name, broker=broker, backend=backend, set_as_current=False, fixups=[])
+    app.conf.update(
+        task_default_queue=queue,
+        task_default_exchange=exchange.name,
+        task_default_exchange_type="topic",
+        task_default_routing_key=queue,
+        task_queues=[
+            Queue(queue, exchange, routing_key=queue, queue_arguments={"x-queue-type": "quorum"})
+        ],
+        result_expires=600,
+        result_backend_transport_options={"global_keyprefix": f"{prefix}:"},
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+    )
+    return app
+
+
 def register_tasks(app: Celery, record_url: str, prefix: str) -> None:
     """The tasks the worker runs: each records its request and returns its kwargs."""
     client = redis.Redis.from_url(record_url)
@@ -93,7 +120,8 @@ def worker_app() -> Celery:
     """The worker's app, from the environment the test starts it with."""
     prefix = os.environ["MESSAGE_PREFIX"]
     record_url = os.environ["MESSAGE_REDIS_URL"]
-    made = make_app(broker=os.environ["MESSAGE_BROKER_URL"], backend=record_url, prefix=prefix)
+    make = make_quorum_app if os.environ.get("MESSAGE_QUORUM") else make_app
+    made = make(broker=os.environ["MESSAGE_BROKER_URL"], backend=record_url, prefix=prefix)
     register_tasks(made, record_url, prefix)
     return made
 

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
@@ -41,7 +44,16 @@ class Worker:
     log_path: Path
 
     @classmethod
-    def start(cls, *, broker: str, record_url: str, prefix: str, directory: Path) -> Worker:
+    def start(
+        cls,
+        *,
+        broker: str,
+        record_url: str,
+        prefix: str,
+        directory: Path,
+        queues: list[str],
+        env: dict[str, str] | None = None,
+    ) -> Worker:
         hostname = f"msg-{prefix}@localhost"
         log_path = directory / f"worker-{prefix}.log"
         environment = {
@@ -50,9 +62,9 @@ class Worker:
             "MESSAGE_REDIS_URL": record_url,
             "MESSAGE_PREFIX": prefix,
             "PYTHONUNBUFFERED": "1",
+            **(env or {}),
         }
         environment.pop("DJANGO_SETTINGS_MODULE", None)  # a plain Celery worker: no Django
-        queues = [name for role, name in queue_names(prefix).items() if role != "prio"]
         with log_path.open("wb") as log:
             process = subprocess.Popen(
                 [
@@ -194,11 +206,36 @@ def clean_redis(client: redis.Redis, prefix: str) -> None:
                 client.srem(name, member)
 
 
-def clean_rabbitmq(url: str, prefix: str) -> None:
+def clean_rabbitmq(url: str, prefix: str, queues: list[str] | None = None) -> None:
     """Delete the run's queues and exchanges (the broker keeps durable ones for ever)."""
+    names = list(queue_names(prefix).values()) if queues is None else queues
     with Connection(url) as connection:
         channel: Any = connection.default_channel  # py-amqp's channel
-        for name in queue_names(prefix).values():
+        for name in names:
             channel.queue_delete(name)
-        for name in (exchange_name(prefix), *queue_names(prefix).values()):
+        for name in (exchange_name(prefix), f"{prefix}-topic", *names):
             channel.exchange_delete(name)
+
+
+@contextmanager
+def own_vhost(url: str, name: str) -> Iterator[str]:
+    """A RabbitMQ vhost of the run's own (with ``rabbitmqctl``), deleted with everything in it:
+    native delayed delivery declares Celery's shared ``celery_delayed_*`` exchanges and queues.
+    Without ``rabbitmqctl`` the given vhost is used and they stay (a worker declares them
+    again as they are)."""
+    ctl = shutil.which("rabbitmqctl")
+    made = ctl is not None and _rabbitmqctl(ctl, "add_vhost", name)
+    if not made:
+        yield url
+        return
+    assert ctl is not None
+    try:
+        _rabbitmqctl(ctl, "set_permissions", "-p", name, "guest", ".*", ".*", ".*")
+        yield urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+    finally:
+        _rabbitmqctl(ctl, "delete_vhost", name)
+
+
+def _rabbitmqctl(ctl: str, *args: str) -> bool:
+    done = subprocess.run([ctl, *args], capture_output=True, timeout=60)
+    return done.returncode == 0
