@@ -39,17 +39,17 @@ ADVANCE_FIELDS = [
 ]
 
 
-def insert_occurrences(rows: Sequence[Occurrence]) -> set[UUID] | None:
+def insert_occurrences(rows: Sequence[Occurrence]) -> set[UUID]:
     """Insert new occurrences; one that exists already (same id, idempotency key, or rule slot
     of the schedule) is left alone, as ``ON CONFLICT DO NOTHING`` does.
 
     On PostgreSQL one ``INSERT ... SELECT ... FROM unnest(...) ON CONFLICT DO NOTHING
     RETURNING id`` per 1,000 rows (``bulk_create`` prepares every value of every row in Python
-    and sends a statement as long as the batch); returns the ids really inserted. Elsewhere
-    ``bulk_create(ignore_conflicts=True)``, which cannot tell: returns None.
+    and sends a statement as long as the batch). Elsewhere ``bulk_create(ignore_conflicts=True)``
+    after one lookup of the ids that exist already. Returns the ids really inserted.
     """
     if not rows:
-        return set() if connection.vendor == "postgresql" else None
+        return set()
     if connection.vendor != "postgresql":
         # One lookup tells the rows that exist already (ids are derived from the slot), so
         # that their duplicates can be reported; the insert still ignores any conflict.
@@ -57,8 +57,9 @@ def insert_occurrences(rows: Sequence[Occurrence]) -> set[UUID] | None:
             Occurrence.objects.filter(pk__in=[row.id for row in rows]).values_list("pk", flat=True)
         )
         Occurrence.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
-        announce_inserted(rows, {row.id for row in rows} - before)
-        return None
+        fresh = {row.id for row in rows} - before
+        announce_inserted(rows, fresh)
+        return fresh
     inserted: set[UUID] = set()
     for start in range(0, len(rows), 1000):
         inserted.update(_insert_unnest(rows[start : start + 1000]))

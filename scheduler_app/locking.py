@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
 
 from scheduler_app.models import Occurrence
 
@@ -26,9 +27,29 @@ def lock_in_order(queryset: QuerySet[Occurrence]) -> list[UUID]:
 
 
 def update_in_order(queryset: QuerySet[Occurrence], **changes: Any) -> int:
-    """``queryset.update(**changes)``, with the row locks taken in primary-key order."""
+    """``queryset.update(**changes)``, with the row locks taken in primary-key order.
+
+    On PostgreSQL one statement: ``UPDATE ... WHERE id IN (SELECT id ... ORDER BY id FOR
+    UPDATE)`` (the sub-select locks in order before the update touches a row); elsewhere a
+    locking read, then the update, in one transaction.
+    """
+    if connection.vendor == "postgresql":
+        return Occurrence.objects.filter(pk__in=_locked_in_order(queryset)).update(**changes)
     with transaction.atomic():
         locked = lock_in_order(queryset)
         if not locked:
             return 0
         return Occurrence.objects.filter(pk__in=locked).update(**changes)
+
+
+def _locked_in_order(queryset: QuerySet[Occurrence]) -> RawSQL:
+    """The sub-select that locks ``queryset``'s rows in primary-key order (PostgreSQL).
+
+    The filter stays on the locked table itself, so that PostgreSQL re-checks it on the
+    newest version of a row it had to wait for (a row another transaction moved on while we
+    waited no longer matches and is left alone).
+    """
+    sql, params = queryset.order_by().values("pk").query.sql_with_params()
+    table = connection.ops.quote_name(Occurrence._meta.db_table)
+    column = connection.ops.quote_name(Occurrence._meta.pk.column)
+    return RawSQL(f"{sql} ORDER BY {table}.{column} FOR UPDATE OF {table}", params)

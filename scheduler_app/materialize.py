@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 from uuid import UUID
@@ -35,6 +35,7 @@ from scheduler_app.models import (
     Schedule,
     ScheduleMode,
     ScheduleStatus,
+    ScheduleVersion,
     Trigger,
 )
 from scheduler_app.overlap import decide_overlap
@@ -49,6 +50,10 @@ _TICK = timedelta(microseconds=1)
 class BatchResult:
     claimed: int
     created: int
+    fresh: list[Occurrence] = field(default_factory=list)
+    """The outbox rows this batch really inserted, leased to this beat (``lease``) and loaded
+    with their schedule and version: the caller publishes them from memory after commit,
+    without reading them back through the outbox claim."""
 
 
 def earliest_due() -> datetime | None:
@@ -61,11 +66,20 @@ def earliest_due() -> datetime | None:
 Revoker = Callable[[list[str]], None]
 
 
-def materialize_batch(now: datetime, batch_size: int, revoke: Revoker | None = None) -> BatchResult:
+def materialize_batch(
+    now: datetime,
+    batch_size: int,
+    revoke: Revoker | None = None,
+    *,
+    lease_until: datetime | None = None,
+) -> BatchResult:
     """Claim up to ``batch_size`` due schedules (SKIP LOCKED) and materialize their slots.
 
     ``revoke`` is called after commit with the ids of running occurrences that a
-    ``cancel_previous`` schedule asked to stop.
+    ``cancel_previous`` schedule asked to stop. With ``lease_until``, the new outbox rows are
+    inserted with that ``publish_lease_until`` (no other beat's outbox claim takes them until
+    it runs out) and returned in ``fresh`` for this beat to publish; if it dies
+    first, the outbox publishes them once the lease has run out, as after any crash.
     """
     with transaction.atomic():
         schedules = list(
@@ -80,22 +94,59 @@ def materialize_batch(now: datetime, batch_size: int, revoke: Revoker | None = N
         schedules = [schedule for schedule in schedules if schedule.id in planned]
         to_stop = apply_overlap(schedules, planned, now)
         rows = [row for group in planned.values() for row in group]
+        leased = _lease(rows, lease_until)
+        fresh: list[Occurrence] = []
         try:
             with transaction.atomic():  # a savepoint: a refused row must not stall the batch
-                insert_occurrences(rows)
+                inserted = insert_occurrences(rows)
                 save_advanced(schedules)
+            fresh = [row for row in leased if row.id in inserted]
+            _attach(fresh, schedules)
         except (IntegrityError, DataError) as exc:
             logger.warning(
                 "batch refused by the database; materializing it schedule by schedule",
                 extra={"action": "materialize.batch_refused", "error": repr(exc)},
             )
+            for row in leased:  # left to the outbox: the refused batch is rare
+                row.publish_lease_until = None
             rows = _one_by_one(schedules, planned, now)
         if to_stop and revoke is not None:
             transaction.on_commit(lambda: revoke(to_stop))
     # ``created`` counts the rows planned, a conflicting one included (as ``bulk_create``
     # with ``ignore_conflicts`` always did): the concurrency tests sum it to prove that no
     # schedule was planned twice.
-    return BatchResult(len(schedules), len(rows))
+    return BatchResult(len(schedules), len(rows), fresh)
+
+
+def _lease(rows: list[Occurrence], until: datetime | None) -> list[Occurrence]:
+    """Lease the new outbox rows (pending, not buffered or skipped) to this beat."""
+    if until is None:
+        return []
+    leased = [row for row in rows if row.state == OccurrenceState.PENDING]
+    for row in leased:
+        row.publish_lease_until = until
+    return leased
+
+
+def _attach(rows: list[Occurrence], schedules: list[Schedule]) -> None:
+    """Give each row what publishing reads from its relations, without a query: the
+    (locked) schedule, and its current version's number and objective (the version row
+    holds the same definition: it was written with the schedule)."""
+    by_id = {schedule.id: schedule for schedule in schedules}
+    versions: dict[UUID, ScheduleVersion] = {}
+    for row in rows:
+        schedule = by_id[row.schedule_id]
+        row.schedule = schedule
+        version = versions.get(row.schedule_version_id)
+        if version is None:
+            version = ScheduleVersion(
+                id=row.schedule_version_id,
+                schedule_id=schedule.id,
+                version=schedule.version,
+                definition={"objective": schedule.objective},
+            )
+            versions[row.schedule_version_id] = version
+        row.schedule_version = version
 
 
 DEFAULT_MAX_ROWS_PER_BATCH = SchedulerSettings.MAX_ROWS_PER_BATCH

@@ -152,9 +152,19 @@ class DispatchResult:
 def dispatch_batch(
     now: datetime, publisher: Publisher, *, limit: int, lease: timedelta, clock_now: Any
 ) -> DispatchResult:
-    """Claim, screen (kill switches, quotas), publish, mark. ``clock_now`` gives the dispatch
-    time after publishing."""
+    """Claim, then hand off (screen, publish, mark). ``clock_now`` gives the dispatch time
+    after publishing."""
     claimed = claim_pending(now, limit, lease)
+    if not claimed:
+        return DispatchResult(0, 0, False)
+    return hand_off(claimed, now, publisher, clock_now)
+
+
+def hand_off(
+    claimed: Sequence[Occurrence], now: datetime, publisher: Publisher, clock_now: Any
+) -> DispatchResult:
+    """Screen (kill switches, quotas), publish and mark rows leased to this beat: claimed
+    from the outbox, or just inserted by this beat's ``materialize_batch``."""
     if not claimed:
         return DispatchResult(0, 0, False)
     rows = screen(claimed, now)
@@ -178,8 +188,9 @@ def dispatch_batch(
     dispatched_at = clock_now()
     mark_dispatched(published, dispatched_at)
     metrics.observe_handoff(published, dispatched_at)
-    published_ids = {row.pk for row in published}
-    release([row for row in rows if row.pk not in published_ids])
+    if len(published) < len(rows):
+        published_ids = {row.pk for row in published}
+        release([row for row in rows if row.pk not in published_ids])
     if failed:
         metrics.HANDOFF_FAILURES.inc(len(rows) - len(published))
     return DispatchResult(len(claimed), len(published), failed)

@@ -34,7 +34,7 @@ from scheduler_app.monitoring.heartbeat import Heartbeat
 from scheduler_app.monitoring.monitor import run_monitor
 from scheduler_app.monitoring.retention import DEFAULT_BATCH, parse_age, prune
 from scheduler_app.monitoring.skew import check_skew
-from scheduler_app.outbox import Publisher, dispatch_batch, has_publishable
+from scheduler_app.outbox import Publisher, dispatch_batch, hand_off, has_publishable
 from scheduler_app.reconcile import reconcile
 
 logger = logging.getLogger("scheduler_app.ticker")
@@ -132,10 +132,11 @@ class Ticker:
         if self.needs_lease and not self.hold_lease(now):
             return TickResult(0, 0, self.settings.MAX_INTERVAL, leader=False)
         due = earliest_due()
-        created, claimed, published = self.materialize(now, due)
+        created, claimed, published, failed = self.materialize(now, due)
         reconciled = self.maybe_reconcile(now)
-        more, failed = self.dispatch(now)
-        published += more
+        if not failed:  # the broker just failed: the outbox waits for the next tick
+            more, failed = self.dispatch(now)
+            published += more
         if claimed or reconciled:
             due = earliest_due()
         sleep = self.sleep_until(due)
@@ -185,25 +186,34 @@ class Ticker:
         self._metrics_started = True
         metrics.serve(self.settings.METRICS_PORT)
 
-    def materialize(self, now: datetime, due: datetime | None) -> tuple[int, int, int]:
+    def materialize(self, now: datetime, due: datetime | None) -> tuple[int, int, int, bool]:
         """Materialize every schedule due at ``now``; return (occurrences created, schedules
-        claimed, occurrences published).
+        claimed, occurrences published, whether the broker failed).
 
-        In a burst (full batches), each batch is published before the next is materialized:
-        the first messages leave after one batch, not after the whole burst.
+        Each batch's new rows are inserted leased to this beat and published from memory right
+        after its commit: the first messages leave after one batch, not after the whole burst,
+        and they are not read back through the outbox. Once the broker has failed in this
+        tick, later rows are inserted without a lease and wait in the outbox for the next try.
         """
         created = claimed = published = 0
         broker_down = False
+        lease = timedelta(seconds=self.settings.PUBLISH_LEASE)
         while due is not None and due <= now:
-            batch = materialize_batch(now, self.settings.BATCH_SIZE, self.revoke)
+            # The lease starts when the batch is written, not when the tick began: a long
+            # burst must not hand out leases that have already run out.
+            lease_until = None if broker_down else self.clock.now() + lease
+            batch = materialize_batch(
+                now, self.settings.BATCH_SIZE, self.revoke, lease_until=lease_until
+            )
             created += batch.created
             claimed += batch.claimed
+            if batch.fresh:
+                result = hand_off(batch.fresh, now, self.publisher, self.clock.now)
+                published += result.published
+                broker_down = result.failed
             if batch.claimed < self.settings.BATCH_SIZE:
                 break
-            if not broker_down:  # the broker failed: materialize on, publish at the end
-                sent, broker_down = self.dispatch(now)
-                published += sent
-        return created, claimed, published
+        return created, claimed, published, broker_down
 
     def revoke(self, occurrence_ids: list[str]) -> None:
         """Ask Celery to drop or stop these occurrences (``cancel_previous``), if it can."""

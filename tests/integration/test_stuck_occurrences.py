@@ -119,5 +119,5 @@ def test_a_tick_waits_a_little_when_due_rows_are_locked_elsewhere() -> None:
     from unittest import mock
 
     with mock.patch("scheduler_app.ticker.materialize_batch") as claim:
-        claim.return_value = SimpleNamespace(claimed=0, created=0)
+        claim.return_value = SimpleNamespace(claimed=0, created=0, fresh=[])
         assert beat.tick().sleep == pytest.approx(0.2)
