@@ -2,11 +2,12 @@
 
 For each broker (Redis, RabbitMQ) one stock ``celery worker`` (solo pool) runs a plain Celery
 app (``message_app.py``) whose tasks record the whole request they were handed. Every case
-publishes an occurrence through ``CeleryPublisher(app)`` (the broker's default path: the
-Redis pipeline on Redis) and its twin, the same call under another id, through
+publishes an occurrence through ``CeleryPublisher(app)`` (the broker's batch path: the Redis
+pipeline, AMQP with publisher confirms) and its twin, the same call under another id, through
 ``app.send_task``; the worker must have seen the same thing for both, down to the headers,
 the delivery info and the message properties. The publisher runs with Celery's default
-``task_protocol`` and with ``task_protocol=2`` set explicitly.
+``task_protocol`` and with ``task_protocol=2`` set explicitly. A third worker, in a RabbitMQ
+vhost of its own, consumes a quorum queue (native delayed delivery for eta messages).
 """
 
 from __future__ import annotations
