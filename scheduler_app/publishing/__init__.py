@@ -30,6 +30,7 @@ from scheduler_app.publishing.calls import (
     ROUTING_OPTIONS,
     TaskCall,
     Unsupported,
+    eta_of,
     routing_options,
 )
 from scheduler_app.publishing.redis import RedisPipelinePublisher, is_redis_broker, pipeline_applies
@@ -89,6 +90,8 @@ class CeleryPublisher:
     def publish(self, occurrences: Sequence[Occurrence]) -> list[Occurrence]:
         path = self.batch_path if occurrences else None
         if path is not None and pipeline_applies(self.app):
+            if path == AMQP and self._native_delay(occurrences):
+                return self._publish_each(occurrences)
             if path == AMQP:
                 return AmqpConfirmPublisher(self.app, self.clock.now()).publish(occurrences)
             try:
@@ -99,6 +102,20 @@ class CeleryPublisher:
                     extra={"action": "publish.pipeline_fallback", "reason": str(exc)},
                 )
         return self._publish_each(occurrences)
+
+    def _native_delay(self, occurrences: Sequence[Occurrence]) -> bool:
+        """Whether ``send_task`` would reroute one of these through RabbitMQ's native delayed
+        delivery (an eta, and quorum queues in the app: Celery 5.5+). The batch path does not
+        reproduce that rerouting, so such a batch goes message by message (retries with a
+        backoff are the only occurrences with an eta)."""
+        now = self.clock.now()
+        if not any(eta_of(occurrence, now) for occurrence in occurrences):
+            return False
+        try:  # Celery 5.5+; 5.4 has no native delayed delivery
+            from celery.utils.quorum_queues import detect_quorum_queues
+        except ImportError:  # pragma: no cover - depends on the installed Celery
+            return False
+        return bool(detect_quorum_queues(self.app, "amqp")[0])
 
     def revoke(self, occurrence_ids: list[str]) -> None:
         """Tell workers to drop these task ids if they have not started them (best effort:

@@ -39,16 +39,22 @@ class TaskCall:
         slot) that has not run out by the beat's clock. A run already due, such as a lost run
         put back in the outbox, or a slot published after the clock stepped back, goes without
         one, so a worker never holds it back for a difference between clocks."""
-        slot = occurrence.scheduled_for
         return cls(
             name=occurrence.task,
             task_id=str(occurrence.id),
             kwargs=occurrence.kwargs,
             headers={HEADER: context_headers(occurrence)},
             expires=occurrence.deadline_at,
-            eta=occurrence.not_before if occurrence.not_before > max(now, slot) else None,
+            eta=eta_of(occurrence, now),
             routing=routing_options(occurrence.schedule.options),
         )
+
+
+def eta_of(occurrence: Occurrence, now: datetime) -> datetime | None:
+    """The ``eta`` a message carries: ``not_before`` when it is still ahead of the slot and
+    of ``now`` (see ``TaskCall.of``)."""
+    not_before = occurrence.not_before
+    return not_before if not_before > max(now, occurrence.scheduled_for) else None
 
 
 ROUTING_OPTIONS = ("queue", "routing_key", "exchange", "priority")
