@@ -12,6 +12,10 @@ So a worker says "I have it": when its main process receives a scheduled message
 the lease (a consumer bootstep with a timer). The reconciler republishes only an occurrence
 whose receiver stopped renewing: "a worker took it and died". An occurrence no worker has
 received yet is "still in the queue" and left alone.
+
+A ``--pool solo`` worker runs a delivery in the thread that received it, right after the
+signal: there is no window to cover, so it writes no receipt for a delivery it runs at once
+(one without an ETA or a rate limit); the claim that follows is its "I have it".
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 from uuid import UUID
 
 from celery import bootsteps
+from celery.concurrency.solo import TaskPool as SoloPool
 from django.db import DatabaseError, connection
 
 from scheduler_app.clock import SystemClock
@@ -34,6 +39,8 @@ from scheduler_app.models import Occurrence, OccurrenceState
 logger = logging.getLogger("scheduler_app.receiving")
 DEFAULT_RECEIVE_LEASE = SchedulerSettings.RECEIVE_LEASE
 _clock = SystemClock()
+_runs_at_once = [False]
+"""Set by ``ReceiveLeases`` on a solo-pool worker: deliveries run in the receiving thread."""
 
 
 def receive_lease() -> timedelta:
@@ -99,7 +106,7 @@ def on_task_received(request: Any) -> None:
     from scheduler_app.outbox import HEADER
 
     headers = getattr(request, "request_dict", None) or {}
-    if HEADER not in headers:
+    if HEADER not in headers or runs_at_once(request):
         return
     try:
         mark_received(request.id, node=node_name(), now=_clock.now(), lease=receive_lease())
@@ -112,6 +119,13 @@ def on_task_received(request: Any) -> None:
         )
     finally:
         _release_connection()
+
+
+def runs_at_once(request: Any) -> bool:
+    """True on a solo-pool worker for a delivery it runs now (no ETA, no rate limit)."""
+    if not _runs_at_once[0] or getattr(request, "eta", None):
+        return False
+    return not getattr(getattr(request, "task", None), "rate_limit", None)
 
 
 def _renew_now() -> None:
@@ -142,6 +156,7 @@ class ReceiveLeases(bootsteps.StartStopStep):
         self.timer_ref: Any = None
 
     def start(self, parent: Any) -> None:
+        _runs_at_once[0] = isinstance(getattr(parent, "pool", None), SoloPool)
         every = max(receive_lease().total_seconds() / 3, 1.0)
         self.timer_ref = parent.timer.call_repeatedly(every, _renew_now, priority=10)
 

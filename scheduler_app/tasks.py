@@ -23,7 +23,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -45,6 +45,7 @@ from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import OccurrenceState
 from scheduler_app.retrying import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
+from scheduler_app.worker.leases import LeaseKeeper
 
 logger = logging.getLogger("scheduler_app.tasks")
 
@@ -222,8 +223,16 @@ class OccurrenceTask(Task):
         self._end(claim, OccurrenceState.FAILED, decision.reason, error)
 
 
+def _renew(occurrence_id: str, token: int, now: datetime, lease: timedelta) -> bool:
+    return lifecycle.heartbeat(occurrence_id, token=token, now=now, lease=lease)
+
+
+leases = LeaseKeeper(_renew)
+"""The worker process's lease keeper (one thread for every attempt running in the process)."""
+
+
 class Heartbeat:
-    """Renews a running attempt's lease every third of it, from a daemon thread."""
+    """Renews a running attempt's lease every third of it while the block runs."""
 
     def __init__(
         self, occurrence_id: str, claim: lifecycle.Claim, lease: timedelta, clock: Clock
@@ -232,11 +241,12 @@ class Heartbeat:
         self.token = claim.token
         self.lease = lease
         self.clock = clock
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="occurrence-heartbeat")
+        self._key = 0
 
     def __enter__(self) -> Heartbeat:
-        self._thread.start()
+        self._key = leases.hold(
+            self.occurrence_id, token=self.token, lease=self.lease, clock=self.clock
+        )
         return self
 
     def __exit__(
@@ -245,27 +255,7 @@ class Heartbeat:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        interval = self.lease.total_seconds() / 3
-        try:
-            while not self._stop.wait(interval):
-                alive = lifecycle.heartbeat(
-                    self.occurrence_id, token=self.token, now=self.clock.now(), lease=self.lease
-                )
-                if not alive:
-                    logger.warning(
-                        "lease lost while running",
-                        extra={
-                            "action": "occurrence.lease_lost",
-                            "occurrence_id": self.occurrence_id,
-                        },
-                    )
-                    return
-        finally:
-            connection.close()  # this thread's own connection
+        leases.release(self._key)
 
 
 def check_cancelled() -> None:

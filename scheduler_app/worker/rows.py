@@ -13,9 +13,13 @@ M = TypeVar("M", bound=Model)
 Converter = Callable[[Any, Any, Any], Any]
 
 
-def columns(model: type[Model], alias: str) -> str:
-    """``alias."col", ...``: every concrete column of ``model``, in field order."""
-    return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
+def columns(model: type[Model], alias: str, prefix: str = "") -> str:
+    """``alias."col", ...``: every concrete column of ``model``, in field order (named
+    ``<prefix>_col`` when a prefix is given: several tables' columns in one row)."""
+    return ", ".join(
+        f'{alias}."{field.column}"' + (f' AS "{prefix}_{field.column}"' if prefix else "")
+        for field in model._meta.concrete_fields
+    )
 
 
 def width(model: type[Model]) -> int:

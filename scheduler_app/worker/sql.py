@@ -58,13 +58,16 @@ def _claim_sql(check_task: bool, permission: str) -> str:
     task = "AND o.task = %(task)s" if check_task else ""
     return """
 WITH cur AS (
-    SELECT {occ_cols} FROM "{occ}" o WHERE o.id = %(id)s
+    SELECT {o_cols}, {s_cols}, {v_cols}
+    FROM "{occ}" o JOIN "{sched}" s ON s.id = o.schedule_id
+        LEFT JOIN "{ver}" v ON v.id = o.schedule_version_id
+    WHERE o.id = %(id)s
 ), won AS (
     UPDATE "{occ}" o SET state = %(running)s, fencing_token = o.fencing_token + 1,
         attempts = o.attempts + 1, lease_owner = %(owner)s,
         lease_expires_at = %(lease_until)s, started_at = %(now)s
-    FROM cur JOIN "{sched}" s ON s.id = cur.schedule_id
-    WHERE o.id = cur.id AND o.fencing_token = cur.fencing_token
+    FROM cur
+    WHERE o.id = cur.o_id AND o.fencing_token = cur.o_fencing_token
         AND o.state IN (%(pending)s, %(dispatched)s, %(retrying)s) {task}
         AND o.cancel_requested_at IS NULL
         AND (o.deadline_at IS NULL OR o.deadline_at > %(now)s)
@@ -76,20 +79,17 @@ WITH cur AS (
         "by", note)
     SELECT won.id, %(run)s, won.attempts, %(worker)s, %(now)s, '', '', '', '' FROM won
 )
-SELECT {cur_cols}, {s_cols}, {v_cols}, won.fencing_token, won.attempts,
+SELECT cur.*, won.fencing_token, won.attempts,
     won.attempts IS NOT NULL AND EXISTS (
         SELECT 1 FROM "{kill}" k WHERE k.enabled AND (
             k.scope = %(global)s
-            OR (k.scope = %(tenant)s AND k.target = s.tenant)
-            OR (k.scope = %(by_task)s AND k.target = cur.task)))
-FROM cur JOIN "{sched}" s ON s.id = cur.schedule_id
-    LEFT JOIN "{ver}" v ON v.id = cur.schedule_version_id
-    LEFT JOIN won ON TRUE
+            OR (k.scope = %(tenant)s AND k.target = cur.s_tenant)
+            OR (k.scope = %(by_task)s AND k.target = cur.o_task)))
+FROM cur LEFT JOIN won ON TRUE
 """.format(
-        occ_cols=columns(Occurrence, "o"),
-        cur_cols=columns(Occurrence, "cur"),
-        s_cols=columns(Schedule, "s"),
-        v_cols=columns(ScheduleVersion, "v"),
+        o_cols=columns(Occurrence, "o", "o"),
+        s_cols=columns(Schedule, "s", "s"),
+        v_cols=columns(ScheduleVersion, "v", "v"),
         task=task,
         permission=permission,
         **_tables(),
@@ -104,8 +104,8 @@ def permission_predicate(*, decided: bool, default_check: bool, require_owner: b
     if not default_check:
         return "FALSE"
     if require_owner:
-        return "s.owner_id IS NULL AND s.origin = %(code)s"
-    return "s.owner_id IS NULL"
+        return "cur.s_owner_id IS NULL AND cur.s_origin = %(code)s"
+    return "cur.s_owner_id IS NULL"
 
 
 def claim(

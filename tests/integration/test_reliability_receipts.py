@@ -68,3 +68,22 @@ def test_the_signal_handler_leases_only_scheduled_deliveries() -> None:
     row = Occurrence.objects.get(pk=occurrence.pk)
     assert row.received_by and row.received_at is not None
     assert receive_lease() == timedelta(seconds=30)
+
+
+def test_a_solo_worker_writes_no_receipt_for_a_delivery_it_runs_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its claim follows in the same thread; a delivery with an ETA waits, so it is leased."""
+    from scheduler_app import receiving
+
+    monkeypatch.setattr(receiving, "_runs_at_once", [True])
+    clock = FakeClock(START)
+    now, later = due_one(clock), due_one(clock)
+    task = SimpleNamespace(rate_limit=None)
+    on_task_received(
+        SimpleNamespace(id=str(now.pk), request_dict={HEADER: {}}, eta=None, task=task)
+    )
+    assert fetch(now).received_by == ""
+    eta = SimpleNamespace(id=str(later.pk), request_dict={HEADER: {}}, eta=clock.now(), task=task)
+    on_task_received(eta)
+    assert fetch(later).received_by != ""

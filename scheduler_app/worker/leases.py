@@ -1,0 +1,112 @@
+"""Lease renewal for running attempts: one daemon thread per worker process renews the leases
+of every attempt running in it, each every third of its lease.
+
+A task only registers its attempt on start and drops it on end (a dict write under a lock):
+no thread is started or joined per task.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import DatabaseError, connection
+
+from scheduler_app.clock import Clock
+
+logger = logging.getLogger("scheduler_app.tasks")
+Renew = Callable[[str, int, datetime, timedelta], bool]
+"""``renew(occurrence_id, token, now, lease) -> still held``."""
+
+
+@dataclass
+class _Held:
+    occurrence_id: str
+    token: int
+    lease: timedelta
+    clock: Clock
+    due: float
+    """``time.monotonic()`` of the next renewal."""
+
+
+class LeaseKeeper:
+    def __init__(self, renew: Renew) -> None:
+        self._renew = renew
+        self._keys = itertools.count(1)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._held: dict[int, _Held] = {}
+        self._thread: threading.Thread | None = None
+
+    def hold(self, occurrence_id: str, *, token: int, lease: timedelta, clock: Clock) -> int:
+        """Renew this attempt's lease until ``release``; returns the key to release it by."""
+        if os.getpid() != self._pid:  # a forked child: the parent's thread is not here
+            self._reset()
+        every = lease.total_seconds() / 3
+        with self._cond:
+            key = next(self._keys)
+            self._held[key] = _Held(occurrence_id, token, lease, clock, time.monotonic() + every)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, daemon=True, name="occurrence-leases"
+                )
+                self._thread.start()
+            self._cond.notify()
+        return key
+
+    def release(self, key: int) -> None:
+        with self._cond:
+            self._held.pop(key, None)
+
+    def holding(self) -> int:
+        with self._cond:
+            return len(self._held)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                due = self._wait_for_due()
+            try:
+                for key, held in due:
+                    self._renew_one(key, held)
+            except DatabaseError as exc:  # the next pass tries again; the lease has slack
+                logger.warning(
+                    "could not renew running leases: %s",
+                    exc,
+                    extra={"action": "occurrence.lease_renew_failed"},
+                )
+            finally:
+                connection.close()  # this thread's own connection, between passes
+
+    def _wait_for_due(self) -> list[tuple[int, _Held]]:
+        """Wait (holding the condition) until some lease is due; reschedule and return them."""
+        while True:
+            now = time.monotonic()
+            due = [(key, held) for key, held in self._held.items() if held.due <= now]
+            if due:
+                for _, held in due:
+                    held.due = now + held.lease.total_seconds() / 3
+                return due
+            soonest = min((held.due for held in self._held.values()), default=None)
+            self._cond.wait(None if soonest is None else soonest - now)
+
+    def _renew_one(self, key: int, held: _Held) -> None:
+        with self._cond:
+            if key not in self._held:
+                return  # ended meanwhile
+        if self._renew(held.occurrence_id, held.token, held.clock.now(), held.lease):
+            return
+        logger.warning(
+            "lease lost while running",
+            extra={"action": "occurrence.lease_lost", "occurrence_id": held.occurrence_id},
+        )
+        self.release(key)
