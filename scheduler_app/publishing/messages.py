@@ -5,19 +5,37 @@ Celery's ``create_task_message`` and ``send_task_message`` and kombu's ``Produce
 channel: the result is the prepared message ``basic_publish`` would receive, for whichever
 transport the producer's channel belongs to. The transports' batch writers
 (``publishing.redis``, ``publishing.amqp``) then send them their own way.
+
+That full path runs once per kind of message in a batch (task, routing options, with or
+without eta and expiry). The other messages of the same kind are filled in from what it
+handed ``prepare_message``: the task id, the kwargs (body and ``kwargsrepr``), ``eta``,
+``expires`` and the ``scheduler`` header, the only parts that differ. A second message of
+each kind is built both ways and compared; if they differ (a Celery or kombu version that
+adds something per message), that kind keeps the full path. Signal receivers of
+``before_task_publish``/``after_task_publish``, compression, and routers that are functions
+(they may route on the kwargs) keep the full path for every message.
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
+import logging
+from dataclasses import dataclass
 from typing import Any, cast
 
 from celery import Celery
+from celery.app.routes import MapRoute
+from celery.signals import after_task_publish, before_task_publish
 from celery.utils.nodenames import anon_nodename
 from celery.utils.saferepr import saferepr
-from kombu import Producer
+from kombu import Producer, serialization
+from kombu.serialization import dumps as serialize
 
+from scheduler_app.outbox import HEADER
 from scheduler_app.publishing.calls import TaskCall
+
+logger = logging.getLogger("scheduler_app.publishing")
 
 Prepared = tuple[Any, str, str]
 """(the channel's prepared message, exchange, routing key)."""
@@ -30,17 +48,88 @@ class MessageBuilder:
     def __init__(self, app: Celery, producer: Producer) -> None:
         self.app = app
         self.producer = producer
-        self.channel = producer.channel
+        self.channel: Any = producer.channel
         self.recorder = _RecordingProducer(producer)
         self.now = app.now()
         self.origin = anon_nodename()
         levels = app.conf.task_repr_maxlevels
         self.argsrepr = saferepr((), app.amqp.argsrepr_maxsize, maxlevels=levels)
         self.task_defaults: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self.kwargsrepr_size = app.amqp.kwargsrepr_maxsize
+        self.levels = levels
+        self.templates: dict[tuple[Any, ...], _Template | None] = {}
+        self.fill_in = _can_fill_in(app, producer)
+        self.on_call = True
 
     def build(self, call: TaskCall) -> Prepared:
         """The message exactly as ``send_task`` would hand it to the channel's
         ``basic_publish``: (prepared message, exchange, routing key)."""
+        if not self.fill_in:
+            return self._build_full(call)
+        key = (call.name, tuple(call.routing.items()), call.eta is None, call.expires is None)
+        template = self.templates.get(key, _NOT_YET)
+        if template is _NOT_YET:
+            prepared = self._build_full(call)
+            self.templates[key] = self.recorder.channel.template(self.on_call)
+            return prepared
+        if template is None:
+            return self._build_full(call)
+        assert isinstance(template, _Template)
+        if not template.checked:
+            return self._check(key, template, call)
+        return self._fill(template, call)
+
+    def _check(self, key: tuple[Any, ...], template: _Template, call: TaskCall) -> Prepared:
+        """Build the second message of a kind both ways; keep filling in only if they agree."""
+        prepared = self._build_full(call)
+        expected = self.recorder.channel.template(self.on_call)
+        filled = self._filled_args(template, call)
+        if expected is not None and filled == expected.arguments:
+            template.checked = True
+        else:
+            self.templates[key] = None
+            logger.warning(
+                "messages of this kind are built one by one: filling in differs from send_task",
+                extra={"action": "publish.fill_in_mismatch", "task": call.name},
+            )
+        return prepared
+
+    def _fill(self, template: _Template, call: TaskCall) -> Prepared:
+        if template.on_call:
+            self.app.backend.on_task_call(self.producer, call.task_id)
+        message = self.channel.prepare_message(**self._filled_args(template, call))
+        return message, template.exchange, template.routing_key
+
+    def _filled_args(self, template: _Template, call: TaskCall) -> dict[str, Any]:
+        """``prepare_message``'s arguments for ``call``, from a template of its kind."""
+        args = template.arguments
+        kwargs = call.kwargs
+        content_type, content_encoding, body = serialize(
+            ((), kwargs, _EMBED), serializer=template.serializer
+        )
+        task_id = call.task_id
+        headers = dict(args["headers"])
+        headers["id"] = headers["root_id"] = task_id
+        headers["eta"] = call.eta.isoformat() if call.eta is not None else None
+        headers["expires"] = call.expires.isoformat() if call.expires is not None else None
+        headers["kwargsrepr"] = saferepr(kwargs, self.kwargsrepr_size, maxlevels=self.levels)
+        headers[HEADER] = call.headers[HEADER]
+        properties = dict(args["properties"])
+        properties["correlation_id"] = task_id
+        if call.expires is not None:
+            expiration = max((call.expires - self.now).total_seconds(), 0)
+            properties["expiration"] = str(int(expiration * 1000))
+        return {
+            "body": body,
+            "priority": args["priority"],
+            "content_type": content_type,
+            "content_encoding": content_encoding,
+            "headers": headers,
+            "properties": properties,
+        }
+
+    def _build_full(self, call: TaskCall) -> Prepared:
+        """``send_task``'s own path (Celery and kombu) over the recording channel."""
         options = self._options(call)
         ignore_result = options.pop("ignore_result", None)
         limits = options.pop("time_limit", None), options.pop("soft_time_limit", None)
@@ -62,7 +151,8 @@ class MessageBuilder:
             origin=self.origin,
             **options,
         )
-        if not ignore_result:
+        self.on_call = not ignore_result
+        if self.on_call:
             self.app.backend.on_task_call(self.producer, call.task_id)
         amqp.send_task_message(self.recorder, call.name, message, **options)
         return self.recorder.take()
@@ -106,20 +196,87 @@ def _task_defaults(app: Celery, name: str) -> tuple[Any, dict[str, Any]]:
     return task_type, {key: value for key, value in options.items() if value is not None}
 
 
+_EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+"""The third part of a protocol 2 body for a task with no callbacks, chain or chord."""
+_NOT_YET = object()
+
+
+@dataclass
+class _Template:
+    """What the full path handed ``prepare_message`` and ``basic_publish`` for one message."""
+
+    arguments: dict[str, Any]
+    exchange: str
+    routing_key: str
+    serializer: str
+    on_call: bool = True
+    checked: bool = False
+
+
+def _can_fill_in(app: Celery, producer: Producer) -> bool:
+    """Filling in is exact only when nothing can change a message but its own values."""
+    if before_task_publish.receivers or after_task_publish.receivers:
+        return False
+    if producer.compression or app.conf.task_compression:
+        return False
+    routes = getattr(app.amqp.router, "routes", None) or ()
+    return all(isinstance(route, MapRoute) for route in routes)
+
+
 class _RecordingChannel:
-    """The producer's channel, except that ``basic_publish`` keeps the message."""
+    """The producer's channel, except that ``basic_publish`` keeps the message, and
+    ``prepare_message`` keeps a copy of its arguments (the template of its kind)."""
 
     def __init__(self, channel: Any) -> None:
         self._channel = channel
         self.sent: list[tuple[dict[str, Any], str, str]] = []
+        self.prepared: dict[str, Any] | None = None
+        self.last_route = ("", "")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._channel, name)
+
+    def prepare_message(
+        self,
+        body: Any,
+        priority: Any = None,
+        content_type: Any = None,
+        content_encoding: Any = None,
+        headers: Any = None,
+        properties: Any = None,
+    ) -> Any:
+        self.prepared = copy.deepcopy(
+            {
+                "body": body,
+                "priority": priority,
+                "content_type": content_type,
+                "content_encoding": content_encoding,
+                "headers": headers,
+                "properties": properties,
+            }
+        )
+        return self._channel.prepare_message(
+            body, priority, content_type, content_encoding, headers, properties
+        )
 
     def basic_publish(
         self, message: dict[str, Any], exchange: str, routing_key: str, **_: Any
     ) -> None:
         self.sent.append((message, exchange, routing_key))
+        self.last_route = (exchange, routing_key)
+
+    def template(self, on_call: bool) -> _Template | None:
+        """The template of the message just built, or None if it cannot be one."""
+        arguments, self.prepared = self.prepared, None
+        if arguments is None or not isinstance(arguments["headers"], dict):
+            return None
+        serializer = serialization.registry.type_to_name.get(  # type: ignore[attr-defined]
+            arguments["content_type"]
+        )
+        if serializer is None or HEADER not in arguments["headers"]:
+            return None
+        exchange, routing_key = self.last_route
+        return _Template(arguments, exchange, routing_key, serializer, on_call)
 
 
 class _RecordingProducer:
