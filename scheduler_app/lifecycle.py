@@ -199,16 +199,23 @@ TERMINAL_STATES = frozenset(
 )
 
 
-def announce_finished(occurrences: list[Occurrence], state: str, reason: str) -> None:
+def announce_finished(
+    occurrences: list[Occurrence], state: str, reason: str, *, schedule: Schedule | None = None
+) -> None:
     """Send ``events.occurrence_finished`` for each row once the current transaction commits
-    (at once outside one): receivers never see a write that was rolled back."""
+    (at once outside one): receivers never see a write that was rolled back.
+
+    ``schedule``: the schedule row as the write that ended them read it under its lock, when
+    the sender has it; sent along (``schedule=``) so receivers need not read it again.
+    """
     if not occurrences or state not in TERMINAL_STATES:
         return
+    extra = {} if schedule is None else {"schedule": schedule}
 
     def send() -> None:
         for occurrence in occurrences:
             events.occurrence_finished.send(
-                sender=Occurrence, occurrence=occurrence, state=state, reason=reason
+                sender=Occurrence, occurrence=occurrence, state=state, reason=reason, **extra
             )
 
     transaction.on_commit(send)
@@ -297,7 +304,7 @@ def _finish_in_one_statement(
     occurrence = ended.occurrence
     if "schedule_version" in claimed._state.fields_cache:
         occurrence.schedule_version = claimed.schedule_version
-    announce_finished([occurrence], state, reason)
+    announce_finished([occurrence], state, reason, schedule=schedule)
     _log_ended(occurrence, state, reason)
     return True
 

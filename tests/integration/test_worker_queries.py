@@ -18,7 +18,7 @@ from tests.integration.worker_support import due_one, fetch, run
 pytestmark = pytest.mark.django_db
 
 
-def run_counted(on_commit: Any, *, receivers: bool = True) -> tuple[list[str], object]:
+def run_counted(on_commit: Any, *, receivers: bool = True) -> tuple[list[str], Any]:
     """Run one due occurrence; the statements it took, ``occurrence_finished``'s receivers
     included (they run on commit: at once on a worker, which runs in autocommit)."""
     clock = FakeClock(START)
@@ -57,3 +57,33 @@ def test_queries_per_occurrence_on_sqlite(django_capture_on_commit_callbacks: An
         pytest.skip("SQLite's count")
     statements, _ = run_counted(django_capture_on_commit_callbacks)
     assert len(statements) <= 17, statements
+
+
+def test_the_outcome_hands_its_locked_schedule_to_the_receivers(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """On PostgreSQL ``occurrence_finished`` carries ``schedule=``, the row the outcome's
+    statement locked, so receivers need not read it again; the occurrence is the ended row."""
+    from scheduler_app import events
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the one-statement outcome is PostgreSQL's")
+    seen: list[dict[str, Any]] = []
+
+    def receiver(sender: Any, **kwargs: Any) -> None:
+        seen.append(kwargs)
+
+    events.occurrence_finished.connect(receiver)
+    try:
+        _, row = run_counted(django_capture_on_commit_callbacks)
+    finally:
+        events.occurrence_finished.disconnect(receiver)
+    (sent,) = seen
+    assert sent["state"] == OccurrenceState.SUCCEEDED
+    assert sent["schedule"].pk == row.schedule_id
+    assert sent["schedule"].consecutive_failures == 0
+    assert (sent["occurrence"].state, sent["occurrence"].finished_at) == (
+        OccurrenceState.SUCCEEDED,
+        row.finished_at,
+    )
+    assert sent["occurrence"].schedule.tenant == row.schedule.tenant
