@@ -7,11 +7,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import lru_cache
+from functools import cache, lru_cache
+from typing import Any, TypeVar
 from uuid import UUID
 
 from django.db import DataError, IntegrityError, transaction
-from django.db.models import Count, Min
+from django.db.models import Count, Min, Model
 
 from scheduler_app.bulk import insert_occurrences, save_advanced
 from scheduler_app.conf import SchedulerSettings, get_settings
@@ -139,7 +140,8 @@ def _attach(rows: list[Occurrence], schedules: list[Schedule]) -> None:
         row.schedule = schedule
         version = versions.get(row.schedule_version_id)
         if version is None:
-            version = ScheduleVersion(
+            version = new_row(
+                ScheduleVersion,
                 id=row.schedule_version_id,
                 schedule_id=schedule.id,
                 version=schedule.version,
@@ -418,7 +420,8 @@ def build_occurrences(
         key = idempotency_key(schedule.id, slot)
         window_start = _window_start(schedule, timing, slot, previous)
         rows.append(
-            Occurrence(
+            new_row(
+                Occurrence,
                 id=occurrence_id(key),
                 schedule_id=schedule.id,
                 schedule_version_id=version_id(schedule.id, schedule.version),
@@ -440,6 +443,31 @@ def build_occurrences(
             )
         )
     return rows
+
+
+M = TypeVar("M", bound=Model)
+
+
+@cache
+def _field_defaults(model: type[Model]) -> tuple[tuple[Any, ...], dict[str, int]]:
+    """Every concrete field's default, in field order, and each field's position."""
+    fields = model._meta.concrete_fields
+    return (
+        tuple(field.get_default() for field in fields),
+        {field.attname: index for index, field in enumerate(fields)},
+    )
+
+
+def new_row(model: type[M], **values: Any) -> M:
+    """``model(**values)``, built the way Django builds a row it reads (one positional value
+    per field): a burst builds thousands, and keyword construction looks up every field's
+    default again for each. A field not given takes its default, computed once (so a
+    mutable default such as ``kwargs``'s ``dict`` must be given: it always is here)."""
+    defaults, position = _field_defaults(model)
+    row = list(defaults)
+    for name, value in values.items():
+        row[position[name]] = value
+    return model(*row)
 
 
 def _window_start(

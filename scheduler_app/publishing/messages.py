@@ -58,6 +58,7 @@ class MessageBuilder:
         self.kwargsrepr_size = app.amqp.kwargsrepr_maxsize
         self.levels = levels
         self.templates: dict[tuple[Any, ...], _Template | None] = {}
+        self.reprs: dict[Any, str] = {}
         self.fill_in = _can_fill_in(app, producer)
         self.on_call = True
 
@@ -112,7 +113,11 @@ class MessageBuilder:
         headers["id"] = headers["root_id"] = task_id
         headers["eta"] = call.eta.isoformat() if call.eta is not None else None
         headers["expires"] = call.expires.isoformat() if call.expires is not None else None
-        headers["kwargsrepr"] = saferepr(kwargs, self.kwargsrepr_size, maxlevels=self.levels)
+        kwargsrepr = self.reprs.get(body)  # the same body: the same kwargs, in the same order
+        if kwargsrepr is None:
+            kwargsrepr = saferepr(kwargs, self.kwargsrepr_size, maxlevels=self.levels)
+            self.reprs[body] = kwargsrepr
+        headers["kwargsrepr"] = kwargsrepr
         headers[HEADER] = call.headers[HEADER]
         properties = dict(args["properties"])
         properties["correlation_id"] = task_id

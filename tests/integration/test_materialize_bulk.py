@@ -282,3 +282,33 @@ def test_a_refused_row_parks_its_schedule_and_the_rest_of_the_batch_goes_on(
     assert (parked.status, parked.next_run_at) == ("paused", FIRST)  # its slot is still due
     assert "occ_window_ordered" in parked.last_error
     assert "materialize.batch_refused" in [getattr(r, "action", "") for r in caplog.records]
+
+
+def test_new_row_builds_what_keyword_construction_builds() -> None:
+    """The positional fast path of a burst: every field equal to ``Model(**values)``'s."""
+    from scheduler_app.materialize import new_row
+    from scheduler_app.models import ScheduleVersion
+
+    values = {
+        "id": uuid.uuid4(),
+        "schedule_id": uuid.uuid4(),
+        "schedule_version_id": uuid.uuid4(),
+        "trigger": "scheduled",
+        "scheduled_for": FIRST,
+        "window_start": FIRST,
+        "window_end": FIRST,
+        "timezone": "Europe/Riga",
+        "idempotency_key": "k",
+        "task": "demo.ping",
+        "kwargs": {"n": 1},
+        "not_before": FIRST,
+        "created_at": FIRST,
+    }
+    for model, given in [
+        (Occurrence, values),
+        (ScheduleVersion, {"id": uuid.uuid4(), "schedule_id": uuid.uuid4(), "version": 3}),
+    ]:
+        fast, slow = new_row(model, **given), model(**given)
+        for field in model._meta.concrete_fields:
+            assert getattr(fast, field.attname) == getattr(slow, field.attname), field.name
+        assert fast._state.adding and fast._state.db is None
