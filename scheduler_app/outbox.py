@@ -77,7 +77,7 @@ UNPUBLISHED = Q(state=OccurrenceState.PENDING) | Q(
 """The outbox: new occurrences, and retries whose next attempt is not published yet."""
 
 
-def _publishable(now: datetime) -> QuerySet[Occurrence]:
+def publishable(now: datetime) -> QuerySet[Occurrence]:
     """Unpublished rows whose publish lease (if any) has run out."""
     return Occurrence.objects.filter(UNPUBLISHED).filter(
         Q(publish_lease_until__isnull=True) | Q(publish_lease_until__lt=now)
@@ -86,14 +86,14 @@ def _publishable(now: datetime) -> QuerySet[Occurrence]:
 
 def has_publishable(now: datetime) -> bool:
     """One cheap query, no transaction: lets an idle tick skip the claim entirely."""
-    return _publishable(now).exists()
+    return publishable(now).exists()
 
 
 def claim_pending(now: datetime, limit: int, lease: timedelta) -> list[Occurrence]:
     """Take up to ``limit`` pending occurrences that no other beat is publishing."""
     with transaction.atomic():
         rows = list(
-            _publishable(now)
+            publishable(now)
             .select_for_update(skip_locked=True, of=("self",))
             .order_by("created_at")
             .select_related("schedule_version", "schedule")[:limit]

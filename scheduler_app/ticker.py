@@ -35,6 +35,7 @@ from scheduler_app.monitoring.monitor import run_monitor
 from scheduler_app.monitoring.retention import DEFAULT_BATCH, parse_age, prune
 from scheduler_app.monitoring.skew import check_skew
 from scheduler_app.outbox import Publisher, dispatch_batch, hand_off, has_publishable
+from scheduler_app.probe import probe
 from scheduler_app.reconcile import reconcile
 
 logger = logging.getLogger("scheduler_app.ticker")
@@ -131,10 +132,14 @@ class Ticker:
     def _tick(self, now: datetime) -> TickResult:
         if self.needs_lease and not self.hold_lease(now):
             return TickResult(0, 0, self.settings.MAX_INTERVAL, leader=False)
-        due = earliest_due()
+        first = probe(now)
+        due = first.due
         created, claimed, published, failed = self.materialize(now, due)
         reconciled = self.maybe_reconcile(now)
-        if not failed:  # the broker just failed: the outbox waits for the next tick
+        # The probe's answer stands unless the reconciler just put rows back in the outbox
+        # (this tick's own new rows left from memory; another process's arrive next tick).
+        work = first.publishable or (reconciled > 0 and has_publishable(now))
+        if work and not failed:  # the broker just failed: the outbox waits for the next tick
             more, failed = self.dispatch(now)
             published += more
         if claimed or reconciled:
@@ -240,10 +245,9 @@ class Ticker:
         return report.total
 
     def dispatch(self, now: datetime) -> tuple[int, bool]:
+        """Publish what waits in the outbox, batch by batch (the caller probed it has some)."""
         lease = timedelta(seconds=self.settings.PUBLISH_LEASE)
         published = 0
-        if not has_publishable(now):
-            return 0, False
         while True:
             # Each batch's publish lease starts when it is claimed, not when the tick began:
             # a long backlog must not hand out leases that have already run out.

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.models import Schedule
+from scheduler_app.models import Occurrence, Schedule
 from tests.integration.support import START, TASK, MemoryPublisher, ticker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,3 +65,34 @@ def test_the_idle_query_count_does_not_grow_with_the_schedules() -> None:
     small = idle_tick_queries(10)
     Schedule.objects.all().delete()
     assert len(idle_tick_queries(10_000)) == len(small)
+
+
+@pytest.mark.postgres
+def test_on_postgresql_an_idle_tick_is_one_statement() -> None:
+    assert len(idle_tick_queries(10)) == 1
+
+
+@pytest.mark.postgres
+def test_the_probe_answers_what_the_two_queries_answer() -> None:
+    """Earliest due and outbox work, through the states a row goes through."""
+    from scheduler_app.materialize import earliest_due
+    from scheduler_app.outbox import has_publishable
+    from scheduler_app.probe import probe
+
+    def agree(now: object) -> None:
+        assert probe(now) == type(probe(now))(earliest_due(), has_publishable(now))  # type: ignore[arg-type]
+
+    agree(START)  # nothing stored
+    add_schedules(3)
+    Schedule.objects.filter(next_run_at=FIRST_DUE).update(status="paused")
+    clock = FakeClock(FIRST_DUE + timedelta(seconds=5))
+    publisher = MemoryPublisher()
+    publisher.down = True
+    ticker(publisher, clock).tick()  # rows stay in the outbox, unleased
+    for now in (START, clock.now(), clock.now() + timedelta(hours=2)):
+        agree(now)
+    Occurrence.objects.update(publish_lease_until=clock.now() + timedelta(seconds=30))
+    agree(clock.now())  # leased: not publishable until the lease runs out
+    agree(clock.now() + timedelta(seconds=31))
+    Occurrence.objects.update(state="dispatched", publish_lease_until=None)
+    agree(clock.now())

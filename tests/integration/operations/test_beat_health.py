@@ -49,11 +49,11 @@ def test_the_last_batch_size_and_a_tick_error_are_recorded(
     beat = ticker(MemoryPublisher(), clock)
     beat.tick()
 
-    def database_gone() -> None:
+    def database_gone(*_: object) -> None:
         raise OperationalError("server closed the connection")
 
     with monkeypatch.context() as patched:
-        patched.setattr("scheduler_app.ticker.earliest_due", database_gone)
+        patched.setattr("scheduler_app.ticker.probe", database_gone)
         with pytest.raises(OperationalError):
             beat.tick()
     clock.set(target.next_run_at + timedelta(seconds=120))
