@@ -45,22 +45,29 @@ class LeaseKeeper:
         self._pid = os.getpid()
         self._cond = threading.Condition()
         self._held: dict[int, _Held] = {}
+        self._idle = 1.0
+        """Longest idle wait: a third of the latest lease held."""
         self._thread: threading.Thread | None = None
+        self._wakes_at = 0.0
+        """When the thread next looks at the leases (``time.monotonic()``)."""
 
     def hold(self, occurrence_id: str, *, token: int, lease: timedelta, clock: Clock) -> int:
         """Renew this attempt's lease until ``release``; returns the key to release it by."""
         if os.getpid() != self._pid:  # a forked child: the parent's thread is not here
             self._reset()
-        every = lease.total_seconds() / 3
+        due = time.monotonic() + lease.total_seconds() / 3
         with self._cond:
             key = next(self._keys)
-            self._held[key] = _Held(occurrence_id, token, lease, clock, time.monotonic() + every)
+            self._held[key] = _Held(occurrence_id, token, lease, clock, due)
+            self._idle = lease.total_seconds() / 3
             if self._thread is None or not self._thread.is_alive():
+                self._wakes_at = due
                 self._thread = threading.Thread(
                     target=self._run, daemon=True, name="occurrence-leases"
                 )
                 self._thread.start()
-            self._cond.notify()
+            elif due < self._wakes_at:
+                self._cond.notify()  # else it looks before this one is due: no wake-up
         return key
 
     def release(self, key: int) -> None:
@@ -96,8 +103,11 @@ class LeaseKeeper:
                 for _, held in due:
                     held.due = now + held.lease.total_seconds() / 3
                 return due
+            # Idle, it still looks every third of the last lease it saw: a task that starts
+            # meanwhile is due later than that and needs no wake-up (see ``hold``).
             soonest = min((held.due for held in self._held.values()), default=None)
-            self._cond.wait(None if soonest is None else soonest - now)
+            self._wakes_at = now + self._idle if soonest is None else soonest
+            self._cond.wait(self._wakes_at - now)
 
     def _renew_one(self, key: int, held: _Held) -> None:
         with self._cond:

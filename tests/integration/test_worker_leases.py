@@ -62,3 +62,16 @@ def test_a_lost_lease_is_dropped() -> None:
     keeper.hold("lost", token=1, lease=LEASE, clock=FakeClock(START))
     assert eventually(lambda: keeper.holding() == 0)
     assert renewals.calls == [("lost", 1)]
+
+
+def test_a_new_attempt_is_renewed_in_time_while_the_thread_idles() -> None:
+    """The idle thread looks again before a new attempt's first renewal is due."""
+    renewals = Renewals()
+    keeper = LeaseKeeper(renewals)
+    clock = FakeClock(START)
+    lease = timedelta(seconds=0.9)
+    keeper.release(keeper.hold("first", token=1, lease=lease, clock=clock))
+    started = time.monotonic()
+    keeper.hold("second", token=1, lease=lease, clock=clock)
+    assert eventually(lambda: renewals.count("second") >= 1)
+    assert time.monotonic() - started < lease.total_seconds()
