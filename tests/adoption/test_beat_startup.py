@@ -67,6 +67,17 @@ def test_a_migrated_database_starts(caplog: pytest.LogCaptureFixture) -> None:
     ]
 
 
+@pytest.mark.django_db
+def test_a_migration_missing_from_the_database_is_found() -> None:
+    """The quick check (file names against the migration table) hands a gap to Django's
+    full plan, which names it."""
+    from django.db.migrations.recorder import MigrationRecorder
+
+    last = beat_module._migration_files()[-1]
+    MigrationRecorder.Migration.objects.filter(app="scheduler_app", name=last).delete()
+    assert beat_module.unapplied_migrations() == [f"scheduler_app.{last}"]
+
+
 def test_missing_migrations_stop_the_beat_with_one_line(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
