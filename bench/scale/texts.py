@@ -89,8 +89,8 @@ LIMITS = {
 OURS_PUBLISH = {
     "redis": "publishes each batch through Redis pipelines",
     "amqp": (
-        "publishes occurrence by occurrence with `send_task`, each waiting for its confirm"
-        " (the engine's batched path is Redis-only)"
+        "publishes each batch on one channel in publisher-confirms mode and waits once for"
+        " RabbitMQ's confirms of the whole batch"
     ),
 }
 
