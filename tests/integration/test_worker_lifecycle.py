@@ -18,11 +18,22 @@ from scheduler_app.context import OccurrenceContext
 from scheduler_app.models import Occurrence, OccurrenceState, Trigger
 from scheduler_app.reconcile import reconcile
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
-from tests.integration.worker_support import context_task, due_one, fetch, run
+from tests.integration.worker_support import (
+    context_task,
+    due_one,
+    fetch,
+    load_task_modules,
+    run,
+)
 
 pytestmark = pytest.mark.django_db
 LEASE = timedelta(seconds=60)
 GRACE = timedelta(seconds=60)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _task_modules_loaded() -> None:
+    load_task_modules()  # before any test captures logs
 
 
 def refusals(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
