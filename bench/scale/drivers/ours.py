@@ -139,7 +139,7 @@ PHASES = [
     ("    insert_occurrences (INSERT ... unnest)", "bulk.py", "insert_occurrences"),
     ("    save_advanced (UPDATE ... unnest)", "bulk.py", "save_advanced"),
     ("  hand_off (screen, publish, mark)", "outbox.py", "hand_off"),
-    ("    publish (Redis pipeline / AMQP confirms / send_task)", "publishing/__init__.py", "publish"),
+    ("    publish (Redis pipeline, AMQP confirms, send_task)", "publishing/__init__.py", "publish"),
     ("      MessageBuilder.build", "publishing/messages.py", "build"),
     ("      context_headers", "outbox.py", "context_headers"),
     ("      redis_commands (envelope, JSON)", "publishing/redis.py", "redis_commands"),
