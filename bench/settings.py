@@ -31,3 +31,6 @@ CELERY_REDBEAT_REDIS_URL = os.environ.get("BENCH_REDIS_URL") or os.environ.get(
 )
 CELERY_REDBEAT_KEY_PREFIX = "redbeat:"
 CELERY_REDBEAT_REDIS_OPTIONS: dict[str, object] = {}
+# Workers keep their PostgreSQL connection across tasks (Celery's Django fixup closes it around
+# every task otherwise), for the plain task and `OccurrenceTask` alike: docs/tasks.md.
+CELERY_DB_REUSE_MAX = 1000

@@ -20,7 +20,7 @@ SYSTEM_USER = "scheduler"
 
 
 def on_occurrence_finished(
-    sender: Any, occurrence: Any, state: str, reason: str = "", **_: Any
+    sender: Any, occurrence: Any, state: str, reason: str = "", schedule: Any = None, **_: Any
 ) -> None:
     """Sent by whoever wrote the final state, after the write. A database error here is
     logged, never raised into the sender (a worker recording an outcome, the beat)."""
@@ -30,8 +30,8 @@ def on_occurrence_finished(
     try:
         observe_finished(occurrence, state, reason)
         now = SystemClock().now()
-        count_failures(occurrence, state, now)
-        archive_if_done(occurrence, state, now)
+        count_failures(occurrence, state, now, schedule)
+        archive_if_done(occurrence, state, now, schedule)
     except DatabaseError:
         logger.exception(
             "failure handling after an occurrence ended did not complete",
@@ -45,13 +45,17 @@ def on_duplicate_prevented(sender: Any, kind: str = "", **_: Any) -> None:
     DUPLICATES_PREVENTED.labels(kind or "unknown").inc()
 
 
-def count_failures(occurrence: Any, state: str, now: Any) -> None:
+def count_failures(occurrence: Any, state: str, now: Any, schedule: Any = None) -> None:
     """``failed`` adds one to ``consecutive_failures``; ``succeeded`` resets it. At
-    ``pause_after_failures`` the schedule pauses itself with a note saying why."""
+    ``pause_after_failures`` the schedule pauses itself with a note saying why.
+
+    ``schedule``: the row as the outcome's write locked it (sent by the worker), if given."""
     from scheduler_app.models import OccurrenceState, Schedule
 
     rows = Schedule.objects.filter(pk=occurrence.schedule_id)
     if state == OccurrenceState.SUCCEEDED:
+        if schedule is not None and schedule.consecutive_failures == 0:
+            return  # nothing to reset
         rows.exclude(consecutive_failures=0).update(consecutive_failures=0)
         return
     if state != OccurrenceState.FAILED:
@@ -84,10 +88,12 @@ def _pause(schedule: Any, occurrence: Any, now: Any) -> None:
     )
 
 
-def archive_if_done(occurrence: Any, state: str, now: Any) -> None:
+def archive_if_done(occurrence: Any, state: str, now: Any, loaded: Any = None) -> None:
     """A one-time schedule with ``archive_on_completion`` is archived once its run ended."""
     from scheduler_app.models import OPEN_STATES, Occurrence, Schedule, ScheduleStatus
 
+    if loaded is not None and (not loaded.archive_on_completion or loaded.kind != "once"):
+        return  # never archived: no need to read it again
     schedule = Schedule.objects.filter(pk=occurrence.schedule_id).first()
     if (
         schedule is None
