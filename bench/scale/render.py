@@ -263,7 +263,8 @@ def beat_cell(summary: dict[str, Any] | None) -> str:
 
 
 def bare_ticker_sentence(payload: dict[str, Any]) -> str:
-    """Our idle tick without `celery beat`'s ``close_old_connections()``, where measured."""
+    """Our idle tick without ``close_old_connections()`` (and its health check), where
+    measured."""
     figures = [
         f"{stat(startup, 'ticker_idle_tick_ms', fmt='{:.2f}')} ms at {entry['size']:,}"
         for entry in payload["sizes"]
@@ -274,7 +275,7 @@ def bare_ticker_sentence(payload: dict[str, Any]) -> str:
     if not figures:
         return ""
     return (
-        " Ours without `celery beat`'s `close_old_connections()` (`Ticker.tick()` alone): "
+        " Ours without `close_old_connections()` and its health check (`Ticker.tick()` alone): "
         + ", ".join(figures)
         + "."
     )

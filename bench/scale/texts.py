@@ -39,9 +39,12 @@ LIMITS = {
     ),
     "idle": (
         "What limits it: round trips (next table) and the Python around them: ours asks"
-        " PostgreSQL for the earliest `next_run_at` and for outbox work, plus `celery beat`'s"
-        " `close_old_connections()`; celery-redbeat extends its lock and reads its sorted set;"
-        " django-celery-beat checks for schedule changes and walks its heap."
+        " PostgreSQL in one statement for the earliest `next_run_at` and for outbox work; before"
+        " it, `DurableScheduler.tick()` calls Django's `close_old_connections()`, and with"
+        " `CONN_HEALTH_CHECKS` (on in the example project) the next use of the connection first"
+        " checks it with a `SELECT 1` (not counted by Django: one more round trip); celery-redbeat"
+        " extends its lock and reads its sorted set; django-celery-beat checks for schedule"
+        " changes and walks its heap."
     ),
     "round_trips": (
         "Counted in the sampled process: every SQL statement Django executes, and every Redis"

@@ -343,7 +343,7 @@ def test_on_rabbitmq_the_issues_figures_run_and_get_their_own_file_and_section()
     assert "**On RabbitMQ**, with publisher confirms" in text
     assert "publishes real Celery messages to RabbitMQ (queue `bench`" in text
     assert "Raw numbers: `bench/results/scale-amqp.json`" in text
-    assert "publishes occurrence by occurrence with `send_task`" in text
+    assert "waits once for RabbitMQ's confirms of the whole batch" in text
     assert "through Redis pipelines" not in text  # no Redis-only claims on RabbitMQ
 
 
