@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from django.conf import settings as django_settings
+from django.core.signals import setting_changed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,10 +81,29 @@ class SchedulerSettings:
     """Bearer token for the Django metrics view; empty: staff users only."""
 
 
+_current: SchedulerSettings | None = None
+
+
 def get_settings() -> SchedulerSettings:
-    values = {
-        f.name: getattr(django_settings, f"SCHEDULER_{f.name}")
-        for f in fields(SchedulerSettings)
-        if hasattr(django_settings, f"SCHEDULER_{f.name}")
-    }
-    return SchedulerSettings(**values)
+    """The ``SCHEDULER_*`` settings, read once (a worker asks for them with every task) and
+    read again after Django reports a change (``setting_changed``: ``override_settings``,
+    pytest-django's ``settings`` fixture)."""
+    global _current
+    if _current is None:
+        _current = SchedulerSettings(
+            **{
+                f.name: getattr(django_settings, f"SCHEDULER_{f.name}")
+                for f in fields(SchedulerSettings)
+                if hasattr(django_settings, f"SCHEDULER_{f.name}")
+            }
+        )
+    return _current
+
+
+def _forget(*, setting: str, **_: object) -> None:
+    global _current
+    if setting.startswith("SCHEDULER_"):
+        _current = None
+
+
+setting_changed.connect(_forget, dispatch_uid="scheduler_app.conf")
