@@ -345,6 +345,15 @@ class Schedule(models.Model):
                 name="sched_due_idx",
                 condition=Q(status="active"),
             ),
+            # The expected-run monitor's other two kinds of candidate (monitoring/monitor.py).
+            models.Index(
+                fields=["expected_every"],
+                name="sched_expected_idx",
+                condition=Q(expected_every__isnull=False),
+            ),
+            models.Index(
+                fields=["health"], name="sched_unhealthy_idx", condition=Q(health="unhealthy")
+            ),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(version__gte=1), name="sched_version_positive"),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import F, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 
 from scheduler_app import events
@@ -92,10 +92,33 @@ def _latest(**filters: Any) -> QuerySet[Occurrence]:
 
 
 def candidates(now: datetime, margin: float) -> QuerySet[Schedule]:
-    """The one query: schedules that may be unhealthy now, and those flagged before."""
+    """Schedules that may be unhealthy now, and those flagged before, with what ``diagnose``
+    reads.
+
+    Each kind is found on its own index (overdue: the due index; an expected success
+    missing: the partial index of schedules with ``expected_every``; flagged: the partial
+    index of unhealthy ones), at most ``LIMIT + 1`` of each; one more query annotates them.
+    A single query with the three conditions OR-ed scanned every schedule (2 s at 100,000
+    schedules, in the beat's first tick and every ``MONITOR_INTERVAL`` after).
+    """
+    active = Schedule.objects.filter(status=ScheduleStatus.ACTIVE)
+    overdue = active.filter(next_run_at__lt=now - timedelta(seconds=margin)).order_by("next_run_at")
+    missing = _annotated(active.filter(expected_every__isnull=False)).filter(
+        success_due__lt=Value(now)  # type: ignore[misc]  # an annotation the stubs cannot see
+    )
+    flagged = Schedule.objects.filter(health=ScheduleHealth.UNHEALTHY)
+    ids: set[Any] = set()
+    for kind in (overdue, missing, flagged):
+        ids.update(kind.values_list("pk", flat=True)[: LIMIT + 1])
+    return _annotated(Schedule.objects.filter(pk__in=ids)).order_by("next_run_at", "id")
+
+
+def _annotated(rows: QuerySet[Schedule]) -> QuerySet[Schedule]:
+    """The latest success and the latest ended occurrence of each schedule, and when a
+    success is due by ``expected_every``."""
     last_success = _latest(state=OccurrenceState.SUCCEEDED).values("finished_at")[:1]
     last = _latest(state__in=TERMINAL)
-    rows = Schedule.objects.annotate(
+    return rows.annotate(
         last_success_at=Subquery(last_success),
         last_attempt_for=Subquery(last.values("scheduled_for")[:1]),
         last_attempt_state=Subquery(last.values("state")[:1]),
@@ -105,16 +128,6 @@ def candidates(now: datetime, margin: float) -> QuerySet[Schedule]:
             Greatest(Coalesce("last_success_at", "created_at"), F("created_at")),
             F("expected_every"),
         ),
-    )
-    overdue = Q(
-        status=ScheduleStatus.ACTIVE,
-        next_run_at__lt=now - timedelta(seconds=margin),  # the due index bounds the scan
-    )
-    missing = Q(
-        status=ScheduleStatus.ACTIVE, expected_every__isnull=False, success_due__lt=Value(now)
-    )
-    return rows.filter(overdue | missing | Q(health=ScheduleHealth.UNHEALTHY)).order_by(
-        "next_run_at", "id"
     )
 
 

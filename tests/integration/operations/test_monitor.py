@@ -174,7 +174,8 @@ def test_check_schedules_reports_a_stopped_beat_and_exits_2_without_a_database(
     assert code == 2 and "could not check the schedules: DatabaseError: connection refused" in err
 
 
-def test_a_pass_is_one_query_when_nothing_changes() -> None:
+def test_a_pass_is_four_queries_when_nothing_changes() -> None:
+    """One per kind of candidate (each on its own index), one to read them."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -185,4 +186,28 @@ def test_a_pass_is_one_query_when_nothing_changes() -> None:
     with CaptureQueriesContext(connection) as captured:
         result = run_monitor(START + timedelta(hours=3, minutes=1))
     assert len(result.problems) == 2 and not result.became_unhealthy
-    assert len(captured.captured_queries) == 1
+    assert len(captured.captured_queries) == 4
+
+
+@pytest.mark.postgres
+def test_each_kind_of_candidate_is_found_on_an_index() -> None:
+    """Not a scan of every schedule: the beat runs a pass every ``MONITOR_INTERVAL``."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    clock = FakeClock(START)
+    schedule(clock, kind="cron", rule="0 1 * * *", expected_every=86400)
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny table: ask for the plan
+    with CaptureQueriesContext(connection) as captured:
+        run_monitor(START + timedelta(hours=3))
+    finds = [query["sql"] for query in captured.captured_queries[:3]]
+    with connection.cursor() as cursor:
+        for sql in finds:
+            cursor.execute(f"EXPLAIN {sql}")
+            plan = " ".join(row[0] for row in cursor.fetchall())
+            assert "Seq Scan on scheduler_app_schedule" not in plan, (sql, plan)
+            assert any(
+                name in plan
+                for name in ("sched_due_idx", "sched_expected_idx", "sched_unhealthy_idx")
+            ), plan
