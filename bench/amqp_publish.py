@@ -20,38 +20,9 @@ import os
 import statistics
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-
-def occurrences(count: int) -> list[Any]:
-    from scheduler_app.models import Occurrence, Schedule, ScheduleVersion
-
-    version = ScheduleVersion(version=1, definition={"objective": "bench"})
-    schedule = Schedule(id=uuid.uuid4(), options={})
-    now = datetime.now(UTC)
-    rows = []
-    for n in range(count):
-        slot = now - timedelta(seconds=n % 60)
-        rows.append(
-            Occurrence(
-                id=uuid.uuid4(),
-                schedule=schedule,
-                schedule_version=version,
-                trigger="scheduled",
-                scheduled_for=slot,
-                window_start=slot,
-                window_end=slot + timedelta(minutes=1),
-                timezone="Europe/Riga",
-                idempotency_key=f"bench:{n}:{slot.isoformat()}",
-                task="bench.noop",
-                kwargs={"n": n, "report": "daily", "city": "Rīga"},
-                not_before=slot,
-                deadline_at=now + timedelta(hours=1),
-                created_at=slot,
-            )
-        )
-    return rows
+from bench.publish import occurrences  # the same rows as the Redis publish bench
 
 
 class Queue:

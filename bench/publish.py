@@ -21,9 +21,10 @@ QUEUE = "bench-publish"
 
 
 def occurrences(count: int) -> list[Any]:
-    from scheduler_app.models import Occurrence, ScheduleVersion
+    from scheduler_app.models import Occurrence, Schedule, ScheduleVersion
 
     version = ScheduleVersion(version=1, definition={"objective": "bench"})
+    schedule = Schedule(id=uuid.uuid4(), options={})  # in memory: publishing reads its options
     now = datetime.now(UTC)
     rows = []
     for n in range(count):
@@ -31,7 +32,7 @@ def occurrences(count: int) -> list[Any]:
         rows.append(
             Occurrence(
                 id=uuid.uuid4(),
-                schedule_id=uuid.uuid4(),
+                schedule=schedule,
                 schedule_version=version,
                 trigger="scheduled",
                 scheduled_for=slot,
