@@ -33,6 +33,7 @@ from scheduler_app.publishing import CeleryPublisher
 from scheduler_app.publishing import amqp as publishing_amqp
 from scheduler_app.publishing.amqp import AmqpConfirmPublisher, Confirms
 from tests.conftest import require_server
+from tests.integration.publishing_support import add_task_with_own_options, declare_bound_queue
 
 RABBITMQ_URL = os.environ.get("RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//")
 MINUTE = timedelta(minutes=1)
@@ -86,22 +87,8 @@ def make_app(url: str, prefix: str, **transport_options: Any) -> Celery:
         "tests.full": {"queue": f"{prefix}-full"},
     }
 
-    @app.task(
-        name="tests.limited",
-        shared=False,
-        lazy=False,  # registered now: finalizing would pull in every shared task
-        time_limit=30,
-        soft_time_limit=20,
-        ignore_result=True,
-        queue=f"{prefix}-limited",
-    )
-    def limited() -> None:  # pragma: no cover - never runs here
-        return None
-
-    with app.connection_for_write() as connection:  # what a worker consuming it would declare
-        Queue(f"{prefix}-bound", exchange, routing_key="bound")(
-            connection.default_channel
-        ).declare()
+    add_task_with_own_options(app, prefix)
+    declare_bound_queue(app, prefix, exchange)
     return app
 
 

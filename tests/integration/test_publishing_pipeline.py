@@ -22,7 +22,7 @@ import pytest
 import redis
 from celery import Celery
 from celery.signals import before_task_publish
-from kombu import Exchange, Queue
+from kombu import Exchange
 from kombu.transport.redis import Channel as RedisChannel
 
 from scheduler_app import publishing
@@ -31,6 +31,7 @@ from scheduler_app.models import Occurrence, OccurrenceState, Schedule, Schedule
 from scheduler_app.outbox import PartialPublish
 from scheduler_app.publishing import CeleryPublisher
 from scheduler_app.publishing import redis as publishing_redis
+from tests.integration.publishing_support import add_task_with_own_options, declare_bound_queue
 from tests.integration.support import START, schedule, ticker
 
 MINUTE = timedelta(minutes=1)
@@ -64,22 +65,8 @@ def app(redis_url: str, prefix: str) -> Iterator[Celery]:
         "tests.exchanged": {"exchange": exchange.name, "routing_key": "bound"},
     }
 
-    @app.task(
-        name="tests.limited",
-        shared=False,
-        lazy=False,  # registered now: finalizing would pull in every shared task
-        time_limit=30,
-        soft_time_limit=20,
-        ignore_result=True,
-        queue=f"{prefix}-limited",
-    )
-    def limited() -> None:  # pragma: no cover - never runs here
-        return None
-
-    with app.connection_for_write() as connection:  # what a worker consuming it would declare
-        Queue(f"{prefix}-bound", exchange, routing_key="bound")(
-            connection.default_channel
-        ).declare()
+    add_task_with_own_options(app, prefix)
+    declare_bound_queue(app, prefix, exchange)
     yield app
     app.close()
 
