@@ -1,5 +1,5 @@
 """The store. ``core``: schedules, versions, occurrences, the SQLite lease; ``history``: attempts;
-``operations``: beat heartbeats, kill switches, quotas."""
+``operations``: beat heartbeats, kill switches, quotas; ``audit``: the operator actions."""
 
 from scheduler_app.models.core import *  # noqa: F403
 from scheduler_app.models.core import (  # the names used elsewhere, for type checkers
@@ -23,6 +23,7 @@ from scheduler_app.models.core import (  # the names used elsewhere, for type ch
     ScheduleVersion,
     Trigger,
 )
+from scheduler_app.models.audit import AuditAction, ScheduleAuditEvent
 from scheduler_app.models.history import AttemptKind, OccurrenceAttempt
 from scheduler_app.models.operations import *  # noqa: F403
 
@@ -32,6 +33,7 @@ __all__ = [
     "RULE_TRIGGERS",
     "SEMANTIC_FIELDS",
     "AttemptKind",
+    "AuditAction",
     "IntervalMode",
     "LatenessClass",
     "MisfirePolicy",
@@ -44,6 +46,7 @@ __all__ = [
     "ScheduleHealth",
     "ScheduleMode",
     "ScheduleOrigin",
+    "ScheduleAuditEvent",
     "ScheduleStatus",
     "ScheduleVersion",
     "SchedulerLease",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -510,10 +511,12 @@ class Occurrence(models.Model):
 
     @property
     def task_result(self) -> Any:
-        """The django-celery-results row of this occurrence (task id = occurrence id)."""
-        from django_celery_results.models import TaskResult
-
-        return TaskResult.objects.filter(task_id=str(self.id)).first()
+        """The django-celery-results row of this occurrence (task id = occurrence id), or None
+        when django-celery-results is not installed (it is the optional ``[results]`` extra)."""
+        if not apps.is_installed("django_celery_results"):
+            return None
+        task_result = apps.get_model("django_celery_results", "TaskResult")
+        return task_result.objects.filter(task_id=str(self.id)).first()
 
     def as_contract(self) -> dict[str, Any]:
         """This occurrence as an ``occurrence.v1`` record (docs/contract.md)."""

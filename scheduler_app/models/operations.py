@@ -53,6 +53,7 @@ class KillSwitch(models.Model):
     changed_at = models.DateTimeField()
 
     class Meta:
+        verbose_name_plural = "kill switches"
         constraints = [
             models.UniqueConstraint(fields=["scope", "target"], name="killswitch_unique"),
             models.CheckConstraint(
