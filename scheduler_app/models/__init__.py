@@ -1,6 +1,7 @@
 """The store. ``core``: schedules, versions, occurrences, the SQLite lease; ``history``: attempts;
 ``operations``: beat heartbeats, kill switches, quotas; ``audit``: the operator actions."""
 
+from scheduler_app.models.audit import AuditAction, ScheduleAuditEvent
 from scheduler_app.models.core import *  # noqa: F403
 from scheduler_app.models.core import (  # the names used elsewhere, for type checkers
     ACTIVE_STATES,
@@ -23,7 +24,6 @@ from scheduler_app.models.core import (  # the names used elsewhere, for type ch
     ScheduleVersion,
     Trigger,
 )
-from scheduler_app.models.audit import AuditAction, ScheduleAuditEvent
 from scheduler_app.models.history import AttemptKind, OccurrenceAttempt
 from scheduler_app.models.operations import *  # noqa: F403
 
@@ -43,10 +43,10 @@ __all__ = [
     "OverlapPolicy",
     "PauseBehaviour",
     "Schedule",
+    "ScheduleAuditEvent",
     "ScheduleHealth",
     "ScheduleMode",
     "ScheduleOrigin",
-    "ScheduleAuditEvent",
     "ScheduleStatus",
     "ScheduleVersion",
     "SchedulerLease",
