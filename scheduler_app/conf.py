@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from django.conf import settings as django_settings
@@ -57,6 +57,10 @@ class SchedulerSettings:
     """Dotted path to ``resolver(user) -> set[str] | None`` (``None``: every tenant)."""
     REQUIRE_OWNER: bool = False
     """Refuse schedules without an owner (every run is then checked against a person)."""
+    ALLOWED_QUEUES: Sequence[str] | Mapping[str, Sequence[str]] | None = None
+    """Queues a schedule's ``options`` may name: a list for every tenant, or a mapping of tenant
+    -> list (``"*"``: the default for tenants not listed); None: any queue but the reserved
+    ones (``celery.pidbox``, ``celeryev.*``, ``amq.*``). Also applies to ``routing_key``."""
     BACKFILL_MAX: int = 1_000
     """Backfills (and resumes) creating more occurrences need a second confirmation."""
     JOB_TYPES: Mapping[str, str] | None = None

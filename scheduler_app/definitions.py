@@ -28,6 +28,7 @@ from scheduler_app.models import (
     ScheduleMode,
 )
 from scheduler_app.policies import MisfireRules
+from scheduler_app.routing import checked_options
 from scheduler_app.targets import check_target, is_allowed_name
 from scheduler_app.timing import Kind, Timing, build_timing, parse_duration
 from scheduler_app.timing.rules import IntervalRule
@@ -303,6 +304,7 @@ def _check_options(options: object) -> None:
             "options", 'routing options must be a JSON object, e.g. {"queue": "reports"}'
         )
     check_json("options", options)
+    checked_options(options)
     try:
         size = len(json.dumps(options).encode())
     except (TypeError, ValueError, RecursionError) as exc:

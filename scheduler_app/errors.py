@@ -53,3 +53,7 @@ class OccurrenceCancelled(SchedulerError):
 
 class DuplicateKey(ScheduleValidationError):
     """A schedule with this key exists already (keys are unique)."""
+
+
+class OperatorPermissionDenied(SchedulerError, PermissionError):
+    """The acting user lacks the model permission an action needs."""

@@ -13,13 +13,18 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from django.contrib.auth import get_user_model
+from django.db.models import QuerySet
 from django.utils.module_loading import import_string
 
+from scheduler_app.actors import is_system
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.models import Schedule, ScheduleStatus
+from scheduler_app.tenancy import may_access
 
 if TYPE_CHECKING:
-    from scheduler_app.models import Schedule
+    from django.contrib.auth.models import AbstractBaseUser
 
 logger = logging.getLogger("scheduler_app.permissions")
 RUN_PERMISSION = "scheduler_app.run_schedule"
@@ -75,10 +80,28 @@ def may_assign_owner(user: Any) -> bool:
     return bool(getattr(user, "is_superuser", False) or user.has_perm(ASSIGN_OWNER_PERMISSION))
 
 
+def owner_choices(user: Any, tenant: str) -> QuerySet[AbstractBaseUser]:
+    """The users ``user`` may make the owner of a schedule of ``tenant``.
+
+    Without ``assign_owner``: only themselves. With it: active staff users who belong to
+    ``tenant`` (the tenant resolver says so); superusers only when ``user`` is one (a
+    schedule must never run with more rights than the person who set it up). A system actor
+    may pick any active user.
+    """
+    users = get_user_model().objects.filter(is_active=True)
+    if is_system(user):
+        return users.order_by("pk")
+    if not may_assign_owner(user):
+        return users.filter(pk=user.pk)
+    candidates = users.filter(is_staff=True)
+    if not user.is_superuser:
+        candidates = candidates.filter(is_superuser=False)
+    allowed = [person.pk for person in candidates if may_access(person, tenant)]
+    return users.filter(pk__in=[*allowed, user.pk]).order_by("pk")
+
+
 def pause_owned_schedules(user: Any, why: str, now: datetime) -> int:
     """Pause the active schedules ``user`` owns, noting ``why``; returns how many."""
-    from scheduler_app.models import Schedule, ScheduleStatus
-
     paused = Schedule.objects.filter(owner=user, status=ScheduleStatus.ACTIVE).update(
         status=ScheduleStatus.PAUSED,
         paused_at=now,
@@ -108,26 +131,39 @@ def check_owner_present(owner: Any, origin: str) -> None:
 def with_owner_rules(
     fields: dict[str, Any], user: Any, *, current: Schedule | None
 ) -> dict[str, Any]:
-    """Apply the owner rules for an edit by ``user`` (None: trusted code, no rules).
+    """Apply the owner rules for an edit by ``user`` (a system actor: no rules).
 
-    New schedules are owned by their creator unless an owner is given; only superusers and
-    users with ``scheduler_app.assign_owner`` may give (or change to) another owner.
+    New schedules are owned by their creator unless an owner is given. Another owner must be
+    one of ``owner_choices(user, tenant)``. Only a superuser may leave a person's schedule
+    without an owner: an owner-less schedule runs unchecked, as the system.
     """
-    if user is None or not getattr(user, "is_authenticated", False):
+    if is_system(user):
         return fields
     result = dict(fields)
-    if current is None and result.get("owner") is None:
+    if current is None and result.get("owner") in (None, ""):
         result["owner"] = user
         return result
     if "owner" not in result:
         return result
-    wanted = getattr(result["owner"], "pk", result["owner"])
-    unchanged = current is not None and wanted == current.owner_id
-    if not unchanged and wanted != user.pk and not may_assign_owner(user):
+    wanted = getattr(result["owner"], "pk", result["owner"]) or None
+    if current is not None and wanted == current.owner_id:
+        return result
+    if wanted is None:
+        if not getattr(user, "is_superuser", False):
+            raise ScheduleValidationError(
+                "owner",
+                "a schedule needs an owner: its runs are checked against the owner's "
+                "permissions; keep the owner or pick yourself",
+                code="owner_required",
+            )
+        return result
+    tenant = str(result.get("tenant", current.tenant if current is not None else "") or "")
+    if wanted != user.pk and not owner_choices(user, tenant).filter(pk=wanted).exists():
         raise ScheduleValidationError(
             "owner",
-            "you may not choose another user as the owner (it needs the "
-            "scheduler_app.assign_owner permission); leave the owner empty to own it yourself",
+            "you may not choose this user as the owner: it takes the "
+            "scheduler_app.assign_owner permission, and the owner must be an active staff "
+            f"user of tenant {tenant!r} (a superuser only for a superuser); pick yourself",
             code="owner_not_allowed",
         )
     return result

@@ -19,6 +19,7 @@ from typing import Any, TypeVar, cast
 from django.db.models import Model, QuerySet
 from django.utils.module_loading import import_string
 
+from scheduler_app.actors import is_system
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import SchedulerError
 
@@ -49,8 +50,11 @@ def _resolver() -> Callable[[Any], set[str] | None]:
 def allowed_tenants(user: Any) -> set[str] | None:
     """The tenants ``user`` may act on (``None``: all), from the configured resolver.
 
-    The answer is cached on the user object for the length of a request.
+    The answer is cached on the user object for the length of a request. A system actor
+    (``scheduler_app.actors``) acts on every tenant.
     """
+    if is_system(user):
+        return None
     cached: Any = getattr(user, "_scheduler_tenants", _MISSING)
     if cached is not _MISSING:
         return cast("set[str] | None", cached)
@@ -79,8 +83,8 @@ def may_access(user: Any, tenant: str) -> bool:
 
 
 def check_access(user: Any, schedule: Any) -> None:
-    """Raise ``TenantForbidden`` unless ``user`` (``None``: the system) may act on it."""
-    if user is None:
+    """Raise ``TenantForbidden`` unless ``user`` (or a system actor) may act on it."""
+    if is_system(user):
         return
     if not may_access(user, schedule.tenant):
         raise TenantForbidden(

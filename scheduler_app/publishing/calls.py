@@ -10,6 +10,7 @@ from kombu.exceptions import KombuError
 
 from scheduler_app.models import Occurrence
 from scheduler_app.outbox import HEADER, context_headers
+from scheduler_app.routing import ROUTING_OPTIONS, checked_options
 
 BROKER_ERRORS: tuple[type[BaseException], ...] = (KombuError, OSError, ConnectionError)
 try:  # only with the Redis client installed (the ``redis`` extra); AMQP users may not have it
@@ -57,15 +58,20 @@ def eta_of(occurrence: Occurrence, now: datetime) -> datetime | None:
     return not_before if not_before > max(now, occurrence.scheduled_for) else None
 
 
-ROUTING_OPTIONS = ("queue", "routing_key", "exchange", "priority")
-"""The ``send_task`` options a schedule may set; anything else in ``Schedule.options`` is not
-sent."""
-
-
 def routing_options(options: dict[str, Any] | None) -> dict[str, Any]:
-    return {
-        key: options[key] for key in ROUTING_OPTIONS if options and options.get(key) is not None
-    }
+    """The schedule's routing options, checked again (a row stored past the service layer):
+    ``InvalidRouting`` for this occurrence alone, which the handoff parks."""
+    return checked_options(options)
+
+
+__all__ = [
+    "BROKER_ERRORS",
+    "ROUTING_OPTIONS",
+    "TaskCall",
+    "Unsupported",
+    "eta_of",
+    "routing_options",
+]
 
 
 class Unsupported(Exception):

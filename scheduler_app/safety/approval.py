@@ -16,11 +16,23 @@ from fnmatch import fnmatchcase
 from typing import Any
 from uuid import UUID
 
+from celery import current_app
 from django.db import transaction
 
+from scheduler_app import audit
+from scheduler_app.access import APPROVE, authorize
+from scheduler_app.actors import actor_name
+from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
-from scheduler_app.errors import ScheduleStateError, ScheduleValidationError, StaleVersion
-from scheduler_app.models import Schedule, ScheduleStatus
+from scheduler_app.definitions import timing_for
+from scheduler_app.errors import (
+    OperatorPermissionDenied,
+    ScheduleStateError,
+    ScheduleValidationError,
+    StaleVersion,
+)
+from scheduler_app.models import AuditAction, Schedule, ScheduleStatus
+from scheduler_app.timing import next_after
 
 logger = logging.getLogger("scheduler_app.safety")
 PERMISSION = "scheduler_app.approve_schedule"
@@ -35,8 +47,6 @@ def approval_patterns() -> tuple[str, ...]:
 def needs_approval(task: str) -> bool:
     if any(fnmatchcase(task, pattern) for pattern in approval_patterns()):
         return True
-    from celery import current_app
-
     registered = current_app.tasks.get(task)
     return bool(getattr(registered, "needs_approval", False))
 
@@ -59,21 +69,42 @@ def hold_for_approval(schedule: Schedule) -> None:
     schedule.status = ScheduleStatus.AWAITING_APPROVAL
 
 
+def version_approved(schedule: Schedule, version: int) -> bool:
+    """Whether occurrences of ``version`` of ``schedule`` may run as far as approval goes:
+    the task needs none, or exactly that version was approved."""
+    return schedule.approved_version == version or not needs_approval(schedule.task)
+
+
 def approve_schedule(
-    schedule_id: UUID | str, *, version: int, user: Any, now: datetime
+    schedule_id: UUID | str,
+    *,
+    version: int,
+    user: Any,
+    now: datetime | None = None,
+    clock: Clock | None = None,
+    reason: str = "",
 ) -> Schedule:
-    """Approve ``version`` (the one the approver looked at) and activate the schedule."""
-    if user is None or not user.has_perm(PERMISSION):
-        name = getattr(user, "username", None) or "this user"
-        raise PermissionError(
-            f"{name} may not approve schedules: grant the '{PERMISSION}' permission"
+    """Approve ``version`` (the one the approver looked at) and activate the schedule.
+
+    A person needs ``approve_schedule`` and the schedule's tenant; a system actor approves as
+    the deployment (the ``approve_schedule`` command). The entry goes to the audit trail.
+    """
+    now = now or (clock or SystemClock()).now()
+    if user is None:
+        raise OperatorPermissionDenied(
+            f"say who approves: a user with the '{PERMISSION}' permission, or the system actor"
         )
     with transaction.atomic():
-        schedule = Schedule.objects.select_for_update().filter(pk=schedule_id).first()
+        schedule = (
+            Schedule.objects.select_for_update().filter(pk=schedule_id).first()
+            if _is_uuid(schedule_id)
+            else None
+        )
         if schedule is None:
             raise ScheduleValidationError(
                 "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
             )
+        authorize(user, APPROVE, schedule)
         if schedule.version != version:
             raise StaleVersion(
                 f"schedule {schedule.pk} is at version {schedule.version}, you approved version "
@@ -85,10 +116,11 @@ def approve_schedule(
             )
         _activate(schedule, now)
         schedule.approved_version = version
-        schedule.approved_by = user.get_username()
+        schedule.approved_by = actor_name(user)
         schedule.approved_at = now
         schedule.updated_at = now
         schedule.save()
+        audit.record(schedule, AuditAction.APPROVED, user, now, reason=reason)
     logger.info(
         "schedule approved",
         extra={
@@ -101,10 +133,15 @@ def approve_schedule(
     return schedule
 
 
-def _activate(schedule: Schedule, now: datetime) -> None:
-    from scheduler_app.definitions import timing_for
-    from scheduler_app.timing import next_after
+def _is_uuid(value: object) -> bool:
+    try:
+        UUID(str(value))
+    except ValueError:
+        return False
+    return True
 
+
+def _activate(schedule: Schedule, now: datetime) -> None:
     schedule.next_run_at = next_after(timing_for(schedule), now - _TICK)
     schedule.status = (
         ScheduleStatus.ACTIVE if schedule.next_run_at is not None else ScheduleStatus.COMPLETED

@@ -13,21 +13,41 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, TypeVar
 
 from django.db import transaction
+from django.db.models import Model, Q, QuerySet
 
-from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.actors import actor_name, is_system
+from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
 from scheduler_app.models import KillSwitch, KillSwitchEvent, KillSwitchScope, Occurrence
+from scheduler_app.tenancy import TenantForbidden, allowed_tenants
 
 logger = logging.getLogger("scheduler_app.safety")
 REASON = "kill_switch"
+CHANGE_PERMISSION = "scheduler_app.change_killswitch"
+M = TypeVar("M", bound=Model)
 
 
 def set_kill_switch(
-    scope: str, target: str = "", *, enabled: bool, by: str, reason: str, now: datetime
+    scope: str,
+    target: str = "",
+    *,
+    enabled: bool,
+    reason: str,
+    now: datetime,
+    by: str = "",
+    user: Any = None,
 ) -> KillSwitch:
-    """Turn a switch on or off and record who did it and why (both required)."""
+    """Turn a switch on or off and record who did it and why (both required).
+
+    ``user``: the person turning it (``None`` or a system actor: the deployment, and ``by``
+    says who). A person needs ``change_killswitch``; a tenant's switch takes a member of that
+    tenant, a global or task switch (which stops every tenant's work) a user of all tenants.
+    """
     scope, target = _validated(scope, target)
+    authorize_switch(user, scope, target)
+    by = by or ("" if is_system(user) else actor_name(user))
     if not by.strip():
         raise ScheduleValidationError(
             "by", "say who turns the switch (a user name)", code="required"
@@ -59,6 +79,39 @@ def set_kill_switch(
         extra={"action": f"killswitch.{'on' if enabled else 'off'}", "scope": scope},
     )
     return switch
+
+
+def authorize_switch(user: Any, scope: str, target: str) -> None:
+    """Raise unless ``user`` may turn the switch ``scope``/``target``."""
+    if is_system(user):
+        return
+    if not getattr(user, "is_authenticated", False) or not user.has_perm(CHANGE_PERMISSION):
+        raise OperatorPermissionDenied(
+            f"turning kill switches takes the {CHANGE_PERMISSION!r} permission; ask an "
+            "administrator"
+        )
+    tenants = allowed_tenants(user)
+    if tenants is None:
+        return
+    if scope != KillSwitchScope.TENANT:
+        raise TenantForbidden(
+            f"a {scope} switch stops every tenant's work: only a user of all tenants (a "
+            "superuser) may turn it; use a switch of your own tenant"
+        )
+    if target not in tenants:
+        raise TenantForbidden(
+            f"you are not a member of tenant {target!r}; you may turn the switches of: "
+            + (", ".join(repr(t) for t in sorted(tenants)) or "(none)")
+        )
+
+
+def visible_to(queryset: QuerySet[M], user: Any) -> QuerySet[M]:
+    """``KillSwitch`` or ``KillSwitchEvent`` rows ``user`` may see: all for a user of all
+    tenants, else only the switches of their own tenants."""
+    tenants = allowed_tenants(user)
+    if tenants is None:
+        return queryset
+    return queryset.filter(Q(scope=KillSwitchScope.TENANT, target__in=sorted(tenants)))
 
 
 def _validated(scope: str, target: str) -> tuple[str, str]:

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
+
+from django.db.models import QuerySet
 
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import (
@@ -21,9 +24,24 @@ from scheduler_app.models import (
     ScheduleStatus,
     TenantQuota,
 )
+from scheduler_app.tenancy import allowed_tenants
 
 PER_DAY = "quota_per_day"
 TENANT_HOUR = "quota_tenant_hour"
+
+
+def visible_to(queryset: QuerySet[TenantQuota], user: Any) -> QuerySet[TenantQuota]:
+    """The quotas ``user`` may see: all for a user of all tenants, else their tenants'."""
+    tenants = allowed_tenants(user)
+    return queryset if tenants is None else queryset.filter(tenant__in=sorted(tenants))
+
+
+def may_change(user: Any) -> bool:
+    """Quotas are the platform's limits on tenants: only a user of all tenants sets them (a
+    tenant's own staff could otherwise lift their limit or zero another tenant's)."""
+    return allowed_tenants(user) is None and bool(
+        getattr(user, "is_superuser", False) or user.has_perm("scheduler_app.change_tenantquota")
+    )
 
 
 def check_active_quota(schedule: Schedule) -> None:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from django.db import transaction
 
+from scheduler_app import audit
+from scheduler_app.access import CHANGE, RUN, authorize
+from scheduler_app.actors import actor_name, is_system
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
 from scheduler_app.definitions import (
@@ -26,7 +29,11 @@ from scheduler_app.definitions import (
     timing_for,
     version_id,
 )
-from scheduler_app.errors import SchedulerError, ScheduleStateError, ScheduleValidationError
+from scheduler_app.errors import (
+    OperatorPermissionDenied,
+    ScheduleStateError,
+    ScheduleValidationError,
+)
 from scheduler_app.materialize import apply_overlap
 from scheduler_app.models import (
     AttemptKind,
@@ -39,37 +46,36 @@ from scheduler_app.models import (
     ScheduleStatus,
     Trigger,
 )
-from scheduler_app.tenancy import check_access
-from scheduler_app.timing import ensure_aware, iter_slots, next_after
+from scheduler_app.models.audit import AuditAction
+from scheduler_app.safety.approval import hold_for_approval
+from scheduler_app.services.schedules import NOT_RUNNABLE
+from scheduler_app.timing import ensure_aware, iter_slots, next_after, previous_slot
 
+__all__ = ["BackfillPlan", "OperatorPermissionDenied", "backfill", "restore_schedule", "run_now"]
 logger = logging.getLogger("scheduler_app.services")
-RUN_PERMISSION = "scheduler_app.run_schedule"
-CHANGE_PERMISSION = "scheduler_app.change_schedule"
+RUN_PERMISSION = RUN
+CHANGE_PERMISSION = CHANGE
 HARD_BACKFILL_LIMIT = 100_000
 """No backfill creates more occurrences than this, confirmed or not (split the range)."""
 _TICK = timedelta(microseconds=1)
 
 
-class OperatorPermissionDenied(SchedulerError):
-    """The user lacks the model permission an operator action needs."""
-
-
-def _authorize(user: Any, schedule: Schedule, permission: str) -> None:
-    if user is None:
-        return
-    check_access(user, schedule)
-    if not user.has_perm(permission):
-        raise OperatorPermissionDenied(
-            f"{user} lacks the permission {permission!r}; ask an administrator to grant it"
-        )
-
-
 def _who(user: Any) -> str:
-    return "" if user is None else str(user.get_username())[:150]
+    return "" if is_system(user) else actor_name(user)
+
+
+def _valid_pk(schedule: Schedule | UUID | str) -> object:
+    pk = schedule.pk if isinstance(schedule, Schedule) else schedule
+    try:
+        return UUID(str(pk))
+    except ValueError:
+        raise ScheduleValidationError(
+            "schedule", f"no schedule with id {pk}", code="not_found"
+        ) from None
 
 
 def _locked(schedule: Schedule | UUID | str) -> Schedule:
-    pk = schedule.pk if isinstance(schedule, Schedule) else schedule
+    pk = _valid_pk(schedule)
     found = Schedule.objects.select_for_update().filter(pk=pk).first()
     if found is None:
         raise ScheduleValidationError("schedule", f"no schedule with id {pk}", code="not_found")
@@ -102,18 +108,15 @@ def run_now(
         )
     with transaction.atomic():
         target = _locked(schedule)
-        _authorize(user, target, RUN_PERMISSION)
-        if target.status in (ScheduleStatus.CANCELLED, ScheduleStatus.AWAITING_APPROVAL):
-            raise ScheduleStateError(
-                f"schedule {target.pk} is {target.status}; it cannot be run "
-                "(restore or approve it first)"
-            )
+        authorize(user, RUN, target)
+        _check_runnable(target)
         key = f"{target.pk}:manual:{uuid.uuid4().hex}"
         row = _occurrence(target, key, now, Trigger.MANUAL, now, user, reason)
         row.window_start, row.window_end = start, end
         if respect_overlap and row.state == OccurrenceState.PENDING:
             apply_overlap([target], {target.pk: [row]}, now)
         row.save(force_insert=True)
+        audit.record(target, AuditAction.RUN_NOW, user, now, reason=reason, occurrence=str(row.pk))
     logger.info(
         "occurrence run now",
         extra={
@@ -123,6 +126,14 @@ def run_now(
         },
     )
     return row
+
+
+def _check_runnable(schedule: Schedule) -> None:
+    if schedule.status in NOT_RUNNABLE:
+        raise ScheduleStateError(
+            f"schedule {schedule.pk} is {schedule.status}; it cannot be run "
+            "(restore or approve it first)"
+        )
 
 
 def _occurrence(
@@ -218,13 +229,20 @@ def backfill(
     start, end = ensure_aware(start, "start"), ensure_aware(end, "end")
     _check_range(start, end, now, overlap)
     limit = backfill_max() if max_count is None else max_count
+    # The plan (up to HARD_BACKFILL_LIMIT rule slots) is computed before any lock is taken,
+    # from the version read here; the transaction re-checks that version and writes.
+    seen = _readable(schedule, user)
+    slots = backfill_slots(seen, start, end)
+    keys = {idempotency_key(seen.pk, slot): slot for slot in slots}
+    windows = _windows(seen, [slot for slot in slots])
     with transaction.atomic():
         target = _locked(schedule)
-        _authorize(user, target, RUN_PERMISSION)
-        if target.status == ScheduleStatus.CANCELLED:
-            raise ScheduleStateError(f"schedule {target.pk} is cancelled; restore it first")
-        slots = backfill_slots(target, start, end)
-        keys = {idempotency_key(target.pk, slot): slot for slot in slots}
+        authorize(user, RUN, target)
+        _check_runnable(target)
+        if target.version != seen.version:
+            raise ScheduleStateError(
+                f"schedule {target.pk} changed while the backfill was planned; try again"
+            )
         taken = _existing(target, keys)
         fresh = [slot for key, slot in keys.items() if key not in taken]
         plan = _plan(target, start, end, slots, len(slots) - len(fresh), overlap, limit, dry_run)
@@ -244,23 +262,39 @@ def backfill(
             )
             for slot in fresh
         ]
-        _windows(target, rows)
+        for row in rows:
+            row.window_start = windows[row.scheduled_for]
         policy = target.overlap_policy
         target.overlap_policy = overlap
         apply_overlap([target], {target.pk: rows}, now)
         target.overlap_policy = policy
         created = Occurrence.objects.bulk_create(rows, ignore_conflicts=True)
+        audit.record(
+            target,
+            AuditAction.BACKFILL,
+            user,
+            now,
+            reason=reason,
+            start=start,
+            end=end,
+            created=len(created),
+            overlap=str(overlap),
+        )
     logger.info(
         "schedule backfilled",
         extra={"action": "schedule.backfilled", "schedule_id": str(target.pk), "count": len(rows)},
     )
-    return _replace(plan, created=len(created))
+    return replace(plan, created=len(created))
 
 
-def _replace(plan: BackfillPlan, **changes: Any) -> BackfillPlan:
-    from dataclasses import replace
-
-    return replace(plan, **changes)
+def _readable(schedule: Schedule | UUID | str, user: Any) -> Schedule:
+    """The schedule without a lock, for planning; a person must be allowed to see it."""
+    pk = _valid_pk(schedule)
+    found = Schedule.objects.filter(pk=pk).first()
+    if found is None:
+        raise ScheduleValidationError("schedule", f"no schedule with id {pk}", code="not_found")
+    authorize(user, RUN, found)
+    return found
 
 
 def _check_range(start: datetime, end: datetime, now: datetime, overlap: str) -> None:
@@ -338,20 +372,24 @@ def _plan(
     )
 
 
-def _windows(schedule: Schedule, rows: list[Occurrence]) -> None:
+def _windows(schedule: Schedule, slots: list[datetime]) -> dict[datetime, datetime]:
     """Each backfilled slot covers the business period since the rule's previous slot."""
-    from scheduler_app.timing import previous_slot
-
     timing = timing_for(schedule)
     before: datetime | None = None
-    for row in rows:
-        previous = before or previous_slot(timing, row.scheduled_for, inclusive=False)
-        row.window_start = min(previous or row.scheduled_for, row.scheduled_for)
-        before = row.scheduled_for
+    starts: dict[datetime, datetime] = {}
+    for slot in slots:
+        previous = before or previous_slot(timing, slot, inclusive=False)
+        starts[slot] = min(previous or slot, slot)
+        before = slot
+    return starts
 
 
 def restore_schedule(
-    schedule: Schedule | UUID | str, *, user: Any = None, clock: Clock | None = None
+    schedule: Schedule | UUID | str,
+    *,
+    user: Any = None,
+    clock: Clock | None = None,
+    reason: str = "",
 ) -> Schedule:
     """Undo a cancel: the schedule comes back *paused* (resume it to see what catching up
     would run), and occurrences the cancel stopped before they started are recorded as
@@ -359,7 +397,7 @@ def restore_schedule(
     now = (clock or SystemClock()).now()
     with transaction.atomic():
         target = _locked(schedule)
-        _authorize(user, target, CHANGE_PERMISSION)
+        authorize(user, CHANGE, target)
         if target.status != ScheduleStatus.CANCELLED:
             raise ScheduleStateError(
                 f"schedule {target.pk} is {target.status}, not cancelled: nothing to undo"
@@ -372,6 +410,7 @@ def restore_schedule(
         target.next_run_at = next_after(timing, (target.last_scheduled_for or now))
         if target.next_run_at is None:
             target.status = ScheduleStatus.COMPLETED
+        hold_for_approval(target)  # a version never approved waits again, it is not paused
         target.updated_at = now
         target.save()
         stopped = Occurrence.objects.filter(
@@ -392,6 +431,7 @@ def restore_schedule(
                 for pk, attempts in stopped.values_list("pk", "attempts")
             ]
         )
+        audit.record(target, AuditAction.RESTORED, user, now, reason=reason)
     logger.info(
         "schedule restored", extra={"action": "schedule.restored", "schedule_id": str(target.pk)}
     )

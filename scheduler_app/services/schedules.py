@@ -10,7 +10,17 @@ from uuid import UUID
 
 from django.db import IntegrityError, transaction
 
-from scheduler_app import tenancy
+from scheduler_app import audit
+from scheduler_app.access import (
+    ADD,
+    CHANGE,
+    DELETE,
+    PAUSE,
+    REPLAY,
+    authorize,
+    check_tenant,
+)
+from scheduler_app.actors import actor_name
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definitions import misfire_rules, timing_for, validate_definition, version_id
 from scheduler_app.errors import (
@@ -35,9 +45,13 @@ from scheduler_app.models import (
     ScheduleStatus,
     ScheduleVersion,
 )
+from scheduler_app.models.audit import AuditAction
 from scheduler_app.permissions import check_owner_present, with_owner_rules
 from scheduler_app.policies import PlannedSlot, decide_misfire
+from scheduler_app.routing import check_routing
+from scheduler_app.safety.approval import hold_for_approval
 from scheduler_app.safety.gates import before_write
+from scheduler_app.tenancy import check_access
 from scheduler_app.timing import (
     Kind,
     Timing,
@@ -93,7 +107,9 @@ def _clock(clock: Clock | None) -> Clock:
     return clock or SystemClock()
 
 
-def create_schedule(*, clock: Clock | None = None, user: Any = None, **fields: Any) -> Schedule:
+def create_schedule(
+    *, clock: Clock | None = None, user: Any = None, reason: str = "", **fields: Any
+) -> Schedule:
     """Validate and store a new schedule (version 1); ``next_run_at`` is its first slot >= now.
 
     Required: ``task``, ``kind`` (cron|rrule|interval|once), ``rule``. See docs/api.md for the
@@ -102,17 +118,19 @@ def create_schedule(*, clock: Clock | None = None, user: Any = None, **fields: A
     nothing when anything is wrong. Everything is validated before a transaction opens.
     """
     now = _clock(clock).now()
+    authorize(user, ADD)
     _refuse_unknown(fields, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *CREATE_ONLY_FIELDS))
     for required in ("task", "kind", "rule"):
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
-    _check_tenant(user, fields.get("tenant"))
+    check_tenant(user, fields.get("tenant"))
     fields = with_owner_rules(fields, user, current=None)
     check_owner_present(fields.get("owner"), str(fields.get("origin") or "api"))
     check_descriptive(fields)
     semantic = apply_class_defaults({k: v for k, v in fields.items() if k in SEMANTIC_FIELDS})
     values = normalize_definition({**DEFAULTS, **semantic}, now)
     timing = validate_definition(values)
+    check_routing(values.get("options"), str(fields.get("tenant") or ""))
     first = first_slot(timing, now - _TICK)
     if first is None:
         raise ScheduleValidationError(
@@ -133,6 +151,7 @@ def create_schedule(*, clock: Clock | None = None, user: Any = None, **fields: A
         before_write(schedule, creating=True, now=now)
         _insert(schedule)
         _snapshot(schedule, now)
+        audit.record(schedule, AuditAction.CREATED, user, now, reason=reason)
     logger.info(
         "schedule created", extra={"action": "schedule.created", "schedule_id": str(schedule.id)}
     )
@@ -172,6 +191,7 @@ def update_schedule(
     expected_version: int,
     clock: Clock | None = None,
     user: Any = None,
+    reason: str = "",
     **changes: Any,
 ) -> Schedule:
     """Apply ``changes``; any change (definition, name, tenant, owner) makes a new version, and
@@ -185,8 +205,9 @@ def update_schedule(
     now = _clock(clock).now()
     _refuse_unknown(changes, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS))
     before = _get(schedule_id, user)
+    authorize(user, CHANGE, before)
     if "tenant" in changes:
-        _check_tenant(user, changes["tenant"])
+        check_tenant(user, changes["tenant"])
     _check_version(before, expected_version)
     changes = with_owner_rules(changes, user, current=before)
     if "owner" in changes:
@@ -199,6 +220,7 @@ def update_schedule(
     values = normalize_definition({**current, **requested}, now)
     semantic = {k: v for k, v in values.items() if v != current[k]}
     timing = validate_definition(values) if semantic else None
+    check_routing(values.get("options"), str(changes.get("tenant", before.tenant) or ""))
     first = first_slot(timing, now - _TICK) if timing is not None else None
     descriptive = {
         k: v for k, v in _descriptive(changes).items() if _differs(getattr(before, k), v)
@@ -221,6 +243,14 @@ def update_schedule(
         schedule.save()
         if semantic or descriptive:
             _snapshot(schedule, now)
+            audit.record(
+                schedule,
+                AuditAction.EDITED,
+                user,
+                now,
+                reason=reason,
+                fields=sorted({**semantic, **descriptive}),
+            )
         insert_occurrences(due_rows)
     return schedule
 
@@ -284,6 +314,7 @@ def pause_schedule(
     now = _clock(clock).now()
     with transaction.atomic():
         schedule = _locked(schedule_id, user)
+        authorize(user, PAUSE, schedule)
         if schedule.status == ScheduleStatus.PAUSED:
             return schedule
         if schedule.status != ScheduleStatus.ACTIVE:
@@ -293,13 +324,14 @@ def pause_schedule(
         schedule.status = ScheduleStatus.PAUSED
         schedule.paused_at = now
         schedule.pause_note = note
-        schedule.paused_by = by[:150]
+        schedule.paused_by = (by or actor_name(user))[:150]
         schedule.updated_at = now
         schedule.save(
             update_fields=["status", "paused_at", "pause_note", "paused_by", "updated_at"]
         )
         if schedule.on_pause == PauseBehaviour.CANCEL:
             _cancel_waiting(schedule, "paused", now)
+        audit.record(schedule, AuditAction.PAUSED, user, now, reason=note)
     return schedule
 
 
@@ -344,6 +376,7 @@ def resume_schedule(
     now = _clock(clock).now()
     with transaction.atomic():
         schedule = _locked(schedule_id, user)
+        authorize(user, PAUSE, schedule)
         if schedule.status == ScheduleStatus.ACTIVE:
             return schedule
         if schedule.status != ScheduleStatus.PAUSED:
@@ -353,27 +386,41 @@ def resume_schedule(
         schedule.status = ScheduleStatus.ACTIVE
         schedule.paused_at = None
         schedule.pause_note = note
-        schedule.paused_by = by[:150]
+        schedule.paused_by = (by or actor_name(user))[:150]
         if schedule.next_run_at is None:
             _restart(schedule, timing_for(schedule), now)
+        # A version that was never approved (paused, or restored after a cancel, while it
+        # waited) goes back to waiting instead of running.
+        hold_for_approval(schedule)
         rows: list[Occurrence] = []
-        if schedule.next_run_at is not None and schedule.next_run_at <= now:
+        if (
+            schedule.status == ScheduleStatus.ACTIVE
+            and schedule.next_run_at is not None
+            and schedule.next_run_at <= now
+        ):
             rows = plan_schedule(schedule, now)
             # The same overlap rules as the beat (the schedule row is locked here too).
             apply_overlap([schedule], {schedule.id: rows}, now)
         schedule.updated_at = now
         schedule.save()
         insert_occurrences(rows)
+        audit.record(schedule, AuditAction.RESUMED, user, now, reason=note, created=len(rows))
     return schedule
 
 
 def cancel_schedule(
-    schedule_id: UUID | str, *, clock: Clock | None = None, user: Any = None
+    schedule_id: UUID | str,
+    *,
+    clock: Clock | None = None,
+    user: Any = None,
+    reason: str = "",
+    permission: str = CHANGE,
 ) -> Schedule:
     """No future occurrences; waiting ones are cancelled; history is kept."""
     now = _clock(clock).now()
     with transaction.atomic():
         schedule = _locked(schedule_id, user)
+        authorize(user, permission, schedule)
         if schedule.status == ScheduleStatus.CANCELLED:
             return schedule
         schedule.status = ScheduleStatus.CANCELLED
@@ -381,21 +428,25 @@ def cancel_schedule(
         schedule.updated_at = now
         schedule.save(update_fields=["status", "next_run_at", "updated_at"])
         _cancel_waiting(schedule, "schedule_cancelled", now)
+        audit.record(schedule, AuditAction.CANCELLED, user, now, reason=reason)
     return schedule
 
 
 def delete_schedule(
-    schedule_id: UUID | str, *, clock: Clock | None = None, user: Any = None
+    schedule_id: UUID | str, *, clock: Clock | None = None, user: Any = None, reason: str = ""
 ) -> str:
     """Delete a schedule without history; one with occurrences is cancelled instead.
 
     Returns ``"deleted"`` or ``"cancelled"``.
     """
+    now = _clock(clock).now()
     with transaction.atomic():
         schedule = _locked(schedule_id, user)
+        authorize(user, DELETE, schedule)
         if schedule.occurrences.exists():
-            cancel_schedule(schedule.id, clock=clock)
+            cancel_schedule(schedule.id, clock=clock, user=user, reason=reason, permission=DELETE)
             return "cancelled"
+        audit.record(schedule, AuditAction.DELETED, user, now, reason=reason)
         schedule.delete()
     return "deleted"
 
@@ -409,7 +460,7 @@ def _get(schedule_id: UUID | str, user: Any = None) -> Schedule:
         raise ScheduleValidationError(
             "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
         )
-    tenancy.check_access(user, schedule)
+    check_access(user, schedule)
     return schedule
 
 
@@ -420,17 +471,8 @@ def _locked(schedule_id: UUID | str, user: Any = None) -> Schedule:
         raise ScheduleValidationError(
             "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
         ) from None
-    tenancy.check_access(user, schedule)
+    check_access(user, schedule)
     return schedule
-
-
-def _check_tenant(user: Any, tenant: object) -> None:
-    """A user may only create (or move a schedule into) one of their tenants."""
-    if user is not None and not tenancy.may_access(user, str(tenant or "")):
-        raise tenancy.TenantForbidden(
-            f"you are not a member of tenant {tenant!r}; pick one of your tenants or ask an "
-            "administrator to add you to its tenant group"
-        )
 
 
 WAITING_STATES = (
@@ -513,6 +555,8 @@ def normalize_definition(values: dict[str, Any], now: datetime) -> dict[str, Any
     return result
 
 
+NOT_RUNNABLE = (ScheduleStatus.CANCELLED, ScheduleStatus.AWAITING_APPROVAL)
+"""Statuses in which no occurrence of a schedule may run (replayed, run now, backfilled)."""
 REPLAYABLE = (OccurrenceState.FAILED, OccurrenceState.EXPIRED, OccurrenceState.CANCELLED)
 
 
@@ -523,6 +567,7 @@ def replay_occurrence(
     clock: Clock | None = None,
     by: str = "",
     note: str = "",
+    user: Any = None,
 ) -> Occurrence:
     """Run a failed (dead-letter), expired or cancelled occurrence again.
 
@@ -541,6 +586,13 @@ def replay_occurrence(
         if occurrence is None:
             raise ScheduleValidationError(
                 "occurrence_id", f"no occurrence with id {occurrence_id}", code="not_found"
+            )
+        schedule = Schedule.objects.select_for_update().get(pk=occurrence.schedule_id)
+        authorize(user, REPLAY, schedule)
+        if schedule.status in NOT_RUNNABLE:
+            raise ScheduleStateError(
+                f"schedule {schedule.pk} is {schedule.status}; its occurrences cannot run "
+                "(approve or restore it first)"
             )
         if occurrence.state not in allowed:
             hint = " (pass force=True / --force to run a succeeded one again)" * (
@@ -567,8 +619,11 @@ def replay_occurrence(
             started_at=now,
             finished_at=now,
             outcome=previous,
-            by=by[:150],
+            by=(by or actor_name(user))[:150],
             note=note,
+        )
+        audit.record(
+            schedule, AuditAction.REPLAYED, user, now, reason=note, occurrence=str(occurrence.pk)
         )
     logger.info(
         "occurrence replayed",

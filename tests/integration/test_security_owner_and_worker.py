@@ -28,7 +28,7 @@ def person(name: str, *perms: str, superuser: bool = False) -> User:
     user = (
         User.objects.create_superuser(name, f"{name}@example.com", "x")
         if superuser
-        else User.objects.create_user(name)
+        else User.objects.create_user(name, is_staff=True)
     )
     for codename in perms:
         user.user_permissions.add(Permission.objects.get(codename=codename))
@@ -138,7 +138,7 @@ def test_attempt_history_and_events_of_a_run_and_a_duplicate(
 
 def test_the_owner_defaults_to_the_creator_and_only_assigners_pick_another() -> None:
     clock = FakeClock(START)
-    ann = person("ann", "add_schedule")
+    ann = person("ann", "add_schedule", "change_schedule")
     boss = person("boss", superuser=True)
     mine = schedule(clock, kind="interval", rule="60s", user=ann)
     assert reload(mine).owner == ann
@@ -147,7 +147,7 @@ def test_the_owner_defaults_to_the_creator_and_only_assigners_pick_another() -> 
     assert (caught.value.field, caught.value.code) == ("owner", "owner_not_allowed")
     with pytest.raises(ScheduleValidationError):
         update_schedule(mine.pk, expected_version=1, clock=clock, user=ann, owner=boss)
-    assigner = person("carol", "assign_owner")
+    assigner = person("carol", "assign_owner", "add_schedule")
     theirs = schedule(clock, kind="interval", rule="60s", user=assigner, owner=ann)
     assert reload(theirs).owner == ann
     update_schedule(mine.pk, expected_version=1, clock=clock, user=boss, owner=assigner)

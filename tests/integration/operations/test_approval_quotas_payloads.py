@@ -38,7 +38,7 @@ def test_a_new_schedule_of_a_task_needing_approval_waits_for_an_approver() -> No
     clock.advance(300)
     ticker(MemoryPublisher(), clock).tick()
     assert rows(target) == []  # the beat ignores it
-    with pytest.raises(PermissionError, match="mallory may not approve schedules"):
+    with pytest.raises(PermissionError, match="mallory lacks the permission"):
         approve_schedule(target.pk, version=1, user=user("mallory", may_approve=False), now=START)
     approver = user("alice", may_approve=True)
     approved = approve_schedule(target.pk, version=1, user=approver, now=clock.now())
