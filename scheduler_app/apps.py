@@ -11,11 +11,17 @@ class SchedulerAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from scheduler_app import (  # noqa: F401 - registers the system checks, connects the signals
+        # Imported here, once the models are loaded: these modules sit on top of the package
+        # (they use the models and the services) and act by registering themselves.
+        from scheduler_app import (  # noqa: F401 - registers the system checks, the Celery signals
             checks,
             logs,
             signals,
         )
+        from scheduler_app.monitoring import receivers
 
+        # Every process that loads the app (web, beat, worker) counts metrics, pauses after
+        # failures and archives finished one-time schedules.
+        receivers.connect()
         # Log lines carry their ids and counts in the message, whatever formatter prints them.
         logs.install()

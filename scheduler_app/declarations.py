@@ -27,9 +27,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Never, TypeVar, overload
 
-from scheduler_app.declared_tasks import mark_schedulable, task_name_of
+from scheduler_app.declared_tasks import check_job_type_name, mark_schedulable, task_name_of
 from scheduler_app.errors import InvalidRule, ScheduleValidationError
-from scheduler_app.jobtypes import check_job_type_name
 from scheduler_app.lateness import check_class
 from scheduler_app.models import (
     IntervalMode,

@@ -1,5 +1,6 @@
 """The Celery tasks behind ``@scheduled``: their names, read without building lazy tasks, and
-the mark that lets the allowlist (``scheduler_app.targets``) accept them.
+the mark that lets the allowlist (``scheduler_app.targets``) accept them, and the names of
+job types (``@scheduled(job_type=...)``, resolved to tasks by ``scheduler_app.jobtypes``).
 
 ``@shared_task`` and ``@app.task`` return proxies that build the task on first use; touching
 one while task modules are imported would finalize the Celery app early. So the name is read
@@ -14,6 +15,7 @@ from typing import Any
 from scheduler_app.errors import ScheduleValidationError
 
 MAX_TASK_NAME_LENGTH = 200
+MAX_JOB_TYPE_LENGTH = 200
 
 
 def task_name_of(target: object) -> str:
@@ -104,3 +106,18 @@ def _mark_in(app: Any, name: str) -> None:
     task = app._tasks.get(name)
     if task is not None:
         task.schedulable = True
+
+
+def check_job_type_name(job_type: object) -> str:
+    """A job type's name: a non-empty string without surrounding spaces, at most 200 long."""
+    if not isinstance(job_type, str) or not job_type.strip() or job_type != job_type.strip():
+        raise ScheduleValidationError(
+            "job_type",
+            f"a job type is a non-empty name without surrounding spaces, e.g. 'source.sync'; "
+            f"got {job_type!r}",
+        )
+    if len(job_type) > MAX_JOB_TYPE_LENGTH:
+        raise ScheduleValidationError(
+            "job_type", f"is {len(job_type)} characters long; at most {MAX_JOB_TYPE_LENGTH}"
+        )
+    return job_type

@@ -17,18 +17,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from scheduler_app.conf import get_settings
+from scheduler_app.declarations import registry
+from scheduler_app.declared_tasks import check_job_type_name
 from scheduler_app.errors import ScheduleValidationError
-
-MAX_JOB_TYPE_LENGTH = 200
+from scheduler_app.targets import app_tasks
 
 
 def declared_job_types() -> dict[str, set[str]]:
     """Job type -> the task names that declare it in code (tasks and ``@scheduled``)."""
-    from scheduler_app.declarations import registry
-    from scheduler_app.targets import _app_tasks
-
     found: dict[str, set[str]] = {}
-    for name, task in _app_tasks().items():
+    for name, task in app_tasks().items():
         declared = getattr(task, "job_type", None)
         if isinstance(declared, str) and declared:
             found.setdefault(declared, set()).add(name)
@@ -66,21 +64,6 @@ def job_types() -> dict[str, str]:
     }
     resolved.update(configured_job_types())
     return dict(sorted(resolved.items()))
-
-
-def check_job_type_name(job_type: object) -> str:
-    """A job type's name: a non-empty string without surrounding spaces, at most 200 long."""
-    if not isinstance(job_type, str) or not job_type.strip() or job_type != job_type.strip():
-        raise ScheduleValidationError(
-            "job_type",
-            f"a job type is a non-empty name without surrounding spaces, e.g. 'source.sync'; "
-            f"got {job_type!r}",
-        )
-    if len(job_type) > MAX_JOB_TYPE_LENGTH:
-        raise ScheduleValidationError(
-            "job_type", f"is {len(job_type)} characters long; at most {MAX_JOB_TYPE_LENGTH}"
-        )
-    return job_type
 
 
 def resolve(job_type: object) -> str:

@@ -35,6 +35,7 @@ from django.db import DatabaseError, connection
 from scheduler_app.clock import SystemClock
 from scheduler_app.conf import SchedulerSettings, get_settings
 from scheduler_app.models import Occurrence, OccurrenceState
+from scheduler_app.outbox import HEADER
 
 logger = logging.getLogger("scheduler_app.receiving")
 DEFAULT_RECEIVE_LEASE = SchedulerSettings.RECEIVE_LEASE
@@ -103,8 +104,6 @@ def republish_lost_receipts(now: datetime, limit: int) -> int:
 
 def on_task_received(request: Any) -> None:
     """``task_received`` handler (the worker's main process): lease scheduled deliveries."""
-    from scheduler_app.outbox import HEADER
-
     headers = getattr(request, "request_dict", None) or {}
     if HEADER not in headers or runs_at_once(request):
         return

@@ -9,28 +9,47 @@ the decorator sync, so every way in refuses the same tasks with the same message
 
 from __future__ import annotations
 
+import sys
 from fnmatch import fnmatchcase
 from typing import Any
+
+from celery import current_app
 
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
 
 FORBIDDEN_PREFIXES = ("celery.",)
+OCCURRENCE_TASK_MODULE = "scheduler_app.tasks"
 
 
-def _app_tasks() -> dict[str, Any]:
-    from celery import current_app
+def registered_tasks() -> set[str]:
+    """Names of the tasks the current Celery app knows, after its autodiscovery ran."""
+    return set(app_tasks())
 
-    from scheduler_app.definitions import _registered_tasks
 
-    _registered_tasks()  # runs the app's autodiscovery once
-    return dict(current_app.tasks)
+def app_tasks() -> dict[str, Any]:
+    """The current Celery app's tasks, its autodiscovery run once per app."""
+    app = current_app
+    if task_names_loaded.get(id(app)) is None:
+        app.loader.import_default_modules()
+        task_names_loaded[id(app)] = True
+    return dict(app.tasks)
+
+
+task_names_loaded: dict[int, bool] = {}
+"""The apps whose task modules were imported (autodiscovery runs once per app)."""
 
 
 def is_occurrence_task(task: Any) -> bool:
-    from scheduler_app.tasks import OccurrenceTask
+    """``task`` is an ``OccurrenceTask`` (the base class that records occurrences).
 
-    return isinstance(task, OccurrenceTask)
+    The class is read from ``sys.modules``, not imported: ``scheduler_app.tasks`` (the worker's
+    adapter) sits above this allowlist, which the validation it relies on imports. While that
+    module is not loaded, no task can be an instance of its class, so the answer is False.
+    """
+    module = sys.modules.get(OCCURRENCE_TASK_MODULE)
+    base = getattr(module, "OccurrenceTask", None)
+    return isinstance(base, type) and isinstance(task, base)
 
 
 def is_allowed_name(name: str, task: Any = None) -> bool:
@@ -46,7 +65,7 @@ def allowed_tasks() -> list[str]:
     """Sorted names of the tasks a schedule may target now."""
     return sorted(
         name
-        for name, task in _app_tasks().items()
+        for name, task in app_tasks().items()
         if is_allowed_name(name, task) and is_occurrence_task(task)
     )
 
@@ -59,7 +78,7 @@ def check_target(name: str) -> None:
             f"{name!r} is one of Celery's internal tasks and can never be scheduled",
             code="forbidden_task",
         )
-    task = _app_tasks().get(name)
+    task = app_tasks().get(name)
     if task is None:
         raise ScheduleValidationError(
             "task",

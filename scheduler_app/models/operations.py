@@ -104,8 +104,3 @@ __all__ = [
     "KillSwitchScope",
     "TenantQuota",
 ]
-
-# The receivers of the scheduler's signals (metrics, pause after failures, archive on
-# completion) must be connected in every process that loads the app, worker and web alike;
-# the models are loaded everywhere. The module imports nothing heavy at import time.
-import scheduler_app.monitoring  # noqa: E402, F401

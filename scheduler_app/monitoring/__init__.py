@@ -1,7 +1,6 @@
 """Operations: the expected-run monitor, beat heartbeats, health, clock skew and metrics.
 
-Importing the package connects the receivers of the scheduler's signals (metrics, pause after
-failures, archive on completion).
+The receivers of the scheduler's signals (``receivers``: metrics, pause after failures, archive
+on completion) are connected by ``SchedulerAppConfig.ready()``; importing this package does
+nothing, so any layer may import one of its modules without pulling in the others.
 """
-
-from scheduler_app.monitoring import receivers as receivers

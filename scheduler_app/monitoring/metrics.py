@@ -4,28 +4,32 @@ Two sources, one exposition:
 
 - ``SchedulerCollector`` reads the database when scraped (schedules, backlog, dead letters,
   overdue schedules, beats alive, clock skew ...): every process that serves metrics agrees.
-- The event instruments below (lateness histograms, occurrence counters, duplicates, handoff
-  failures, tick duration) count in the process where the event happens: the beat (handoffs,
-  ticks) and the workers (outcomes). With ``PROMETHEUS_MULTIPROC_DIR`` set (prefork workers,
-  several web processes) every process writes them to that directory and ``build_registry``
-  serves the sum over all of them; without it each process serves its own.
+- The event instruments (``scheduler_app.monitoring.instruments``: lateness histograms,
+  occurrence counters, duplicates, handoff failures, tick duration) count in the process where
+  the event happens: the beat (handoffs, ticks) and the workers (outcomes). With
+  ``PROMETHEUS_MULTIPROC_DIR`` set (prefork workers, several web processes) every process
+  writes them to that directory and ``build_registry`` serves the sum over all of them; without
+  it each process serves its own.
 
-Serve them from the beat (``SCHEDULER_METRICS_PORT``) and from the Django view
-``scheduler_app.monitoring.views.metrics`` (staff users or ``SCHEDULER_METRICS_TOKEN``).
+Who reads a scrape decides what it holds (an ``Audience``): everything for the beat's own port,
+superusers and the ``SCHEDULER_METRICS_TOKEN`` bearer; for a tenant's staff only the series
+labelled with one of their tenants (see ``scheduler_app.monitoring.views.metrics``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db import connection
 from django.db.models import Count, Max, Min, QuerySet, Sum
-from prometheus_client import Counter, Histogram
+from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from scheduler_app.clock import Clock, SystemClock
@@ -41,115 +45,93 @@ from scheduler_app.models import (
     ScheduleHealth,
     ScheduleStatus,
 )
+from scheduler_app.monitoring.heartbeat import alive
+from scheduler_app.monitoring.instruments import (
+    BATCH_BUCKETS,
+    DISPATCH_LATENESS,
+    DUPLICATES_PREVENTED,
+    EVENTS,
+    HANDOFF_FAILURES,
+    LATENESS_BUCKETS,
+    OCCURRENCES_EMITTED,
+    OCCURRENCES_FINISHED,
+    SKIPS,
+    START_LATENESS,
+    TENANT_LABEL,
+    TENANT_SERIES,
+    TICK_BATCH,
+    TICK_BUCKETS,
+    TICK_DURATION,
+    observe_finished,
+    observe_handoff,
+)
+from scheduler_app.monitoring.monitor import overdue_count
 
 logger = logging.getLogger("scheduler_app.metrics")
 
-LATENESS_BUCKETS = (
-    0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400,
-)  # fmt: skip
-"""Seconds to hours: a reminder is late after seconds, a nightly batch after hours."""
-BATCH_BUCKETS = (0, 1, 10, 50, 100, 500, 1000, 5000, 10000)
-TICK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+__all__ = [  # the instruments are served (and stay importable) from here
+    "BATCH_BUCKETS",
+    "DISPATCH_LATENESS",
+    "DUPLICATES_PREVENTED",
+    "EVENTS",
+    "EVERYTHING",
+    "HANDOFF_FAILURES",
+    "LATENESS_BUCKETS",
+    "OCCURRENCES_EMITTED",
+    "OCCURRENCES_FINISHED",
+    "SKIPS",
+    "START_LATENESS",
+    "TICK_BATCH",
+    "TICK_BUCKETS",
+    "TICK_DURATION",
+    "Audience",
+    "SchedulerCollector",
+    "build_registry",
+    "observe_finished",
+    "observe_handoff",
+    "serve",
+]
 
-EVENTS = CollectorRegistry(auto_describe=True)
-"""The event instruments' own registry (not prometheus_client's global one)."""
-
-DISPATCH_LATENESS = Histogram(
-    "scheduler_dispatch_lateness_seconds",
-    "dispatched_at - scheduled_for at an occurrence's first handoff to the broker.",
-    ["trigger", "lateness_class"],
-    buckets=LATENESS_BUCKETS,
-    registry=EVENTS,
-)
-START_LATENESS = Histogram(
-    "scheduler_start_lateness_seconds",
-    "started_at - scheduled_for of occurrences that ran, observed when they end.",
-    ["trigger", "lateness_class"],
-    buckets=LATENESS_BUCKETS,
-    registry=EVENTS,
-)
-OCCURRENCES_EMITTED = Counter(
-    "scheduler_occurrences_emitted",
-    "Occurrences handed to the broker for the first time.",
-    ["trigger", "tenant", "task"],
-    registry=EVENTS,
-)
-OCCURRENCES_FINISHED = Counter(
-    "scheduler_occurrences_finished",
-    "Occurrences that reached a final state.",
-    ["state", "trigger", "tenant", "task"],
-    registry=EVENTS,
-)
-SKIPS = Counter(
-    "scheduler_occurrences_skipped",
-    "Occurrences ended skipped, by reason (overlap, shadow, kill_switch, quota_*, ...).",
-    ["reason"],
-    registry=EVENTS,
-)
-DUPLICATES_PREVENTED = Counter(
-    "scheduler_duplicates_prevented",
-    "Duplicates absorbed: insert_conflict (a slot's row existed), delivery (a worker refused).",
-    ["kind"],
-    registry=EVENTS,
-)
-HANDOFF_FAILURES = Counter(
-    "scheduler_handoff_failures",
-    "Occurrences the broker did not take (they stay in the outbox and are published again).",
-    registry=EVENTS,
-)
-TICK_DURATION = Histogram(
-    "scheduler_tick_duration_seconds",
-    "Wall time of one beat tick (monotonic clock).",
-    buckets=TICK_BUCKETS,
-    registry=EVENTS,
-)
-TICK_BATCH = Histogram(
-    "scheduler_tick_batch_size",
-    "Occurrences created plus published by one beat tick.",
-    buckets=BATCH_BUCKETS,
-    registry=EVENTS,
-)
+ACTIVE_SCHEDULES = "scheduler_active_schedules"
+SCOPED_SERIES = TENANT_SERIES | {ACTIVE_SCHEDULES}
+"""Every series labelled by tenant; all others are system-wide figures."""
 
 
-def observe_handoff(occurrences: list[Occurrence], dispatched_at: datetime) -> None:
-    """First handoffs only (a republish or a retry is not a new emission)."""
-    for row in occurrences:
-        if row.emitted_at is not None or row.state != OccurrenceState.PENDING:
-            continue
-        tenant = _tenant_of(row)
-        DISPATCH_LATENESS.labels(row.trigger, _class_of(row)).observe(
-            max((dispatched_at - row.scheduled_for).total_seconds(), 0.0)
-        )
-        OCCURRENCES_EMITTED.labels(row.trigger, tenant, row.task).inc()
+@dataclass(frozen=True)
+class Audience:
+    """Who reads a scrape: ``system`` sees every figure; otherwise only the series labelled
+    with a tenant in ``tenants`` (``None``: any tenant), never a system-wide figure."""
+
+    system: bool = True
+    tenants: frozenset[str] | None = None
+
+    @classmethod
+    def of_tenants(cls, tenants: Collection[str] | None) -> Audience:
+        return cls(system=False, tenants=None if tenants is None else frozenset(tenants))
+
+    def sees(self, labels: dict[str, str]) -> bool:
+        if self.system:
+            return True
+        tenant = labels.get(TENANT_LABEL)
+        return tenant is not None and (self.tenants is None or tenant in self.tenants)
 
 
-def observe_finished(occurrence: Occurrence, state: str, reason: str) -> None:
-    tenant = _tenant_of(occurrence)
-    OCCURRENCES_FINISHED.labels(state, occurrence.trigger, tenant, occurrence.task).inc()
-    if state == OccurrenceState.SKIPPED:
-        SKIPS.labels(reason or "unknown").inc()
-    if occurrence.started_at is not None:
-        START_LATENESS.labels(occurrence.trigger, _class_of(occurrence)).observe(
-            max((occurrence.started_at - occurrence.scheduled_for).total_seconds(), 0.0)
-        )
-
-
-def _class_of(occurrence: Occurrence) -> str:
-    """The schedule's lateness class, ``none`` when it has none (loaded like the tenant)."""
-    return occurrence.schedule.lateness_class or "none"
-
-
-def _tenant_of(occurrence: Occurrence) -> str:
-    """The schedule's tenant (loaded with the occurrence by the outbox; one query else)."""
-    return occurrence.schedule.tenant
+EVERYTHING = Audience()
 
 
 class SchedulerCollector(Collector):
     """State read from the database at scrape time (a few indexed or aggregate queries)."""
 
-    def __init__(self, clock: Clock | None = None, *, own_thread: bool = False) -> None:
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        *,
+        own_thread: bool = False,
+        audience: Audience = EVERYTHING,
+    ) -> None:
         self.clock = clock or SystemClock()
         self.own_thread = own_thread
+        self.audience = audience
 
     def collect(self) -> Iterator[Metric]:
         try:
@@ -159,6 +141,9 @@ class SchedulerCollector(Collector):
                 connection.close()
 
     def _collect(self) -> Iterator[Metric]:
+        if not self.audience.system:  # the system-wide figures are not even computed
+            yield self._active_by_tenant()
+            return
         now = self.clock.now()
         yield self._schedules()
         yield self._active_by_tenant()
@@ -183,22 +168,19 @@ class SchedulerCollector(Collector):
 
     def _active_by_tenant(self) -> Metric:
         gauge = GaugeMetricFamily(
-            "scheduler_active_schedules",
+            ACTIVE_SCHEDULES,
             "Active schedules by tenant and kind of rule.",
-            labels=["tenant", "kind"],
+            labels=[TENANT_LABEL, "kind"],
         )
-        rows = (
-            Schedule.objects.filter(status=ScheduleStatus.ACTIVE)
-            .values_list("tenant", "kind")
-            .annotate(n=Count("id"))
-        )
+        active = Schedule.objects.filter(status=ScheduleStatus.ACTIVE)
+        if self.audience.tenants is not None and not self.audience.system:
+            active = active.filter(tenant__in=self.audience.tenants)
+        rows = active.values_list("tenant", "kind").annotate(n=Count("id"))
         for tenant, kind, count in rows:
             gauge.add_metric([tenant, kind], count)
         return gauge
 
     def _health(self, now: datetime) -> Metric:
-        from scheduler_app.monitoring.monitor import overdue_count
-
         gauge = GaugeMetricFamily(
             "scheduler_unhealthy_schedules",
             "Active schedules with a problem: overdue (counted now: next run later than "
@@ -245,6 +227,8 @@ class SchedulerCollector(Collector):
         return gauge
 
     def _outbox(self, now: datetime) -> Iterator[Metric]:
+        # Local only while scheduler_app.outbox counts through this module: once it imports
+        # scheduler_app.monitoring.instruments instead, this import moves to the top.
         from scheduler_app.outbox import UNPUBLISHED
 
         outbox = Occurrence.objects.filter(UNPUBLISHED)
@@ -295,8 +279,6 @@ class SchedulerCollector(Collector):
             yield CounterMetricFamily(f"scheduler_slots_{name}", help_text, value=totals[name])
 
     def _beats(self, now: datetime) -> Iterator[Metric]:
-        from scheduler_app.monitoring.heartbeat import alive
-
         beats = list(alive(now, get_settings().HEALTH_STALE))
         yield GaugeMetricFamily(
             "scheduler_beats_alive",
@@ -358,27 +340,43 @@ class _Events(Collector):
     def collect(self) -> Iterator[Metric]:
         path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
         if path:
-            from prometheus_client.multiprocess import MultiProcessCollector
-
             yield from MultiProcessCollector(None, path=path).collect()
         else:
             yield from EVENTS.collect()
 
 
-def build_registry(clock: Clock | None = None, *, own_thread: bool = False) -> CollectorRegistry:
-    """A registry with everything: the database state and the event counters."""
+class _Scoped(Collector):
+    """Only what ``audience`` may read of ``inner``'s families: the one place the rule lives,
+    so a figure added later is system-wide (hidden from a tenant's staff) unless it is one of
+    ``SCOPED_SERIES``."""
+
+    def __init__(self, inner: Collector, audience: Audience) -> None:
+        self.inner = inner
+        self.audience = audience
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.inner.collect():
+            if self.audience.system:
+                yield family
+            elif family.name in SCOPED_SERIES:
+                kept = Metric(family.name, family.documentation, family.type, family.unit)
+                kept.samples = [s for s in family.samples if self.audience.sees(s.labels)]
+                yield kept
+
+
+def build_registry(
+    clock: Clock | None = None, *, own_thread: bool = False, audience: Audience = EVERYTHING
+) -> CollectorRegistry:
+    """A registry with what ``audience`` may read: the database state and the event counters."""
     collectors = CollectorRegistry(auto_describe=False)
-    collectors.register(SchedulerCollector(clock, own_thread=own_thread))
-    collectors.register(_Events())
+    state = SchedulerCollector(clock, own_thread=own_thread, audience=audience)
+    collectors.register(_Scoped(state, audience))
+    collectors.register(_Scoped(_Events(), audience))
     return collectors
 
 
-registry = build_registry  # the name scheduler_app.views used before
-
-
 def serve(port: int, addr: str = "0.0.0.0") -> None:
-    """Serve ``/metrics`` on ``port`` from a thread of this process (beat, worker)."""
-    from prometheus_client import start_http_server
-
+    """Serve ``/metrics`` on ``port`` from a thread of this process (beat, worker): every
+    figure, for the network the port is reachable from (keep it internal)."""
     start_http_server(port, addr=addr, registry=build_registry(own_thread=True))
     logger.info("metrics served", extra={"action": "metrics.serving", "port": port})

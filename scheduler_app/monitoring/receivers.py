@@ -1,7 +1,8 @@
 """Receivers of the scheduler's own signals: metrics, pause after failures, archive on completion.
 
-Connected when ``scheduler_app.monitoring`` is imported (the models package imports it, so
-every process that loads the app has them). Heavy imports happen inside the receivers.
+Connected by ``SchedulerAppConfig.ready()`` (``connect()``), so every process that loads the
+app has them, worker and web alike. The module sits on top: it reacts to the ledger's events
+with the services (pausing a schedule), so nothing below imports it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,12 @@ from django.db import DatabaseError, transaction
 from django.db.models import F
 
 from scheduler_app import events
+from scheduler_app.actors import SYSTEM
+from scheduler_app.clock import SystemClock
+from scheduler_app.models import OPEN_STATES, Occurrence, OccurrenceState, Schedule, ScheduleStatus
+from scheduler_app.monitoring.instruments import DUPLICATES_PREVENTED, observe_finished
+from scheduler_app.monitoring.monitor import _first_line
+from scheduler_app.services import pause_schedule
 
 logger = logging.getLogger("scheduler_app.monitoring")
 SYSTEM_USER = "scheduler"
@@ -24,9 +31,6 @@ def on_occurrence_finished(
 ) -> None:
     """Sent by whoever wrote the final state, after the write. A database error here is
     logged, never raised into the sender (a worker recording an outcome, the beat)."""
-    from scheduler_app.clock import SystemClock
-    from scheduler_app.monitoring.metrics import observe_finished
-
     try:
         observe_finished(occurrence, state, reason)
         now = SystemClock().now()
@@ -40,8 +44,6 @@ def on_occurrence_finished(
 
 
 def on_duplicate_prevented(sender: Any, kind: str = "", **_: Any) -> None:
-    from scheduler_app.monitoring.metrics import DUPLICATES_PREVENTED
-
     DUPLICATES_PREVENTED.labels(kind or "unknown").inc()
 
 
@@ -50,8 +52,6 @@ def count_failures(occurrence: Any, state: str, now: Any, schedule: Any = None) 
     ``pause_after_failures`` the schedule pauses itself with a note saying why.
 
     ``schedule``: the row as the outcome's write locked it (sent by the worker), if given."""
-    from scheduler_app.models import OccurrenceState, Schedule
-
     rows = Schedule.objects.filter(pk=occurrence.schedule_id)
     if state == OccurrenceState.SUCCEEDED:
         if schedule is not None and schedule.consecutive_failures == 0:
@@ -71,18 +71,13 @@ def count_failures(occurrence: Any, state: str, now: Any, schedule: Any = None) 
 
 
 def _pause(schedule: Any, occurrence: Any, now: Any) -> None:
-    from scheduler_app.models import Occurrence, Schedule
-    from scheduler_app.monitoring.monitor import _first_line
-    from scheduler_app.services import pause_schedule
-
     error = Occurrence.objects.filter(pk=occurrence.pk).values_list("last_error", flat=True)
     detail = _first_line(next(iter(error), "")) or occurrence.reason or "no error recorded"
     note = (
         f"paused after {schedule.consecutive_failures} consecutive failures; "
         f"last: occurrence {occurrence.pk}: {detail}"
     )
-    pause_schedule(schedule.pk)
-    Schedule.objects.filter(pk=schedule.pk).update(pause_note=note, paused_by=SYSTEM_USER)
+    pause_schedule(schedule.pk, note=note, by=SYSTEM_USER, user=SYSTEM)
     logger.warning(
         note, extra={"action": "schedule.paused_after_failures", "schedule_id": str(schedule.pk)}
     )
@@ -90,8 +85,6 @@ def _pause(schedule: Any, occurrence: Any, now: Any) -> None:
 
 def archive_if_done(occurrence: Any, state: str, now: Any, loaded: Any = None) -> None:
     """A one-time schedule with ``archive_on_completion`` is archived once its run ended."""
-    from scheduler_app.models import OPEN_STATES, Occurrence, Schedule, ScheduleStatus
-
     if loaded is not None and (not loaded.archive_on_completion or loaded.kind != "once"):
         return  # never archived: no need to read it again
     schedule = Schedule.objects.filter(pk=occurrence.schedule_id).first()
@@ -113,12 +106,10 @@ def archive_if_done(occurrence: Any, state: str, now: Any, loaded: Any = None) -
 
 
 def connect() -> None:
+    """Connect the receivers (once: ``dispatch_uid``); called by ``AppConfig.ready()``."""
     events.occurrence_finished.connect(
         on_occurrence_finished, dispatch_uid="scheduler_app.monitoring.finished"
     )
     events.duplicate_prevented.connect(
         on_duplicate_prevented, dispatch_uid="scheduler_app.monitoring.duplicates"
     )
-
-
-connect()

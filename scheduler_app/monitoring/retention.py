@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
+from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.timing import parse_duration
 
@@ -45,8 +46,6 @@ def parse_age(text: str) -> timedelta:
     """``90d``, ``12h``, ``P30D``; at least one hour (a typo must not empty the table)."""
     age = parse_duration(text, "older_than")
     if age < timedelta(hours=1):
-        from scheduler_app.errors import ScheduleValidationError
-
         raise ScheduleValidationError(
             "older_than", f"{text!r} is less than an hour; keep at least one hour of history"
         )

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 
 from scheduler_app import services
 from scheduler_app.clock import FakeClock
-from scheduler_app.metrics import SchedulerCollector
 from scheduler_app.models import Occurrence, OccurrenceState
+from scheduler_app.monitoring.metrics import SchedulerCollector
 from tests.integration.support import MemoryPublisher, ticker
 
 pytestmark = pytest.mark.django_db
@@ -51,6 +52,8 @@ def test_due_lag_grows_when_the_beat_is_behind() -> None:
 
 def test_the_metrics_endpoint_speaks_prometheus() -> None:
     services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
-    response = Client().get("/metrics")
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("root"))
+    response = client.get("/metrics")
     assert response.status_code == 200
     assert 'scheduler_schedules{status="active"} 1.0' in response.content.decode()

@@ -134,12 +134,12 @@ def test_the_metrics_view_needs_staff_or_the_token() -> None:
     client = Client()
     url = "/scheduler/metrics"
     with override_settings(ROOT_URLCONF="tests.integration.operations.urls"):
-        assert client.get(url).status_code == 403
-        assert client.get(url, HTTP_AUTHORIZATION="Bearer wrong").status_code == 403
+        assert client.get(url).status_code == 401
+        assert client.get(url, HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
         response = client.get(url, HTTP_AUTHORIZATION="Bearer s3cret-token")
         assert response.status_code == 200
         assert "scheduler_beats_alive" in response.content.decode()
-        user = get_user_model().objects.create_user("ops", is_staff=True)
+        user = get_user_model().objects.create_user("ops", is_staff=True, is_superuser=True)
         client.force_login(user)
         assert client.get(url).status_code == 200
 
@@ -150,7 +150,7 @@ def test_multiprocess_mode_serves_the_sum_over_every_process(
     """Prefork workers each write their counters to PROMETHEUS_MULTIPROC_DIR; a scrape sums."""
     code = (
         "import django; django.setup()\n"
-        "from scheduler_app.monitoring.metrics import DUPLICATES_PREVENTED\n"
+        "from scheduler_app.monitoring.instruments import DUPLICATES_PREVENTED\n"
         "DUPLICATES_PREVENTED.labels('delivery').inc()\n"
     )
     env = {

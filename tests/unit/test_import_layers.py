@@ -1,0 +1,226 @@
+"""The package's layers, as its own imports draw them: no loop, few imports inside functions.
+
+An import made inside a function to dodge a circular import hides a loop from Python, not from
+a reader: it means a function sits on the wrong floor. So this walks every module of
+``scheduler_app`` (migrations aside) and collects its imports of the package, at module level
+and inside functions alike, and asserts that they form no loop and that at most
+``LOCAL_IMPORT_LIMIT`` of them are made inside a function, each with a comment saying why.
+Imports under ``if TYPE_CHECKING:`` (never run) and in ``AppConfig.ready()`` (where Django
+wants the modules that register things imported) are not counted.
+
+Self-contained on purpose: it runs from a clean clone, with nothing outside the repository.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "scheduler_app"
+ROOT = Path(__file__).resolve().parents[2] / PACKAGE
+LOCAL_IMPORT_LIMIT = 3
+
+
+@dataclass(frozen=True)
+class LocalImport:
+    """An import of the package made inside a function."""
+
+    path: Path
+    line: int
+    target: str
+    commented: bool
+
+    def __str__(self) -> str:
+        return f"{self.path.relative_to(ROOT.parent)}:{self.line} -> {self.target}"
+
+
+@dataclass
+class Graph:
+    modules: dict[str, Path]
+    edges: dict[str, set[str]] = field(default_factory=dict)
+    local: list[LocalImport] = field(default_factory=list)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_names(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> list[str]:
+    """Dotted names an import statement asks for (``from a import b`` asks for ``a.b``)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        parts = module.split(".")
+        if not is_package:
+            parts.pop()
+        parts = parts[: len(parts) - (node.level - 1)]
+        base = ".".join(parts + ([node.module] if node.module else []))
+    return [f"{base}.{alias.name}" for alias in node.names]
+
+
+def skipped_nodes(tree: ast.Module) -> set[int]:
+    """Nodes under ``if TYPE_CHECKING:`` and inside a method named ``ready`` (AppConfig)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(child) for child in ast.walk(node)}
+        if isinstance(node, ast.FunctionDef) and node.name == "ready":
+            skipped |= {id(child) for child in ast.walk(node)}
+    return skipped
+
+
+def inside_functions(tree: ast.Module) -> set[int]:
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    return {
+        id(child)
+        for node in ast.walk(tree)
+        if isinstance(node, functions)
+        for child in ast.walk(node)
+        if child is not node
+    }
+
+
+def has_comment(lines: list[str], node: ast.stmt) -> bool:
+    """A ``#`` comment on the import's own lines or on the line just above it."""
+    first = max(node.lineno - 2, 0)
+    last = node.end_lineno or node.lineno
+    return any("#" in line for line in lines[first:last])
+
+
+def build_graph() -> Graph:
+    modules = {
+        module_name(path): path
+        for path in sorted(ROOT.rglob("*.py"))
+        if "migrations" not in path.relative_to(ROOT).parts
+    }
+    graph = Graph(modules, {name: set() for name in modules})
+
+    def owning_module(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    for module, path in modules.items():
+        source = path.read_text()
+        tree = ast.parse(source)
+        skipped, local = skipped_nodes(tree), inside_functions(tree)
+        lines = source.splitlines()
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in skipped:
+                continue
+            for name in imported_names(node, module, path.name == "__init__.py"):
+                target = owning_module(name) if name.startswith(PACKAGE) else None
+                if target is None or target == module:
+                    continue
+                graph.edges[module].add(target)
+                if id(node) in local:
+                    graph.local.append(
+                        LocalImport(path, node.lineno, target, has_comment(lines, node))
+                    )
+    return graph
+
+
+def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components of more than one module (iterative: no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in edges:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def is_one_room(component: list[str], modules: dict[str, Path]) -> bool:
+    """A package ``__init__`` re-exporting its own submodules, which import siblings through
+    it: one room, not a loop between floors."""
+    packages = [name for name in component if modules[name].name == "__init__.py"]
+    if len(packages) != 1:
+        return False
+    return all(name.startswith(packages[0] + ".") for name in component if name != packages[0])
+
+
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    return build_graph()
+
+
+def test_the_walker_sees_the_package(graph: Graph) -> None:
+    """Guards the test itself: a walker that found nothing would pass everything."""
+    assert len(graph.modules) > 50
+    assert "scheduler_app.models" in graph.edges["scheduler_app.services.schedules"]
+
+
+def test_no_import_loop_when_imports_inside_functions_count(graph: Graph) -> None:
+    loops = [c for c in strongly_connected(graph.edges) if not is_one_room(c, graph.modules)]
+    assert not loops, "import loops (move the function imported upward to the lower layer):\n" + (
+        "\n".join(f"{len(c)} modules: {', '.join(c)}" for c in loops)
+    )
+
+
+def test_at_most_three_imports_inside_functions_each_saying_why(graph: Graph) -> None:
+    listing = "\n".join(str(item) for item in graph.local)
+    assert len(graph.local) <= LOCAL_IMPORT_LIMIT, (
+        f"{len(graph.local)} imports of {PACKAGE} inside functions (at most "
+        f"{LOCAL_IMPORT_LIMIT}); move the code to the layer it belongs to:\n{listing}"
+    )
+    silent = [str(item) for item in graph.local if not item.commented]
+    assert not silent, "imports inside functions without a comment saying why:\n" + (
+        "\n".join(silent)
+    )
+
+
+def test_the_models_connect_no_receivers(graph: Graph) -> None:
+    """The store sits at the bottom: it imports nothing of the monitoring above it (the
+    receivers of the scheduler's signals are connected by ``AppConfig.ready()``)."""
+    models = [name for name in graph.modules if name.startswith("scheduler_app.models")]
+    upward = {
+        f"{name} -> {target}"
+        for name in models
+        for target in graph.edges[name]
+        if target.startswith("scheduler_app.monitoring")
+    }
+    assert not upward
+
+
+def test_the_walker_finds_a_loop_hidden_inside_a_function() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert strongly_connected(edges) == [["a", "b", "c"]]
