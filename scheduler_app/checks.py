@@ -2,22 +2,39 @@
 
 Every message has a stable id and says how to fix it:
 
-- ``scheduler_app.E001``: a task that schedules target does not use ``OccurrenceTask``
+- ``scheduler_app.E001``: a schedulable task does not use ``OccurrenceTask``
 - ``scheduler_app.E002``: the beat scheduler setting names another scheduler while schedules exist
 - ``scheduler_app.E003``: the example project's (or Django's "insecure") secret key outside DEBUG
+- ``scheduler_app.E004``: an ``@scheduled`` declaration is invalid (unknown zone, bad rule ...)
+- ``scheduler_app.E005``: schedules exist for a task that does not use ``OccurrenceTask``
+  (``task_cls`` removed from the Celery app after schedules were made)
+- ``scheduler_app.E006``: the Celery app's task modules cannot be imported
 - ``scheduler_app.W001``: SQLite without ``BEGIN IMMEDIATE``
 - ``scheduler_app.W002``: workers do not ack late / reject on worker loss
+
+The checks tagged ``startup.TAG`` are also run when a beat or a worker starts (``startup``), where
+an Error refuses to start: a worker or beat that would run wrongly for hours says so at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import traceback
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import django
+from celery import current_app
 from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError, connections
+from django.db.models import Count
+
+from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.models import Schedule
+from scheduler_app.startup import TAG  # importing it connects the beat and worker receivers
+from scheduler_app.targets import is_allowed_name, is_occurrence_task
 
 SQLITE = "django.db.backends.sqlite3"
 OUR_SCHEDULER = "scheduler_app.beat:DurableScheduler"
@@ -25,12 +42,18 @@ INSECURE_KEYS = frozenset({"", "dev-only-insecure-key-change-me"})
 """Secret keys known to the world: the example project's former default, and empty."""
 INSECURE_PREFIX = "django-insecure-"
 """What ``django-admin startproject`` puts in front of the key it generates for development."""
+OCCURRENCE_TASK_FIX = (
+    'create the Celery app with Celery(..., task_cls="scheduler_app.tasks:OccurrenceTask"), '
+    "or give the task base=OccurrenceTask (a subclass of it is fine)"
+)
+PACKAGE_DIR = Path(__file__).resolve().parent
 
 _running = False
-_loaded: set[int] = set()
+_loaded: weakref.WeakSet[Any] = weakref.WeakSet()
+"""The Celery apps whose task modules were imported (an id could be reused by a new app)."""
 
 
-@checks.register()
+@checks.register(TAG)
 def sqlite_transaction_mode(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """SQLite shared by a beat and a worker needs ``BEGIN IMMEDIATE`` transactions.
 
@@ -70,22 +93,21 @@ def sqlite_warnings(databases: Mapping[str, Mapping[str, Any]]) -> list[checks.C
 
 def _celery_app() -> Any:
     """The project's Celery app, or None when the project created none (Celery's fallback)."""
-    from celery import current_app
-
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     return None if app.main in (None, "default") and not app.conf.broker_url else app
 
 
-@checks.register()
+@checks.register(TAG)
 def celery_configuration(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """E001 (task class) and W002 (acks_late) against the project's Celery app; E002 (the beat
-    scheduler setting) and the stored targets of E001 when the check may use the database."""
+    """E001/E004/E006 (the tasks) and W002 (acks_late) against the project's Celery app; E005
+    (the tasks stored schedules target) and E002 (the beat scheduler setting) when the check
+    may use the database (``manage.py check --database default``, and at beat/worker start)."""
     app = _celery_app()
     if app is None or _running:
         # Re-entered: importing the task modules makes Celery's Django fix-up run the checks.
         return []
     use_database = bool(kwargs.get("databases"))
-    stored = stored_targets() if use_database else set()
+    stored = stored_targets() if use_database else {}
     messages = task_class_errors(app, stored)
     messages += acks_late_warnings(app.conf)
     if use_database:
@@ -93,24 +115,23 @@ def celery_configuration(app_configs: Any = None, **kwargs: Any) -> list[checks.
     return messages
 
 
-def stored_targets() -> set[str]:
-    """Task names active schedules target; empty when the tables do not exist yet."""
-    from scheduler_app.models import Schedule
-
+def stored_targets() -> dict[str, int]:
+    """Task name -> how many live (not cancelled or completed) schedules target it; empty
+    when the tables do not exist yet."""
     try:
-        return set(
+        rows = (
             Schedule.objects.exclude(status__in=("cancelled", "completed"))
-            .values_list("task", flat=True)
-            .distinct()
+            .values("task")
+            .annotate(count=Count("id"))
+            .values_list("task", "count")
         )
+        return dict(rows)
     except DatabaseError:  # not migrated yet: nothing is scheduled
         _rollback()
-        return set()
+        return {}
 
 
 def schedules_exist() -> bool:
-    from scheduler_app.models import Schedule
-
     try:
         return Schedule.objects.filter(status="active").exists()
     except DatabaseError:
@@ -124,49 +145,86 @@ def _rollback() -> None:
         connection.needs_rollback = True
 
 
-def task_class_errors(app: Any, stored: Iterable[str] = ()) -> list[checks.CheckMessage]:
-    """E001 for every task schedules may or do target that is not an ``OccurrenceTask``.
+def task_class_errors(
+    app: Any, stored: Mapping[str, int] | None = None
+) -> list[checks.CheckMessage]:
+    """E005 for every task live schedules target, E001 for every task schedules may target,
+    that is not an ``OccurrenceTask``; E004/E006 when the task modules cannot be imported.
 
     Such a task runs once, never records its outcome, and every later slot of its schedule is
     skipped as ``overlap``: the silent failure this check exists for.
     """
-    from scheduler_app.targets import is_allowed_name, is_occurrence_task
-
-    global _running
-    _running = True
-    try:
-        if id(app) not in _loaded:
-            app.loader.import_default_modules()  # imports the tasks modules, as a worker does
-            _loaded.add(id(app))
-    except Exception as exc:  # a broken tasks module is reported, not raised from a check
-        return [
-            checks.Warning(
-                f"the Celery app's task modules could not be imported ({exc!r}), so the "
-                "scheduled tasks' class could not be checked",
-                hint="run `celery -A <your app> inspect registered` to see the import error",
-                id="scheduler_app.W003",
-            )
-        ]
-    finally:
-        _running = False
-    wanted = set(stored)
+    failed = _import_task_modules(app)
+    if failed is not None:
+        return [failed]
+    stored = stored or {}
     messages: list[checks.CheckMessage] = []
     for name, task in sorted(app.tasks.items()):
         if is_occurrence_task(task):
             continue
-        if name in wanted or is_allowed_name(name, task):
+        if name in stored:
+            messages.append(_stored_target_error(name, stored[name]))
+        elif is_allowed_name(name, task):
             messages.append(
                 checks.Error(
                     f"task {name!r} is scheduled but does not derive from "
                     "scheduler_app.tasks.OccurrenceTask: each schedule would run once, "
                     "stay 'dispatched' and skip every later slot as 'overlap'",
-                    hint="create the Celery app with Celery(..., "
-                    'task_cls="scheduler_app.tasks:OccurrenceTask"), or give the task '
-                    "base=OccurrenceTask (a subclass of it is fine)",
+                    hint=OCCURRENCE_TASK_FIX,
                     id="scheduler_app.E001",
                 )
             )
     return messages
+
+
+def _stored_target_error(name: str, count: int) -> checks.Error:
+    return checks.Error(
+        f"{count} schedule(s) target task {name!r}, which does not derive from "
+        "scheduler_app.tasks.OccurrenceTask (was task_cls removed from the Celery app?): each "
+        "would run once more, stay 'dispatched' and skip every later slot as 'overlap'",
+        hint=OCCURRENCE_TASK_FIX,
+        id="scheduler_app.E005",
+    )
+
+
+def _import_task_modules(app: Any) -> checks.CheckMessage | None:
+    """Import the app's task modules once, as a worker does; the failure as a message.
+
+    Both failures stop a worker and a beat at start, so both are Errors here.
+    """
+    global _running
+    _running = True
+    try:
+        if app not in _loaded:
+            app.loader.import_default_modules()
+            _loaded.add(app)
+    except ScheduleValidationError as exc:
+        return checks.Error(
+            f"invalid @scheduled declaration at {_where(exc)}: {exc}",
+            hint="fix that option of the @scheduled decorator (docs/decorator.md lists them); "
+            "a worker and a beat cannot import the module until then",
+            id="scheduler_app.E004",
+        )
+    except Exception as exc:  # a broken tasks module is reported, not raised from a check
+        return checks.Error(
+            f"the Celery app's task modules cannot be imported ({exc!r} at {_where(exc)}), so "
+            "a worker or a beat would fail at start",
+            hint="fix the import error; `celery -A <your app> inspect registered` shows it too",
+            id="scheduler_app.E006",
+        )
+    finally:
+        _running = False
+    return None
+
+
+def _where(exc: BaseException) -> str:
+    """``file:line`` of the deepest frame outside this package: the user's module."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith(("<", str(PACKAGE_DIR)))
+    ]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "an unknown place"
 
 
 def acks_late_warnings(conf: Any) -> list[checks.CheckMessage]:
@@ -217,9 +275,10 @@ def beat_scheduler_errors(scheduler: Any, schedules_exist: bool) -> list[checks.
 
 
 def _is_ours(scheduler: type) -> bool:
-    from scheduler_app.beat import DurableScheduler
-
-    return issubclass(scheduler, DurableScheduler)
+    """``scheduler`` is the durable scheduler or a subclass, told by name: the beat module is
+    not imported here (the checks load with the app, the beat only in a beat process)."""
+    ours = OUR_SCHEDULER.replace(":", ".")
+    return any(f"{cls.__module__}.{cls.__qualname__}" == ours for cls in scheduler.__mro__)
 
 
 @checks.register(checks.Tags.security)

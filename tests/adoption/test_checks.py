@@ -1,4 +1,5 @@
-"""System checks of issue 13: loud misconfiguration with stable ids and the fix in the hint."""
+"""System checks of issues 13 and 21: loud misconfiguration with stable ids and the fix in the
+hint."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from scheduler_app.checks import (
     stored_targets,
     task_class_errors,
 )
+from scheduler_app.declarations import scheduled
 from scheduler_app.tasks import OccurrenceTask
 
 pytestmark = pytest.mark.filterwarnings("ignore::celery.exceptions.DuplicateTaskNameWarning")
@@ -59,9 +61,56 @@ def test_a_stored_target_without_occurrence_task_is_an_error(plain_app: Celery) 
     def unmarked() -> None: ...
 
     assert ours(task_class_errors(plain_app)) == []  # nothing targets it: not an error
-    assert [e.id for e in ours(task_class_errors(plain_app, {"adoption.unmarked"}))] == [
-        "scheduler_app.E001"
-    ]
+    (error,) = ours(task_class_errors(plain_app, {"adoption.unmarked": 2}))
+    assert isinstance(error, Error) and error.id == "scheduler_app.E005"
+    assert error.msg.startswith("2 schedule(s) target task 'adoption.unmarked'")
+    assert "task_cls removed" in error.msg
+    assert 'task_cls="scheduler_app.tasks:OccurrenceTask"' in error.hint
+
+
+@pytest.mark.django_db
+def test_task_cls_removed_after_schedules_exist_is_an_error(plain_app: Celery) -> None:
+    """Issue 21: the example project's app made again without task_cls, a schedule stored:
+    the check that may use the database names the schedule's task (E005)."""
+    services.create_schedule(task="demo.ping", kind="cron", rule="0 9 * * *", timezone="UTC")
+    plain_app.set_current()
+    messages = celery_configuration(databases=["default"])
+    (error,) = [m for m in messages if "'demo.ping'" in m.msg]
+    assert error.id == "scheduler_app.E005" and error.msg.startswith("1 schedule(s)")
+    with pytest.raises(SystemCheckError, match=r"scheduler_app.E005\) 1 schedule"):
+        call_command("check", databases=["default"])
+
+
+def test_an_invalid_declaration_is_an_error(
+    plain_app: Celery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21: an unknown zone in @scheduled stops the worker and the beat, so
+    `manage.py check` fails on it too (it was the Warning W003), naming the line."""
+
+    def import_tasks_module() -> None:
+        scheduled(cron="0 9 * * *", timezone="Mars/Olympus_Mons")  # the module's bad line
+
+    monkeypatch.setattr(plain_app.loader, "import_default_modules", import_tasks_module)
+    (error,) = task_class_errors(plain_app)
+    assert isinstance(error, Error) and error.id == "scheduler_app.E004"
+    assert "Mars/Olympus_Mons" in error.msg
+    assert f"{__file__}:" in error.msg  # where the declaration is, not where it was checked
+    assert "docs/decorator.md" in error.hint
+    plain_app.set_current()
+    with pytest.raises(SystemCheckError, match=r"scheduler_app.E004\) invalid @scheduled"):
+        call_command("check")
+
+
+def test_task_modules_that_cannot_be_imported_are_an_error(
+    plain_app: Celery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def import_tasks_module() -> None:
+        raise ModuleNotFoundError("No module named 'reports.helpers'")
+
+    monkeypatch.setattr(plain_app.loader, "import_default_modules", import_tasks_module)
+    (error,) = task_class_errors(plain_app)
+    assert isinstance(error, Error) and error.id == "scheduler_app.E006"
+    assert "reports.helpers" in error.msg
 
 
 def test_occurrence_task_and_its_subclasses_pass(plain_app: Celery) -> None:
