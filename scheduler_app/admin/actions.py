@@ -1,41 +1,34 @@
 """Confirmation pages: each action shows its consequences first and writes only on confirm.
 
-Every page checks its own permission (403) and the user's tenants (404 through the scoped
-queryset): pause and resume need ``pause_schedule``, run now and backfill ``run_schedule``,
-cancel and undo ``change_schedule``. Code-declared schedules allow pause, resume, run now
-and backfill only.
+The pages decide nothing about permissions, tenants or approval: every write goes through the
+service layer with the acting user (``request.user``) and the operator's reason, and a refusal
+is shown as a message. ``allowed`` and ``STATUS_NEEDED`` only choose which buttons are shown.
+Another tenant's schedule answers 404 because the admin's queryset is scoped by tenant.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.contrib.admin import helpers
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from scheduler_app import services
-from scheduler_app.admin.display import local_and_utc_text, zone_of
+from scheduler_app.admin import approving, running
 from scheduler_app.admin.operations import resume_summary
-from scheduler_app.errors import SchedulerError, ScheduleValidationError
-from scheduler_app.models import (
-    OPEN_STATES,
-    Occurrence,
-    OverlapPolicy,
-    Schedule,
-    ScheduleOrigin,
-    ScheduleStatus,
-)
+from scheduler_app.admin.pages import TITLE, Page, attempt, confirmed, done, render
+from scheduler_app.models import OPEN_STATES, Occurrence, Schedule, ScheduleOrigin, ScheduleStatus
+from scheduler_app.safety.approval import PERMISSION as APPROVE_PERMISSION
+from scheduler_app.safety.approval import needs_approval
 from scheduler_app.services.operator import backfill_max
 
-OBJECT_ACTIONS = ("pause", "resume", "run", "backfill", "cancel", "restore")
+OBJECT_ACTIONS = ("pause", "resume", "run", "backfill", "cancel", "restore", "approve")
 PERMISSION = {
     "pause": "scheduler_app.pause_schedule",
     "resume": "scheduler_app.pause_schedule",
@@ -43,16 +36,9 @@ PERMISSION = {
     "backfill": "scheduler_app.run_schedule",
     "cancel": "scheduler_app.change_schedule",
     "restore": "scheduler_app.change_schedule",
+    "approve": APPROVE_PERMISSION,
 }
-TITLE = {
-    "pause": "Pause",
-    "resume": "Resume",
-    "run": "Run now",
-    "backfill": "Backfill",
-    "cancel": "Cancel",
-    "restore": "Undo cancel",
-}
-CODE_ALLOWED = ("pause", "resume", "run", "backfill")
+CODE_ALLOWED = ("pause", "resume", "run", "backfill", "approve")
 STATUS_NEEDED = {
     "pause": (ScheduleStatus.ACTIVE,),
     "resume": (ScheduleStatus.PAUSED,),
@@ -60,10 +46,13 @@ STATUS_NEEDED = {
     "backfill": (ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED, ScheduleStatus.COMPLETED),
     "cancel": (ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED, ScheduleStatus.COMPLETED),
     "restore": (ScheduleStatus.CANCELLED,),
+    "approve": (ScheduleStatus.AWAITING_APPROVAL,),
 }
+"""Which buttons a schedule's page shows in each state (hiding only: the services decide)."""
 
 
 def allowed(request: HttpRequest, schedule: Schedule, action: str) -> bool:
+    """Whether to show the button (the service decides when it is used)."""
     if schedule.origin == ScheduleOrigin.CODE and action not in CODE_ALLOWED:
         return False
     return bool(request.user.has_perm(PERMISSION[action]))
@@ -82,20 +71,6 @@ def buttons_for(model_admin: Any, request: HttpRequest, schedule: Schedule) -> l
     ]
 
 
-@dataclass
-class Page:
-    """What a confirmation page shows and which form it carries."""
-
-    action: str
-    schedules: list[Schedule]
-    consequences: dict[Any, list[str]] = field(default_factory=dict)
-    form: forms.Form | None = None
-    errors: list[str] = field(default_factory=list)
-    confirm_label: str = "Confirm"
-    stage: str = "confirm"
-    hidden: dict[str, str] = field(default_factory=dict)
-
-
 def object_action(
     model_admin: Any, request: HttpRequest, object_id: str, action: str
 ) -> HttpResponse:
@@ -105,51 +80,50 @@ def object_action(
         schedule = None
     if schedule is None:  # another tenant's schedule answers like a missing one
         raise Http404("no such schedule")
-    if not allowed(request, schedule, action):
-        raise PermissionDenied
     return HANDLERS[action](model_admin, request, [schedule])
 
 
 def confirm(model_admin: Any, request: HttpRequest, queryset: Any, action: str) -> Any:
     """A changelist action: the same page for every selected schedule."""
-    schedules = list(queryset)
-    if not all(allowed(request, s, action) for s in schedules):
-        raise PermissionDenied
-    return HANDLERS[action](model_admin, request, schedules)
+    return HANDLERS[action](model_admin, request, list(queryset))
 
 
-def _confirmed(request: HttpRequest) -> bool:
-    return request.method == "POST" and "confirm" in request.POST
+def invalid_selection(model: Any, request: HttpRequest) -> list[str]:
+    """The posted ``_selected_action`` values that are not primary keys of ``model``."""
+    if request.method != "POST" or "action" not in request.POST:
+        return []
+    bad = []
+    for value in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME):
+        try:
+            model._meta.pk.to_python(value)
+        except ValidationError:
+            bad.append(value)
+    return bad
 
 
-def _render(model_admin: Any, request: HttpRequest, page: Page) -> TemplateResponse:
-    opts = model_admin.model._meta
-    selected = request.POST.getlist("_selected_action") if "action" in request.POST else []
-    context = {
-        **model_admin.admin_site.each_context(request),
-        "opts": opts,
-        "title": f"{TITLE[page.action]}: are you sure?",
-        "page": page,
-        "rows": [(s, page.consequences.get(s.pk, [])) for s in page.schedules],
-        "bulk_action": request.POST.get("action", ""),
-        "selected": selected,
-    }
-    return TemplateResponse(request, "admin/scheduler_app/schedule/confirm.html", context)
+class SelectionGuard:
+    """A ``ModelAdmin`` mixin: a bulk action posted with a selection that is not a list of
+    ids (``_selected_action=nope``) answers with a message and the list again, not a 500
+    (Django filters ``pk__in`` with the raw values before any action runs)."""
+
+    model: Any
+
+    def response_action(self, request: HttpRequest, queryset: Any) -> Any:
+        bad = invalid_selection(self.model, request)
+        if bad:
+            shown = ", ".join(repr(value) for value in bad[:3])
+            self.message_user(  # type: ignore[attr-defined]
+                request,
+                f"The selection {shown} is not an id of a {self.model._meta.verbose_name}: "
+                "nothing was changed; tick the rows in the list and try again.",
+                messages.ERROR,
+            )
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_action(request, queryset)  # type: ignore[misc]
 
 
-def _done(request: HttpRequest, schedules: list[Schedule]) -> HttpResponseRedirect:
-    if len(schedules) == 1 and "action" not in request.POST:
-        return HttpResponseRedirect(
-            reverse("admin:scheduler_app_schedule_change", args=[schedules[0].pk])
-        )
-    return HttpResponseRedirect(reverse("admin:scheduler_app_schedule_changelist"))
-
-
-def _who(request: HttpRequest) -> str:
-    return str(request.user.get_username())
-
-
-# -- pause ---------------------------------------------------------------------------------
+def _waiting(schedule: Schedule) -> int:
+    return Occurrence.objects.filter(schedule=schedule, state__in=OPEN_STATES).count()
 
 
 class NoteForm(forms.Form):
@@ -157,22 +131,33 @@ class NoteForm(forms.Form):
         required=False,
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
-        help_text="Why (shown on the schedule page and in the list).",
+        help_text="Why (shown on the schedule page and in the list; kept in the audit).",
     )
 
 
+class ReasonForm(forms.Form):
+    reason = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="Why (kept in the schedule's audit trail with your user name).",
+    )
+
+
+# -- pause ---------------------------------------------------------------------------------
+
+
 def pause(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -> HttpResponse:
-    form = NoteForm(request.POST if _confirmed(request) else None)
-    if _confirmed(request) and form.is_valid():
-        for schedule in schedules:
-            try:
-                services.pause_schedule(
-                    schedule.pk, note=form.cleaned_data["note"], by=_who(request)
-                )
-            except SchedulerError as exc:
-                model_admin.message_user(request, f"{schedule}: {exc}", messages.ERROR)
-        model_admin.message_user(request, f"{len(schedules)} schedule(s) paused")
-        return _done(request, schedules)
+    form = NoteForm(request.POST if confirmed(request) else None)
+    if confirmed(request) and form.is_valid():
+        note = form.cleaned_data["note"]
+        paused = [
+            s
+            for s in schedules
+            if attempt(model_admin, request, s, services.pause_schedule, note=note)
+        ]
+        model_admin.message_user(request, f"{len(paused)} schedule(s) paused")
+        return done(request, schedules)
     page = Page("pause", schedules, form=form, confirm_label="Pause")
     for schedule in schedules:
         waiting = _waiting(schedule)
@@ -183,11 +168,7 @@ def pause(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -> 
             f"{waiting} occurrence(s) already waiting "
             + ("still run (on_pause = keep)." if keep else "are cancelled (on_pause = cancel)."),
         ]
-    return _render(model_admin, request, page)
-
-
-def _waiting(schedule: Schedule) -> int:
-    return Occurrence.objects.filter(schedule=schedule, state__in=OPEN_STATES).count()
+    return render(model_admin, request, page)
 
 
 # -- resume --------------------------------------------------------------------------------
@@ -200,15 +181,23 @@ class ResumeForm(NoteForm):
     )
 
 
+def _paused_why(schedule: Schedule) -> list[str]:
+    if schedule.status != ScheduleStatus.PAUSED:
+        return []
+    who = f" by {schedule.paused_by}" if schedule.paused_by else ""
+    note = f": {schedule.pause_note}" if schedule.pause_note else " (no note was given)"
+    return [f"Paused{who}{note}"]
+
+
 def resume(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -> HttpResponse:
     now = timezone.now()
     summaries = {s.pk: resume_summary(s, now) for s in schedules}
     total = sum(summary.count for summary in summaries.values())
     limit = backfill_max()
     page = Page("resume", schedules, confirm_label="Resume")
-    page.consequences = {pk: summary.lines for pk, summary in summaries.items()}
-    form = ResumeForm(request.POST if _confirmed(request) else None, initial={"expected": total})
-    if _confirmed(request) and form.is_valid():
+    page.consequences = {s.pk: _paused_why(s) + summaries[s.pk].lines for s in schedules}
+    form = ResumeForm(request.POST if confirmed(request) else None, initial={"expected": total})
+    if confirmed(request) and form.is_valid():
         if form.cleaned_data["expected"] != total:
             page.errors.append(
                 f"What resuming does changed since the page was shown ({total} occurrences "
@@ -220,20 +209,19 @@ def resume(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) ->
                 f"({limit}): tick the second confirmation to go ahead."
             )
         else:
-            for schedule in schedules:
-                try:
-                    services.resume_schedule(
-                        schedule.pk, note=form.cleaned_data["note"], by=_who(request)
-                    )
-                except SchedulerError as exc:
-                    model_admin.message_user(request, f"{schedule}: {exc}", messages.ERROR)
+            note = form.cleaned_data["note"]
+            resumed = [
+                s
+                for s in schedules
+                if attempt(model_admin, request, s, services.resume_schedule, note=note)
+            ]
             model_admin.message_user(
-                request, f"{len(schedules)} schedule(s) resumed; {total} catch-up occurrence(s)"
+                request,
+                f"{len(resumed)} schedule(s) resumed; up to {total} catch-up occurrence(s)",
             )
-            return _done(request, schedules)
-    form = (
-        ResumeForm(initial={"expected": total}) if page.errors or not _confirmed(request) else form
-    )
+            return done(request, schedules)
+    if page.errors or not confirmed(request):
+        form = ResumeForm(initial={"expected": total})
     if total <= limit:
         form.fields.pop("confirm_over_max")
     else:
@@ -242,197 +230,27 @@ def resume(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) ->
             "second confirmation is needed."
         )
     page.form = form
-    return _render(model_admin, request, page)
-
-
-# -- run now -------------------------------------------------------------------------------
-
-
-def parse_local(text: str, zone_name: str, name: str) -> datetime | None:
-    """A ``datetime-local`` value read as wall time in the schedule's zone."""
-    text = (text or "").strip()
-    if not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise forms.ValidationError(
-            f"{name}: {text!r} is not a date and time; write YYYY-MM-DD HH:MM"
-        ) from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=zone_of(zone_name))
-    return value
-
-
-class RunForm(forms.Form):
-    reason = forms.CharField(required=False, max_length=2000, help_text="Why (recorded).")
-    window_start = forms.CharField(
-        required=False,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
-        help_text="Optional business window the run covers (local time of the schedule).",
-    )
-    window_end = forms.CharField(
-        required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
-    )
-    respect_overlap = forms.BooleanField(
-        required=False, initial=True, label="Respect the overlap policy"
-    )
-
-
-def run(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -> HttpResponse:
-    schedule = schedules[0]
-    form = RunForm(request.POST if _confirmed(request) else None)
-    page = Page("run", schedules, form=form, confirm_label="Run now")
-    if _confirmed(request) and form.is_valid():
-        try:
-            data = form.cleaned_data
-            occurrence = services.run_now(
-                schedule,
-                user=request.user,
-                reason=data["reason"],
-                window_start=parse_local(data["window_start"], schedule.timezone, "window start"),
-                window_end=parse_local(data["window_end"], schedule.timezone, "window end"),
-                respect_overlap=data["respect_overlap"],
-            )
-        except (SchedulerError, forms.ValidationError) as exc:
-            page.errors.append(_message(exc))
-        else:
-            url = reverse("admin:scheduler_app_occurrence_change", args=[occurrence.pk])
-            model_admin.message_user(
-                request,
-                format_html(
-                    'Run requested: <a href="{}">occurrence {}</a> is {}.',
-                    url,
-                    occurrence.pk,
-                    occurrence.state,
-                ),
-            )
-            return _done(request, schedules)
-    open_count = _waiting(schedule)
-    page.consequences[schedule.pk] = [
-        "Creates one occurrence now with trigger 'manual', outside the rule (the next "
-        "scheduled slot is not affected).",
-        f"Overlap policy: {schedule.overlap_policy}; {open_count} occurrence(s) open now. "
-        "Untick 'Respect the overlap policy' to run regardless.",
-    ]
-    return _render(model_admin, request, page)
-
-
-def _message(exc: Exception) -> str:
-    if isinstance(exc, ScheduleValidationError):
-        return exc.message
-    if isinstance(exc, forms.ValidationError):
-        return " ".join(exc.messages)
-    return str(exc)
-
-
-# -- backfill ------------------------------------------------------------------------------
-
-
-class BackfillForm(forms.Form):
-    start = forms.CharField(widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
-    end = forms.CharField(widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
-    overlap = forms.ChoiceField(
-        choices=OverlapPolicy.choices,
-        initial=OverlapPolicy.BUFFER_ALL,
-        help_text="How the new occurrences share the worker (buffer all: one after another).",
-    )
-    reason = forms.CharField(required=False, max_length=2000)
-    confirm_over_max = forms.BooleanField(
-        required=False, label="Yes, more than SCHEDULER_BACKFILL_MAX (second confirmation)"
-    )
-
-
-def backfill(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -> HttpResponse:
-    schedule = schedules[0]
-    posted = request.method == "POST" and ("plan" in request.POST or "confirm" in request.POST)
-    form = BackfillForm(request.POST if posted else None)
-    page = Page(
-        "backfill", schedules, form=form, confirm_label="Show what it creates", stage="plan"
-    )
-    page.consequences[schedule.pk] = [
-        f"Times are local to the schedule's zone, {schedule.timezone}. Slots of the current "
-        "rule in the range get an occurrence with trigger 'backfill'; slots that have one "
-        "already (any trigger) are left alone."
-    ]
-    if posted and form.is_valid():
-        try:
-            plan = _backfill(schedule, request, form.cleaned_data, dry_run=True)
-            if "confirm" in request.POST and (
-                not plan.over_max or form.cleaned_data["confirm_over_max"]
-            ):
-                done = _backfill(schedule, request, form.cleaned_data, dry_run=False)
-                model_admin.message_user(
-                    request,
-                    f"Backfill: {done.created} occurrence(s) created, {done.existing} existed",
-                )
-                return _done(request, schedules)
-        except (SchedulerError, forms.ValidationError) as exc:
-            page.errors.append(_message(exc))
-        else:
-            page.consequences[schedule.pk] += _plan_lines(plan, schedule)
-            page.stage, page.confirm_label = "confirm", f"Create {plan.new} occurrence(s)"
-            if plan.over_max:
-                page.errors.append(
-                    f"{plan.new} occurrences is more than SCHEDULER_BACKFILL_MAX "
-                    f"({backfill_max()}): tick the second confirmation."
-                )
-    if not any("SCHEDULER_BACKFILL_MAX" in error for error in page.errors):
-        form.fields.pop("confirm_over_max", None)  # only asked for when it is needed
-    return _render(model_admin, request, page)
-
-
-def _backfill(
-    schedule: Schedule, request: HttpRequest, data: dict[str, Any], *, dry_run: bool
-) -> Any:
-    start = parse_local(data["start"], schedule.timezone, "start")
-    end = parse_local(data["end"], schedule.timezone, "end")
-    if start is None or end is None:
-        raise forms.ValidationError("give a start and an end")
-    return services.backfill(
-        schedule,
-        start=start,
-        end=end,
-        user=request.user,
-        reason=data["reason"],
-        overlap=data["overlap"],
-        confirm_over_max=dry_run or bool(data.get("confirm_over_max")),
-        dry_run=dry_run,
-    )
-
-
-def _plan_lines(plan: Any, schedule: Schedule) -> list[str]:
-    cost = (
-        "not set (set the schedule's cost estimate)"
-        if plan.estimated_cost is None
-        else (f"{plan.estimated_cost:g}")
-    )
-    return [
-        f"Slots in the range: {plan.count}; already have an occurrence: {plan.existing}; "
-        f"new: {plan.new}.",
-        f"First: {local_and_utc_text(plan.first, schedule.timezone)}; "
-        f"last: {local_and_utc_text(plan.last, schedule.timezone)}.",
-        f"Estimated cost: {cost}. Overlap policy for these: {plan.overlap}.",
-    ]
+    return render(model_admin, request, page)
 
 
 # -- cancel and undo -----------------------------------------------------------------------
 
 
 def cancel(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -> HttpResponse:
-    if _confirmed(request):
+    form = ReasonForm(request.POST if confirmed(request) else None)
+    if confirmed(request) and form.is_valid():
+        reason = form.cleaned_data["reason"]
         for schedule in schedules:
-            try:
-                services.cancel_schedule(schedule.pk)
-            except SchedulerError as exc:
-                model_admin.message_user(request, f"{schedule}: {exc}", messages.ERROR)
-                continue
-            undo = reverse("admin:scheduler_app_schedule_restore", args=[schedule.pk])
-            model_admin.message_user(
-                request, format_html('{} cancelled. <a href="{}">Undo</a>', schedule, undo)
+            cancelled = attempt(
+                model_admin, request, schedule, services.cancel_schedule, reason=reason
             )
-        return _done(request, schedules)
-    page = Page("cancel", schedules, confirm_label="Cancel the schedule(s)")
+            if cancelled is not None:
+                undo = reverse("admin:scheduler_app_schedule_restore", args=[schedule.pk])
+                model_admin.message_user(
+                    request, format_html('{} cancelled. <a href="{}">Undo</a>', schedule, undo)
+                )
+        return done(request, schedules)
+    page = Page("cancel", schedules, form=form, confirm_label="Cancel the schedule(s)")
     for schedule in schedules:
         page.consequences[schedule.pk] = [
             "No future occurrences; its history is kept.",
@@ -440,33 +258,37 @@ def cancel(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) ->
             "running one finishes.",
             "You can undo this: the schedule then comes back paused.",
         ]
-    return _render(model_admin, request, page)
+    return render(model_admin, request, page)
 
 
 def restore(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -> HttpResponse:
     schedule = schedules[0]
-    if _confirmed(request):
-        try:
-            services.restore_schedule(schedule, user=request.user)
-        except SchedulerError as exc:
-            model_admin.message_user(request, str(exc), messages.ERROR)
-        else:
+    form = ReasonForm(request.POST if confirmed(request) else None)
+    if confirmed(request) and form.is_valid():
+        reason = form.cleaned_data["reason"]
+        restored = attempt(model_admin, request, schedule, services.restore_schedule, reason=reason)
+        if restored is not None:
             model_admin.message_user(request, f"{schedule} restored (paused): resume it to run")
-        return _done(request, schedules)
-    page = Page("restore", schedules, confirm_label="Undo the cancel")
+        return done(request, schedules)
+    page = Page("restore", schedules, form=form, confirm_label="Undo the cancel")
     page.consequences[schedule.pk] = [
         "The schedule comes back paused, so nothing runs until you resume it (the resume page "
         "shows what catching up would run).",
         "Occurrences the cancel stopped stay cancelled; replay any of them to run it.",
     ]
-    return _render(model_admin, request, page)
+    if needs_approval(schedule.task) and schedule.approved_version != schedule.version:
+        page.consequences[schedule.pk].append(
+            "Its current version was never approved: it needs approval before it runs."
+        )
+    return render(model_admin, request, page)
 
 
 HANDLERS = {
     "pause": pause,
     "resume": resume,
-    "run": run,
-    "backfill": backfill,
+    "run": running.run,
+    "backfill": running.backfill,
     "cancel": cancel,
     "restore": restore,
+    "approve": approving.approve,
 }

@@ -3,6 +3,7 @@ with the service layer's messages, owner choices limited to what the editor may 
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, cast
@@ -13,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
 
+from scheduler_app import permissions
 from scheduler_app.admin.builder import (
     MONTHLY_ON,
     NTHS,
@@ -29,7 +31,7 @@ from scheduler_app.definitions import _check_min_interval as check_min_interval
 from scheduler_app.definitions import timing_for, validate_definition
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule
-from scheduler_app.permissions import RUN_PERMISSION
+from scheduler_app.permissions import RUN_PERMISSION, may_assign_owner
 from scheduler_app.targets import allowed_tasks, check_target
 from scheduler_app.tenancy import allowed_tenants
 from scheduler_app.timing import Kind, Timing, next_after
@@ -46,7 +48,9 @@ BUILDER_FIELDS = (
     "nth_weekday",
     "once_at",
 )
-ASSIGN_OWNER = "scheduler_app.assign_owner"
+POSITIONAL_HINT = (
+    'positional args are not supported: pass keyword arguments in kwargs, e.g. {"n": 1}'
+)
 TIMING_FIELDS = (
     "kind",
     "rule",
@@ -93,6 +97,33 @@ class DatalistInput(forms.TextInput):
         context["widget"]["list_id"] = list_id
         context["widget"]["options"] = self.options
         return context
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """A UTF-16 surrogate on its own (JSON ``"\\ud800"``): no UTF-8 page can show it."""
+    return any("\ud800" <= char <= "\udfff" for char in text)
+
+
+class PayloadJSONField(forms.JSONField):
+    """JSON that a page can show again: a lone surrogate is a field error (it could never
+    be stored as text, nor published), and the redisplayed value is escaped as ASCII when it
+    holds one, instead of failing to encode the page (an HTTP 500)."""
+
+    def to_python(self, value: Any) -> Any:
+        converted = super().to_python(value)
+        if has_lone_surrogate(json.dumps(converted, ensure_ascii=False, cls=self.encoder)):
+            raise forms.ValidationError(
+                "contains a lone UTF-16 surrogate (such as \\ud800), which is not valid "
+                "Unicode text; remove it or write the character itself",
+                code="surrogate",
+            )
+        return converted
+
+    def prepare_value(self, value: Any) -> Any:
+        text = super().prepare_value(value)
+        if isinstance(text, str) and has_lone_surrogate(text):
+            return json.dumps(value, ensure_ascii=True, cls=self.encoder)
+        return text
 
 
 def timing_only(values: dict[str, Any]) -> Timing:
@@ -159,6 +190,7 @@ class ScheduleForm(forms.ModelForm):
     class Meta:
         model = Schedule
         fields = (*EDITABLE, "cost_estimate")
+        field_classes = {"kwargs": PayloadJSONField, "options": PayloadJSONField}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.request = kwargs.pop("request", None)
@@ -184,12 +216,6 @@ class ScheduleForm(forms.ModelForm):
             self.fields["timezone"].widget = DatalistInput(zone_names(), attrs={"size": 30})
             self.fields["timezone"].help_text = "IANA zone, e.g. Europe/Riga (start typing)."
         user = getattr(self.request, "user", None)
-        if "owner" in self.fields and user is not None:
-            owner_field = cast(forms.ModelChoiceField, self.fields["owner"])
-            owner_field.queryset = self._owner_choices(user)
-            self.fields[
-                "owner"
-            ].help_text = "Runs are checked against this user's permissions when they start."
         if "tenant" in self.fields and user is not None:
             tenants = allowed_tenants(user)
             if tenants is not None:
@@ -199,29 +225,37 @@ class ScheduleForm(forms.ModelForm):
                     initial=options[0] if options else "",
                     required=False,
                 )
+        if "owner" in self.fields and user is not None:
+            self._owner_field(user)
 
-    def _owner_choices(self, user: Any) -> Any:
-        """Yourself, the current owner, and (with ``assign_owner``) active users who may run
-        schedules, never the whole user table to any editor."""
-        users = get_user_model().objects.all()
-        keep = Q(pk=user.pk)
+    def _owner_field(self, user: Any) -> None:
+        """The owners ``permissions.owner_choices`` allows in the schedule's tenant (and the
+        current owner, which may stay); the add form starts with the editor as the owner. A
+        user who may not assign owners sees the owner without being able to change it (the
+        service refuses another owner anyway)."""
+        field = cast(forms.ModelChoiceField, self.fields["owner"])
+        allowed = permissions.owner_choices(user, self._tenant())
+        keep = Q(pk__in=allowed.values("pk"))
         if self.instance.owner_id is not None:
             keep |= Q(pk=self.instance.owner_id)
-        if user.has_perm(ASSIGN_OWNER):
-            app, codename = RUN_PERMISSION.split(".")
-            runners = (
-                Q(is_superuser=True)
-                | Q(
-                    user_permissions__codename=codename,
-                    user_permissions__content_type__app_label=app,
-                )
-                | Q(
-                    groups__permissions__codename=codename,
-                    groups__permissions__content_type__app_label=app,
-                )
-            )
-            keep |= Q(is_active=True) & runners
-        return users.filter(keep).distinct().order_by("username")
+        elif not may_assign_owner(user):
+            keep |= Q(pk=user.pk)
+        field.queryset = get_user_model().objects.filter(keep).order_by("username")
+        field.help_text = "Runs are checked against this user's permissions when they start."
+        if self.instance._state.adding:
+            field.initial = user.pk
+            self.initial.setdefault("owner", user.pk)
+        if not may_assign_owner(user):
+            field.disabled = True
+            field.help_text += " Choosing another owner needs the assign_owner permission."
+
+    def _tenant(self) -> str:
+        """The tenant the owner is picked for: the posted one, else the schedule's."""
+        if self.is_bound and "tenant" in self.fields:
+            return str(self.data.get(self.add_prefix("tenant")) or "")
+        if not self.instance._state.adding:
+            return str(self.instance.tenant or "")
+        return str(self.fields["tenant"].initial or "") if "tenant" in self.fields else ""
 
     def _builder_initial(self) -> None:
         spec = from_rule(self.instance.kind, self.instance.rule)
@@ -254,11 +288,27 @@ class ScheduleForm(forms.ModelForm):
             raise forms.ValidationError(exc.message, code=exc.code) from None
         return name
 
+    def clean_kwargs(self) -> Any:
+        kwargs = self.cleaned_data.get("kwargs")
+        if isinstance(kwargs, list):
+            raise forms.ValidationError(POSITIONAL_HINT, code="positional")
+        return kwargs
+
     def clean_owner(self) -> Any:
+        """The owner rules of the service, as a field error (the service applies them again
+        when saving)."""
         owner = self.cleaned_data.get("owner")
         user = getattr(self.request, "user", None)
         if owner is None and user is not None and self.instance._state.adding:
             return user  # the owner defaults to whoever creates the schedule
+        if user is None or "owner" not in self.changed_data:
+            return owner
+        current = None if self.instance._state.adding else self.instance
+        try:
+            permissions.with_owner_rules({"owner": owner}, user, current=current)
+            permissions.check_owner_present(owner, str(self.instance.origin or "admin"))
+        except ScheduleValidationError as exc:
+            raise forms.ValidationError(exc.message, code=exc.code) from None
         return owner
 
     def clean(self) -> dict[str, Any]:
@@ -266,6 +316,8 @@ class ScheduleForm(forms.ModelForm):
         if "options" in cleaned:
             cleaned["options"] = cleaned["options"] or {}
         self._check_version(cleaned)
+        if "args" in self.data and "kwargs" in self.fields:
+            self.add_error("kwargs", forms.ValidationError(POSITIONAL_HINT, code="positional"))
         built = self._apply_builder(cleaned)
         blocking = (*TIMING_FIELDS, *BUILDER_FIELDS) if self.preview_only else SEMANTIC_FIELDS
         if any(name in self.errors for name in (*blocking, *BUILDER_FIELDS)):

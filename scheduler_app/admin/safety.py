@@ -1,6 +1,11 @@
 """The operations models in the admin: kill switches (changed only through
-``safety.killswitch.set_kill_switch``, so every change is audited), their audit, beat
-heartbeats (read-only) and tenant quotas; plus approving schedule versions."""
+``safety.killswitch.set_kill_switch``, with the acting user, so every change is checked and
+audited), their audit, beat heartbeats (read-only) and tenant quotas; plus approving schedule
+versions (through the approve confirmation page).
+
+Who may turn which switch, and change which quota, is decided by the safety layer; this module
+only scopes what is listed (``visible_to``) and narrows the choices a form offers.
+"""
 
 from __future__ import annotations
 
@@ -9,32 +14,61 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import timezone
 
-from scheduler_app.errors import SchedulerError, ScheduleValidationError
+from scheduler_app.admin import approving
+from scheduler_app.admin.actions import SelectionGuard
+from scheduler_app.admin.pages import SERVICE_ERRORS, error_text
 from scheduler_app.models import (
     BeatHeartbeat,
     KillSwitch,
     KillSwitchEvent,
+    KillSwitchScope,
     Schedule,
-    ScheduleStatus,
     TenantQuota,
 )
+from scheduler_app.safety import killswitch, quotas
 from scheduler_app.safety.approval import PERMISSION as APPROVE_PERMISSION
-from scheduler_app.safety.approval import approve_schedule
-from scheduler_app.safety.killswitch import set_kill_switch
+from scheduler_app.tenancy import allowed_tenants
 
 
 class KillSwitchForm(forms.ModelForm):
     reason = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Why it is turned on or off: kept in the audit with your user name.",
+        label="Reason for this change",
+        help_text="Why it is turned on or off now: kept in the audit with your user name. "
+        "Turning a switch off needs its own reason; the one it was turned on with is kept.",
     )
 
     class Meta:
         model = KillSwitch
         fields = ("scope", "target", "enabled", "reason")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.request = kwargs.pop("request", None)
+        super().__init__(*args, **kwargs)
+        self.initial["reason"] = ""  # never offer the "on" reason as the "off" one
+        user = getattr(self.request, "user", None)
+        if user is not None and self.instance._state.adding:
+            _narrow_choices(self, user)
+
+
+def _narrow_choices(form: forms.ModelForm, user: Any) -> None:
+    """A tenant's staff are offered their tenants' switches only (the service refuses the
+    rest anyway)."""
+    tenants = allowed_tenants(user)
+    if tenants is None:  # a user of all tenants (a superuser): every scope
+        return
+    form.fields["scope"] = forms.ChoiceField(
+        choices=[(KillSwitchScope.TENANT.value, KillSwitchScope.TENANT.label)],
+        initial=KillSwitchScope.TENANT.value,
+    )
+    names = sorted(t for t in tenants if t)
+    form.fields["target"] = forms.ChoiceField(
+        choices=[(t, t) for t in names],
+        help_text="One of your tenants." if names else "You are a member of no tenant.",
+    )
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -51,11 +85,26 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(KillSwitch)
-class KillSwitchAdmin(admin.ModelAdmin):
+class KillSwitchAdmin(SelectionGuard, admin.ModelAdmin):
     form = KillSwitchForm
     list_display = ("scope", "target", "enabled", "reason", "changed_by", "changed_at")
     list_filter = ("enabled", "scope")
     search_fields = ("target", "reason", "changed_by")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[KillSwitch]:
+        return killswitch.visible_to(super().get_queryset(request), request.user)
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kw: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change=change, **kw)
+
+        class RequestForm(form):  # type: ignore[misc, valid-type]
+            def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+                kwargs["request"] = request
+                return form(*args, **kwargs)
+
+        return RequestForm
 
     def get_readonly_fields(self, request: HttpRequest, obj: KillSwitch | None = None) -> Any:
         return ("scope", "target", "changed_by", "changed_at") if obj else ()
@@ -65,30 +114,43 @@ class KillSwitchAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: KillSwitch, form: Any, change: bool) -> None:
         try:
-            saved = set_kill_switch(
+            saved = killswitch.set_kill_switch(
                 obj.scope,
                 obj.target,
                 enabled=obj.enabled,
-                by=request.user.get_username(),
+                user=request.user,
                 reason=form.cleaned_data["reason"],
                 now=timezone.now(),
             )
-        except ScheduleValidationError as exc:
-            # The form validated the fields already; what is left is a scope/target mismatch.
-            messages.error(request, exc.message)
+        except SERVICE_ERRORS as exc:  # outside the user's tenants, not a superuser, ...
+            messages.error(request, f"The switch was not changed: {error_text(exc)}")
+            obj._refused = True  # type: ignore[attr-defined]
             return
         obj.pk = saved.pk
 
+    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
+        if getattr(obj, "_refused", False):
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_add(request, obj, post_url_continue)
+
+    def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
+        if getattr(obj, "_refused", False):
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_change(request, obj)
+
 
 @admin.register(KillSwitchEvent)
-class KillSwitchEventAdmin(ReadOnlyAdmin):
+class KillSwitchEventAdmin(SelectionGuard, ReadOnlyAdmin):
     list_display = ("at", "scope", "target", "enabled", "by", "reason")
     list_filter = ("enabled", "scope")
     ordering = ("-at",)
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[KillSwitchEvent]:
+        return killswitch.visible_to(super().get_queryset(request), request.user)
+
 
 @admin.register(BeatHeartbeat)
-class BeatHeartbeatAdmin(ReadOnlyAdmin):
+class BeatHeartbeatAdmin(SelectionGuard, ReadOnlyAdmin):
     list_display = (
         "host",
         "pid",
@@ -104,34 +166,33 @@ class BeatHeartbeatAdmin(ReadOnlyAdmin):
 
 
 @admin.register(TenantQuota)
-class TenantQuotaAdmin(admin.ModelAdmin):
+class TenantQuotaAdmin(SelectionGuard, admin.ModelAdmin):
+    """A tenant's staff see their tenants' quotas; only ``quotas.may_change`` users edit."""
+
     list_display = ("tenant", "max_active_schedules", "max_occurrences_per_hour")
     search_fields = ("tenant",)
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[TenantQuota]:
+        return quotas.visible_to(super().get_queryset(request), request.user)
 
-@admin.action(
-    description="Approve the current version of selected schedules", permissions=["approve"]
-)
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return super().has_add_permission(request) and quotas.may_change(request.user)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj) and quotas.may_change(request.user)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_delete_permission(request, obj) and quotas.may_change(request.user)
+
+
+@admin.action(description="Approve selected schedules…", permissions=["approve"])
 def approve_selected(
     modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Schedule]
-) -> None:
-    """Each schedule awaiting approval is approved at the version the list shows."""
-    approved = 0
-    for schedule in queryset.filter(status=ScheduleStatus.AWAITING_APPROVAL):
-        try:
-            approve_schedule(
-                schedule.pk, version=schedule.version, user=request.user, now=timezone.now()
-            )
-            approved += 1
-        except (SchedulerError, PermissionError) as exc:
-            messages.error(request, f"{schedule}: {exc}")
-    skipped = queryset.exclude(status=ScheduleStatus.AWAITING_APPROVAL).count()
-    messages.info(
-        request,
-        f"{approved} schedule(s) approved"
-        + (f"; {skipped} not awaiting approval, left as they are" if skipped else ""),
-    )
+) -> HttpResponse:
+    """Through the approve page: each schedule is approved at the version it shows."""
+    return approving.approve(modeladmin, request, list(queryset))
 
 
 def has_approve_permission(request: HttpRequest) -> bool:
+    """Whether to offer the approve action (the service decides when it is used)."""
     return bool(request.user.has_perm(APPROVE_PERMISSION))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import User
 from django.urls import reverse
 
 from scheduler_app import services
@@ -21,7 +22,8 @@ SCHEDULES = reverse("admin:scheduler_app_schedule_changelist")
 
 
 def operator() -> object:
-    return staff("ops", "add_killswitch", "change_killswitch", "view_killswitch")
+    """Global and task switches stop every tenant's work: a user of all tenants turns them."""
+    return User.objects.create_superuser("ops", "ops@example.com", "pw")
 
 
 def test_turning_a_kill_switch_on_and_off_in_the_admin_is_audited_with_the_user() -> None:
@@ -72,15 +74,26 @@ def test_approving_from_the_list_needs_the_permission(settings: object) -> None:
     settings.SCHEDULER_APPROVAL_TASKS = ("demo.ping",)  # type: ignore[attr-defined]
     held = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
     assert held.status == ScheduleStatus.AWAITING_APPROVAL
+    confirmed = {
+        "action": "approve_selected",
+        "_selected_action": [held.pk],
+        "confirm": "1",
+        "reason": "reviewed",
+        f"version_{held.pk}": held.version,
+    }
     viewer = client_for(staff("viewer", "view_schedule", "change_schedule"))
     assert "approve_selected" not in viewer.get(SCHEDULES).content.decode()
-    viewer.post(SCHEDULES, {"action": "approve_selected", "_selected_action": [held.pk]})
+    viewer.post(SCHEDULES, confirmed)
     held.refresh_from_db()
     assert held.status == ScheduleStatus.AWAITING_APPROVAL
 
     approver = client_for(staff("lead", "view_schedule", "approve_schedule"))
     assert "approve_selected" in approver.get(SCHEDULES).content.decode()
-    approver.post(SCHEDULES, {"action": "approve_selected", "_selected_action": [held.pk]})
+    page = approver.post(SCHEDULES, {"action": "approve_selected", "_selected_action": [held.pk]})
+    assert "are you sure?" in page.content.decode()  # the confirmation page, nothing approved
+    held.refresh_from_db()
+    assert held.status == ScheduleStatus.AWAITING_APPROVAL
+    approver.post(SCHEDULES, confirmed)
     held.refresh_from_db()
     assert held.status == ScheduleStatus.ACTIVE
     assert (held.approved_by, held.approved_version) == ("lead", held.version)

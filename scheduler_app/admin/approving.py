@@ -1,0 +1,130 @@
+"""The approve page: what exactly is approved (version, task, payload, options, rule in words,
+the next runs), a reason, and the version shown carried in the POST, so that an edit made
+between the look and the click is refused (``StaleVersion``) instead of approved unseen."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+
+from scheduler_app import services
+from scheduler_app.admin import display
+from scheduler_app.admin.pages import Page, attempt, confirmed, done, render
+from scheduler_app.definitions import timing_for
+from scheduler_app.errors import SchedulerError
+from scheduler_app.models import Schedule, ScheduleStatus
+from scheduler_app.preview import preview_rows
+
+NEXT_RUNS = 5
+_TICK = timedelta(microseconds=1)
+
+
+class ApproveForm(forms.Form):
+    reason = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="Why this version may run (kept in the schedule's audit trail with your "
+        "user name and the version number).",
+    )
+
+
+def version_field(schedule: Schedule) -> str:
+    return f"version_{schedule.pk}"
+
+
+def approve(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -> HttpResponse:
+    """Confirm, then approve each schedule at the version its page showed."""
+    waiting = [s for s in schedules if s.status == ScheduleStatus.AWAITING_APPROVAL]
+    others = len(schedules) - len(waiting)
+    form = ApproveForm(request.POST if confirmed(request) else None)
+    page = Page("approve", waiting, form=form, confirm_label="Approve these versions")
+    if others:
+        page.errors.append(
+            f"{others} selected schedule(s) are not awaiting approval: left as they are."
+        )
+    if not waiting:
+        model_admin.message_user(request, "Nothing to approve: " + page.errors[0], messages.INFO)
+        return done(request, schedules)
+    if confirmed(request) and form.is_valid():
+        approved = _approve_posted(model_admin, request, waiting, form.cleaned_data["reason"])
+        model_admin.message_user(request, f"{approved} schedule(s) approved")
+        return done(request, schedules)
+    now = timezone.now()
+    for schedule in waiting:
+        page.hidden[version_field(schedule)] = str(schedule.version)
+        page.details[schedule.pk] = what_is_approved(schedule, now)
+        page.consequences[schedule.pk] = [
+            f"Version {schedule.version} becomes active from the approval on; slots that "
+            "passed while it waited are not run.",
+            "If the schedule is edited before you confirm, nothing is approved: you are "
+            "asked to look at the new version.",
+        ]
+    return render(model_admin, request, page)
+
+
+def _approve_posted(
+    model_admin: Any, request: HttpRequest, schedules: list[Schedule], reason: str
+) -> int:
+    approved = 0
+    for schedule in schedules:
+        version = _posted_version(request, schedule)
+        if version is None:
+            model_admin.message_user(
+                request,
+                f"{schedule}: the page did not say which version you looked at; open the "
+                "approve page again and confirm there. Nothing was approved.",
+                messages.ERROR,
+            )
+            continue
+        result = attempt(
+            model_admin,
+            request,
+            schedule,
+            services.approve_schedule,
+            version=version,
+            reason=reason,
+        )
+        approved += result is not None
+    return approved
+
+
+def _posted_version(request: HttpRequest, schedule: Schedule) -> int | None:
+    text = request.POST.get(version_field(schedule), "")
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 10 else None
+
+
+def what_is_approved(schedule: Schedule, now: Any) -> list[tuple[str, str]]:
+    """The version's definition as (label, text) rows."""
+    owner = schedule.owner.get_username() if schedule.owner_id and schedule.owner else "-"
+    return [
+        ("schedule", f"{schedule} ({schedule.pk})"),
+        ("tenant", schedule.tenant or "(no tenant)"),
+        ("version", str(schedule.version)),
+        ("task", schedule.task),
+        ("kwargs (payload)", _json(schedule.kwargs)),
+        ("options", _json(schedule.options)),
+        ("rule", f"{display.rule_sentence(schedule)} ({schedule.kind}: {schedule.rule})"),
+        ("time zone", schedule.timezone),
+        ("owner (runs are checked against)", owner),
+        ("next runs once approved", _next_runs(schedule, now)),
+    ]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value if value is not None else {}, indent=2, sort_keys=True, default=str)
+
+
+def _next_runs(schedule: Schedule, now: Any) -> str:
+    try:
+        rows = preview_rows(timing_for(schedule), now - _TICK, NEXT_RUNS)
+    except (SchedulerError, ArithmeticError, ValueError) as exc:
+        return f"cannot be computed: {exc}"
+    if not rows:
+        return "none: the rule has no slot after now"
+    return "\n".join(f"{row.as_display()['local']} ({row.as_display()['utc']})" for row in rows)
