@@ -14,7 +14,13 @@ from django.utils.safestring import SafeString
 
 from scheduler_app.definitions import timing_for
 from scheduler_app.errors import SchedulerError
-from scheduler_app.models import Schedule, ScheduleHealth, ScheduleStatus
+from scheduler_app.models import (
+    Schedule,
+    ScheduleHealth,
+    ScheduleMode,
+    ScheduleOrigin,
+    ScheduleStatus,
+)
 from scheduler_app.preview import clock_text
 from scheduler_app.timing import describe, get_zone
 
@@ -42,11 +48,14 @@ def zone_of(name: str) -> ZoneInfo:
 
 
 def short_time(value: datetime, zone: ZoneInfo) -> str:
+    """A slot's wall time, seconds only when they are not zero (the plans of the actions)."""
     local = value.astimezone(zone)
     return f"{local:%Y-%m-%d} {clock_text(local)} {local.tzname()}"
 
 
 def local_and_utc_text(value: datetime | None, zone_name: str) -> str:
+    """A slot in a plan: ``2026-01-01 06:00 EET (2026-01-01 04:00 UTC)`` (see ``instant_text``
+    for instants, which always carry their seconds)."""
     if value is None:
         return "-"
     zone = zone_of(zone_name)
@@ -56,19 +65,39 @@ def local_and_utc_text(value: datetime | None, zone_name: str) -> str:
     return f"{short_time(value, zone)} ({utc:%Y-%m-%d} {clock_text(utc)} UTC)"
 
 
-def local_and_utc(value: datetime | None, zone_name: str) -> SafeString | str:
-    """The local time with its zone abbreviation, and UTC labelled, on two short lines."""
-    if value is None:
-        return "-"
+def _instant_parts(value: datetime, zone_name: str) -> tuple[str, str | None]:
+    """The local part with its zone abbreviation, and the UTC part (None for a UTC zone).
+
+    The UTC part repeats the date only when it differs from the local date."""
     zone = zone_of(zone_name)
     utc = value.astimezone(UTC)
     if zone.key == "UTC":
-        return format_html('<span class="sched-time">{}</span>', short_time(value, zone))
+        return f"{utc:%Y-%m-%d %H:%M:%S} UTC", None
+    local = value.astimezone(zone)
+    same_day = local.date() == utc.date()
+    utc_part = f"{utc:%H:%M:%S} UTC" if same_day else f"{utc:%Y-%m-%d %H:%M:%S} UTC"
+    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}", utc_part
+
+
+def instant_text(value: datetime | None, zone_name: str = "UTC") -> str:
+    """The one format for instants in the admin: seconds and zone, local with UTC beside it
+    where there is a zone, e.g. ``2026-12-01 18:49:07 CET (17:49:07 UTC)``; UTC alone
+    (``2026-12-01 17:49:07 UTC``) otherwise. ``-`` for no instant."""
+    if value is None:
+        return "-"
+    local, utc = _instant_parts(value, zone_name)
+    return local if utc is None else f"{local} ({utc})"
+
+
+def local_and_utc(value: datetime | None, zone_name: str = "UTC") -> SafeString | str:
+    """``instant_text`` on two short lines (list columns): the local time, then UTC."""
+    if value is None:
+        return "-"
+    local, utc = _instant_parts(value, zone_name)
+    if utc is None:
+        return format_html('<span class="sched-time">{}</span>', local)
     return format_html(
-        '<span class="sched-time">{}</span><br><span class="sched-utc">{} {} UTC</span>',
-        short_time(value, zone),
-        f"{utc:%Y-%m-%d}",
-        clock_text(utc),
+        '<span class="sched-time">{}</span><br><span class="sched-utc">{}</span>', local, utc
     )
 
 
@@ -89,13 +118,72 @@ def is_overdue(schedule: Schedule, now: datetime) -> bool:
     return schedule.next_run_at < now - timedelta(seconds=max(schedule.max_lateness, 60))
 
 
-def status_badge(schedule: Schedule, now: datetime) -> SafeString:
-    badges = [(STATUS_CLASS.get(schedule.status, "sched-done"), schedule.status)]
-    if is_overdue(schedule, now):
-        badges.append(("sched-bad", "overdue"))
+def will_run(schedule: Schedule, kill_switched: bool = False) -> bool:
+    """Whether its stored next run will happen: active and no kill switch covers it (a paused,
+    cancelled or awaiting schedule keeps a ``next_run_at`` that nothing will act on)."""
+    return (
+        schedule.status == ScheduleStatus.ACTIVE
+        and schedule.next_run_at is not None
+        and not kill_switched
+    )
+
+
+def next_run(schedule: Schedule, kill_switched: bool = False) -> SafeString | str:
+    """The next run in the list: only for a schedule that will run."""
+    if not will_run(schedule, kill_switched):
+        return "-"
+    return local_and_utc(schedule.next_run_at, schedule.timezone)
+
+
+def display_name(schedule: Schedule) -> str:
+    """Its name or key; an unnamed schedule reads as its task and rule, not as a UUID."""
+    if schedule.name or schedule.key:
+        return str(schedule.name or schedule.key)
+    rule = rule_sentence(schedule)
+    return f"{schedule.task}: {rule[:60]}{'...' if len(rule) > 60 else ''}"
+
+
+def pause_text(schedule: Schedule) -> str:
+    """Since when, by whom and why it is paused ("" when it is not)."""
+    if schedule.status != ScheduleStatus.PAUSED:
+        return ""
+    who = f" by {schedule.paused_by}" if schedule.paused_by else ""
+    note = f": {schedule.pause_note}" if schedule.pause_note else ""
+    return f"paused since {instant_text(schedule.paused_at, schedule.timezone)}{who}{note}"
+
+
+NOTE_SHOWN = 60
+"""Characters of the pause note shown in the list; the whole note is in the tooltip."""
+KILL_SWITCH_TITLE = (
+    "A kill switch that is on covers it (global, its tenant or its task): its occurrences "
+    "are skipped, not run. The schedule's History lists the switch."
+)
+
+
+def status_badge(schedule: Schedule, now: datetime, kill_switched: bool = False) -> SafeString:
+    """Its status, and what stops it or is wrong with it; a paused schedule shows its note."""
+    title = pause_text(schedule) or schedule.get_status_display()
+    badges = [(STATUS_CLASS.get(schedule.status, "sched-done"), title, _status_label(schedule))]
+    if kill_switched:
+        badges.append(("sched-bad", KILL_SWITCH_TITLE, "kill switch"))
+    if schedule.mode == ScheduleMode.SHADOW:
+        badges.append(("sched-paused", schedule.get_mode_display(), "shadow"))
+    if schedule.origin == ScheduleOrigin.CODE:
+        badges.append(("sched-done", schedule.get_origin_display(), "code"))
+    if is_overdue(schedule, now) and not kill_switched:
+        badges.append(("sched-bad", "its next slot is behind: is the beat running?", "overdue"))
     if schedule.health == ScheduleHealth.UNHEALTHY:
-        badges.append(("sched-bad", "expected run missing"))
-    return format_html_join(" ", '<span class="sched-badge {}">{}</span>', badges)
+        badges.append(("sched-bad", schedule.health_reason, "expected run missing"))
+    html = format_html_join(" ", '<span class="sched-badge {}" title="{}">{}</span>', badges)
+    note = schedule.pause_note if schedule.status == ScheduleStatus.PAUSED else ""
+    if not note:
+        return html
+    shown = note if len(note) <= NOTE_SHOWN else note[: NOTE_SHOWN - 3] + "..."
+    return format_html('{}<div class="sched-note" title="{}">{}</div>', html, note, shown)
+
+
+def _status_label(schedule: Schedule) -> str:
+    return str(schedule.status).replace("_", " ")
 
 
 def last_outcome(state: str | None, slot: datetime | None, started: datetime | None) -> Any:

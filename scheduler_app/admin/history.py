@@ -8,11 +8,14 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from scheduler_app.admin.display import STATE_CLASS, local_and_utc_text
-from scheduler_app.models import Schedule
+from scheduler_app import audit
+from scheduler_app.admin.display import STATE_CLASS, instant_text, local_and_utc_text
+from scheduler_app.models import AuditAction, Schedule
 
 RECENT = 20
 VERSIONS = 20
+AUDIT_SHOWN = 500
+"""Entries on the History page, newest first; ``manage.py export_audit`` writes them all."""
 
 
 def recent_occurrences(schedule: Schedule) -> SafeString | str:
@@ -90,3 +93,45 @@ def version_diffs(schedule: Schedule) -> SafeString | str:
         "</tr></thead><tbody>{}</tbody></table>",
         format_html_join("", "<tr><td>v{}</td><td>{}</td><td><ul>{}</ul></td></tr>", items),
     )
+
+
+def details_text(details: dict[str, Any]) -> str:
+    """An entry's details as ``key: value`` pairs, in the order they were recorded."""
+    return "; ".join(f"{key}: {_text(value)}" for key, value in details.items())
+
+
+def audit_context(schedule: Schedule) -> dict[str, Any]:
+    """What the History page shows beside Django's log: who did what to the schedule, when
+    and why, and every kill-switch change whose scope covers it (two queries).
+
+    The page is reached through the schedule's scoped queryset, so the switch events shown
+    are only those that stopped or released this schedule, whoever turned them."""
+    labels = dict(AuditAction.choices)
+    entries = list(audit.trail([schedule.pk]).order_by("-at", "-id")[: AUDIT_SHOWN + 1])
+    switches = list(audit.switch_events_covering(schedule)[:AUDIT_SHOWN])
+    zone = schedule.timezone
+    return {
+        "audit_rows": [
+            {
+                "at": instant_text(entry.at, zone),
+                "by": entry.by,
+                "action": labels.get(entry.action, entry.action),
+                "reason": entry.reason,
+                "version": "-" if entry.version is None else f"v{entry.version}",
+                "details": details_text(entry.details or {}),
+            }
+            for entry in entries[:AUDIT_SHOWN]
+        ],
+        "audit_more": len(entries) > AUDIT_SHOWN,
+        "audit_shown": AUDIT_SHOWN,
+        "switch_rows": [
+            {
+                "at": instant_text(event.at, zone),
+                "by": event.by,
+                "turned": "on" if event.enabled else "off",
+                "scope": event.scope if not event.target else f"{event.scope} {event.target}",
+                "reason": event.reason,
+            }
+            for event in switches
+        ],
+    }

@@ -1,10 +1,13 @@
-"""The monitoring page: lateness percentiles, overdue schedules, misfires and skips, the outbox,
-dead letters and a 24-hour timeline drawn server-side as SVG.
+"""The monitoring page: beat liveness, the kill switches that are on, lateness percentiles,
+overdue schedules, misfires and skips, the outbox, dead letters and a 24-hour timeline drawn
+server-side as SVG.
 
 Every query is bounded by a time window on an indexed column (``scheduled_for``, the partial
 indexes for pending and failed rows, the due index) or by a row limit, so the page costs the
 same with ten thousand or ten million occurrences; the number of queries is fixed (tests).
-Scoped to the user's tenants like the rest of the admin.
+Scoped to the user's tenants like the rest of the admin: a switch is listed when it covers one
+of the user's schedules, and only superusers see each beat's host, pid and last error (beats
+serve every tenant; their errors may name another tenant's schedule).
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ from django.db.models import (
     Case,
     Count,
     DurationField,
+    Exists,
     ExpressionWrapper,
     F,
     Min,
+    OuterRef,
+    Q,
     QuerySet,
     Sum,
     Value,
@@ -34,15 +40,27 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from scheduler_app.admin.display import format_seconds
-from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleStatus
-from scheduler_app.tenancy import scope
+from scheduler_app.admin.display import format_seconds, instant_text
+from scheduler_app.conf import get_settings
+from scheduler_app.models import (
+    BeatHeartbeat,
+    KillSwitch,
+    KillSwitchScope,
+    Occurrence,
+    OccurrenceState,
+    Schedule,
+    ScheduleStatus,
+)
+from scheduler_app.monitoring.health import BeatHealth, beat_health
+from scheduler_app.tenancy import allowed_tenants, scope
 
 SAMPLE = 20_000
 """Lateness percentiles are computed over at most this many of the latest slots."""
 TIMELINE_ROWS = 5_000
 TIMELINE_SCHEDULES = 25
 OVERDUE_LISTED = 20
+BEATS_LISTED = 20
+SWITCHES_LISTED = 50
 COLOURS = {
     "succeeded": "#2e7d32",
     "failed": "#c62828",
@@ -134,7 +152,7 @@ def overdue(request: HttpRequest, now: datetime) -> tuple[int, list[Schedule]]:
         status=ScheduleStatus.ACTIVE, next_run_at__lt=now - timedelta(seconds=60)
     )
     listed = list(
-        late.order_by("next_run_at").only("pk", "name", "key", "next_run_at", "timezone")[
+        late.order_by("next_run_at").only("pk", "name", "key", "task", "next_run_at", "timezone")[
             :OVERDUE_LISTED
         ]
     )
@@ -190,8 +208,10 @@ def timeline(request: HttpRequest, now: datetime) -> SafeString:
         per.setdefault(schedule_id, []).append((slot, state))
     chosen = sorted(per, key=lambda pk: -len(per[pk]))[:TIMELINE_SCHEDULES]
     names = dict(
-        (pk, name or key or str(pk)[:8])
-        for pk, name, key in Schedule.objects.filter(pk__in=chosen).values_list("pk", "name", "key")
+        (pk, name or key or task)  # an unnamed schedule reads as its task, not its UUID
+        for pk, name, key, task in Schedule.objects.filter(pk__in=chosen).values_list(
+            "pk", "name", "key", "task"
+        )
     )
     return render_svg([(names.get(pk, str(pk)[:8]), pk, per[pk]) for pk in chosen], since, now)
 
@@ -272,16 +292,79 @@ def legend() -> SafeString:
     )
 
 
+@dataclass(frozen=True)
+class Beat:
+    """One beat process as the page shows it."""
+
+    host: str
+    pid: int
+    version: str
+    started: str
+    last_tick: str
+    state: str
+    last_error: str
+
+
+def beats(request: HttpRequest, now: datetime) -> tuple[BeatHealth, list[Beat]]:
+    """Whether a beat is alive (every viewer), and each beat's row (superusers only)."""
+    stale = get_settings().HEALTH_STALE
+    health = beat_health(now, stale)
+    if not request.user.is_superuser:
+        return health, []
+    rows = BeatHeartbeat.objects.order_by("-last_tick_at")[:BEATS_LISTED]
+    return health, [_beat(row, now, stale) for row in rows]
+
+
+def _beat(row: BeatHeartbeat, now: datetime, stale: float) -> Beat:
+    age = (now - row.last_tick_at).total_seconds()
+    state = "stopped" if row.stopped_at is not None else "alive" if age <= stale else "stale"
+    return Beat(
+        host=row.host,
+        pid=row.pid,
+        version=row.version,
+        started=instant_text(row.started_at),
+        last_tick=f"{instant_text(row.last_tick_at)} ({format_seconds(age)} ago)",
+        state=state,
+        last_error=row.last_error,
+    )
+
+
+def active_switches(request: HttpRequest) -> list[KillSwitch]:
+    """The switches that are on and cover one of the user's schedules (all, for superusers):
+    global ones, their tenants' and their tasks' (one query)."""
+    on = KillSwitch.objects.filter(enabled=True).order_by("scope", "target")
+    tenants = allowed_tenants(request.user)
+    if tenants is not None:
+        tasks = _schedules(request).filter(task=OuterRef("target"))
+        on = on.filter(
+            Q(scope=KillSwitchScope.GLOBAL)
+            | Q(scope=KillSwitchScope.TENANT, target__in=sorted(tenants))
+            | Q(Exists(tasks), scope=KillSwitchScope.TASK)
+        )
+    return list(on[:SWITCHES_LISTED])
+
+
 def monitoring_page(model_admin: Any, request: HttpRequest) -> HttpResponse:
     if not model_admin.has_view_permission(request):
         raise PermissionDenied
     now = timezone.now()
     count, listed = overdue(request, now)
+    health, beat_rows = beats(request, now)
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.model._meta,
         "title": "Scheduler monitoring",
         "now": now,
+        "now_text": instant_text(now),
+        "beat_health": health,
+        "beats": beat_rows,
+        "switches": [
+            (switch, instant_text(switch.changed_at)) for switch in active_switches(request)
+        ],
+        "overdue_rows": [
+            (s.pk, s.name or s.key or s.task, instant_text(s.next_run_at, s.timezone))
+            for s in listed
+        ],
         "lateness": lateness(request, now),
         "overdue_count": count,
         "overdue": listed,

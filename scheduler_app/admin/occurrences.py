@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from django import forms
+from django.apps import apps
 from django.contrib import admin, messages
 from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
 from django.http import Http404, HttpRequest
@@ -16,17 +17,62 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
 from scheduler_app import services
-from scheduler_app.admin.display import STATE_CLASS, format_seconds, local_and_utc
+from scheduler_app.admin.display import STATE_CLASS, format_seconds, instant_text, local_and_utc
 from scheduler_app.admin.filters import OccurrenceTenantFilter, short_filter
 from scheduler_app.admin.paging import EstimatedCountPaginator
 from scheduler_app.errors import SchedulerError
-from scheduler_app.models import Occurrence, OccurrenceAttempt, OccurrenceState, Schedule, Trigger
+from scheduler_app.models import (
+    AttemptKind,
+    Occurrence,
+    OccurrenceAttempt,
+    OccurrenceState,
+    Schedule,
+    Trigger,
+)
 from scheduler_app.tenancy import scope
 
 REPLAY_PERMISSION = "scheduler_app.replay_occurrence"
 VIEW_PERMISSION = "scheduler_app.view_occurrence"
 LATE_AFTER = timedelta(seconds=60)
 SCHEDULE_CHOICES = 100
+ERROR_IS_CURRENT = (OccurrenceState.FAILED, OccurrenceState.EXPIRED, OccurrenceState.RETRYING)
+"""States in which ``last_error`` is the occurrence's own error; in any other (succeeded, or
+pending again after a replay) it belongs to an earlier attempt."""
+TIMES = (
+    "window_start",
+    "window_end",
+    "not_before",
+    "deadline_at",
+    "created_at",
+    "dispatched_at",
+    "received_at",
+    "started_at",
+    "finished_at",
+)
+OPERATOR_EVENTS: dict[str, str] = {AttemptKind.REPLAY: "replay", AttemptKind.CANCEL: "cancel"}
+
+
+def instant_field(field: str) -> Any:
+    """A read-only field showing ``field`` in the admin's instant format, in the zone of the
+    occurrence (``obj.timezone``)."""
+
+    @admin.display(description=field.replace("_", " "))
+    def show(model_admin: Any, obj: Occurrence) -> str:
+        return instant_text(getattr(obj, field), obj.timezone)
+
+    show.__name__ = f"{field}_text"
+    return show
+
+
+def attempt_outcome(attempt: OccurrenceAttempt) -> str:
+    """What the attempt row says: a worker's outcome, or the operator event it records (its
+    ``outcome`` then holds the state it left, which is not the attempt's result)."""
+    event = OPERATOR_EVENTS.get(attempt.kind)
+    if event is None:
+        return attempt.outcome or "-"
+    who = attempt.by or "system"
+    was = f" (it was {attempt.outcome})" if attempt.outcome else ""
+    return f"{event} requested by {who}{was}"
 
 
 class ScheduleFilter(admin.SimpleListFilter):
@@ -77,15 +123,29 @@ class AttemptInline(admin.TabularInline):
         "number",
         "kind",
         "worker",
-        "started_at",
-        "finished_at",
-        "outcome",
+        "started_text",
+        "finished_text",
+        "outcome_text",
         "error",
-        "by",
         "note",
     )
     readonly_fields = fields
     ordering = ("started_at", "pk")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[OccurrenceAttempt]:
+        return super().get_queryset(request).select_related("occurrence")
+
+    @admin.display(description="started")
+    def started_text(self, obj: OccurrenceAttempt) -> str:
+        return instant_text(obj.started_at, obj.occurrence.timezone)
+
+    @admin.display(description="finished")
+    def finished_text(self, obj: OccurrenceAttempt) -> str:
+        return instant_text(obj.finished_at, obj.occurrence.timezone)
+
+    @admin.display(description="outcome")
+    def outcome_text(self, obj: OccurrenceAttempt) -> str:
+        return attempt_outcome(obj)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return bool(request.user.has_perm(VIEW_PERMISSION))
@@ -132,30 +192,31 @@ class OccurrenceAdmin(admin.ModelAdmin):
     list_per_page = 50
     inlines = (AttemptInline,)
     actions = ("replay",)
-    readonly_fields = ("schedule_link", "task_result_link", "slot_text")
+    readonly_fields = (
+        "schedule_link",
+        "task_result_link",
+        "slot_text",
+        "error_text",
+        *(f"{name}_text" for name in TIMES),
+    )
     fieldsets = (
         (None, {"fields": ("slot_text", "schedule_link", "task", "kwargs", "trigger", "state")}),
-        ("Outcome", {"fields": ("reason", "last_error", "attempts", "task_result_link")}),
+        ("Outcome", {"fields": ("reason", "error_text", "attempts", "task_result_link")}),
         (
-            "Times (UTC)",
-            {
-                "fields": (
-                    "window_start",
-                    "window_end",
-                    "timezone",
-                    "not_before",
-                    "deadline_at",
-                    "created_at",
-                    "dispatched_at",
-                    "received_at",
-                    "received_by",
-                    "started_at",
-                    "finished_at",
-                )
-            },
+            "Times (local and UTC)",
+            {"fields": ("timezone", *(f"{name}_text" for name in TIMES), "received_by")},
         ),
         ("Request", {"fields": ("requested_by", "note", "idempotency_key", "schedule_version")}),
     )
+    window_start_text = instant_field("window_start")
+    window_end_text = instant_field("window_end")
+    not_before_text = instant_field("not_before")
+    deadline_at_text = instant_field("deadline_at")
+    created_at_text = instant_field("created_at")
+    dispatched_at_text = instant_field("dispatched_at")
+    received_at_text = instant_field("received_at")
+    started_at_text = instant_field("started_at")
+    finished_at_text = instant_field("finished_at")
 
     class Media:
         css = {"all": ("scheduler_app/admin.css",)}
@@ -200,8 +261,16 @@ class OccurrenceAdmin(admin.ModelAdmin):
         late = obj.dispatch_lateness
         return "-" if late is None else format_seconds(late)
 
+    @admin.display(description="error")
+    def error_text(self, obj: Occurrence) -> str:
+        if obj.state in ERROR_IS_CURRENT or not obj.last_error:
+            return obj.last_error or "-"
+        return "- (an earlier attempt's error is in the attempts below)"
+
     @admin.display(description="task result")
     def task_result_link(self, obj: Occurrence) -> str:
+        if not apps.is_installed("django_celery_results"):
+            return "- (django-celery-results is not installed)"
         result = obj.task_result
         if result is None:
             return "-"
@@ -221,9 +290,7 @@ class OccurrenceAdmin(admin.ModelAdmin):
             for occurrence in queryset:
                 try:
                     services.replay_occurrence(
-                        occurrence.pk,
-                        by=str(request.user.get_username()),
-                        note=form.cleaned_data["note"],
+                        occurrence.pk, user=request.user, note=form.cleaned_data["note"]
                     )
                     replayed += 1
                 except SchedulerError as exc:

@@ -7,7 +7,8 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.contrib.admin.utils import unquote
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
@@ -17,11 +18,14 @@ from scheduler_app import services
 from scheduler_app.admin import actions, display, views
 from scheduler_app.admin.filters import TenantFilter, short_filter
 from scheduler_app.admin.forms import BUILDER_FIELDS, EDITABLE, ScheduleForm
-from scheduler_app.admin.history import recent_occurrences, version_diffs
+from scheduler_app.admin.history import audit_context, recent_occurrences, version_diffs
+from scheduler_app.admin.monitoring import monitoring_page
 from scheduler_app.admin.safety import approve_selected, has_approve_permission
 from scheduler_app.definitions import timing_for
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import (
+    KillSwitch,
+    KillSwitchScope,
     MisfirePolicy,
     Occurrence,
     OverlapPolicy,
@@ -107,7 +111,7 @@ STATE_FIELDS = (
     "pause_text",
     "version",
     "next_run_text",
-    "last_scheduled_for",
+    "last_slot_text",
     "health",
     "health_reason",
     "missed_count",
@@ -115,8 +119,8 @@ STATE_FIELDS = (
     "caught_up_count",
     "occurrence_count",
     "last_error",
-    "created_at",
-    "updated_at",
+    "created_text",
+    "updated_text",
 )
 HISTORY_FIELDS = ("preview", "owner_warning", "recent", "versions_diff")
 
@@ -124,6 +128,21 @@ HISTORY_FIELDS = ("preview", "owner_warning", "recent", "versions_diff")
 def is_code_declared(schedule: Schedule | None) -> bool:
     """Schedules declared with ``@scheduled`` are owned by code: only pause/resume/run here."""
     return schedule is not None and schedule.origin == ScheduleOrigin.CODE
+
+
+def switches_covering(tenant: Any, task: Any) -> QuerySet[KillSwitch]:
+    """The switches that are on and cover a schedule of ``tenant`` running ``task``."""
+    return KillSwitch.objects.filter(enabled=True).filter(
+        Q(scope=KillSwitchScope.GLOBAL)
+        | Q(scope=KillSwitchScope.TENANT, target=tenant)
+        | Q(scope=KillSwitchScope.TASK, target=task)
+    )
+
+
+def kill_switched_annotation() -> Exists:
+    """Whether a switch covers the row: one ``EXISTS`` on the few switch rows, so the list
+    needs no query per row."""
+    return Exists(switches_covering(OuterRef("tenant"), OuterRef("task")))
 
 
 def last_outcome_annotations() -> dict[str, Subquery]:
@@ -171,14 +190,13 @@ class ScheduleAdmin(admin.ModelAdmin):
     form = ScheduleForm
     change_form_template = "admin/scheduler_app/schedule/change_form.html"
     change_list_template = "admin/scheduler_app/schedule/change_list.html"
+    object_history_template = "admin/scheduler_app/schedule/object_history.html"
+    # Five columns that wrap: the list fits a 1366 px screen (the task sits under the name,
+    # the zone under the rule; mode and origin are badges beside the status).
     list_display = (
         "name_text",
-        "task",
         "rule_text",
-        "timezone",
         "status_badge",
-        "mode_text",
-        "origin_text",
         "next_run_text",
         "last_outcome",
     )
@@ -211,7 +229,9 @@ class ScheduleAdmin(admin.ModelAdmin):
         if request.resolver_match and request.resolver_match.url_name == (
             "scheduler_app_schedule_changelist"
         ):
-            queryset = queryset.annotate(**last_outcome_annotations())
+            queryset = queryset.annotate(
+                kill_switched=kill_switched_annotation(), **last_outcome_annotations()
+            )
         return queryset
 
     def get_form(
@@ -301,10 +321,13 @@ class ScheduleAdmin(admin.ModelAdmin):
                     if name in values and values[name] != getattr(obj, name):
                         changed[name] = values[name]
                 saved = services.update_schedule(
-                    obj.pk, expected_version=form.cleaned_data["expected_version"], **changed
+                    obj.pk,
+                    expected_version=form.cleaned_data["expected_version"],
+                    user=request.user,
+                    **changed,
                 )
             else:
-                saved = services.create_schedule(**values)
+                saved = services.create_schedule(user=request.user, **values)
         except SchedulerError as exc:  # a race since the form was checked (e.g. StaleVersion)
             self.message_user(request, f"Not saved: {exc}", messages.ERROR)
             return
@@ -318,7 +341,7 @@ class ScheduleAdmin(admin.ModelAdmin):
             self.message_user(request, warning, messages.WARNING)
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
-        outcome = services.delete_schedule(obj.pk)
+        outcome = services.delete_schedule(obj.pk, user=request.user)
         if outcome == "cancelled":
             self.message_user(request, f"{obj} has history: it was cancelled instead of deleted")
 
@@ -326,27 +349,23 @@ class ScheduleAdmin(admin.ModelAdmin):
 
     @admin.display(description="name", ordering="name")
     def name_text(self, obj: Schedule) -> str:
-        return str(obj)
+        return format_html(
+            '{}<br><span class="sched-utc">{}</span>', display.display_name(obj), obj.task
+        )
 
     @admin.display(description="rule")
     def rule_text(self, obj: Schedule) -> str:
-        return display.rule_sentence(obj)
+        return format_html(
+            '{}<br><span class="sched-utc">{}</span>', display.rule_sentence(obj), obj.timezone
+        )
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Schedule) -> str:
-        return display.status_badge(obj, timezone.now())
-
-    @admin.display(description="mode", ordering="mode")
-    def mode_text(self, obj: Schedule) -> str:
-        return obj.mode
-
-    @admin.display(description="origin", ordering="origin")
-    def origin_text(self, obj: Schedule) -> str:
-        return obj.origin
+        return display.status_badge(obj, timezone.now(), getattr(obj, "kill_switched", False))
 
     @admin.display(description="next run", ordering="next_run_at")
     def next_run_text(self, obj: Schedule) -> str:
-        return display.local_and_utc(obj.next_run_at, obj.timezone)
+        return display.next_run(obj, getattr(obj, "kill_switched", False))
 
     @admin.display(description="last run", ordering="last_slot")
     def last_outcome(self, obj: Schedule) -> str:
@@ -360,15 +379,24 @@ class ScheduleAdmin(admin.ModelAdmin):
 
     @admin.display(description="status")
     def status_text(self, obj: Schedule) -> str:
-        return display.status_badge(obj, timezone.now())
+        switched = switches_covering(obj.tenant, obj.task).exists()
+        return display.status_badge(obj, timezone.now(), switched)
 
     @admin.display(description="paused")
     def pause_text(self, obj: Schedule) -> str:
-        if obj.status != ScheduleStatus.PAUSED:
-            return "-"
-        who = f" by {obj.paused_by}" if obj.paused_by else ""
-        note = f": {obj.pause_note}" if obj.pause_note else ""
-        return f"since {display.local_and_utc_text(obj.paused_at, obj.timezone)}{who}{note}"
+        return display.pause_text(obj) or "-"
+
+    @admin.display(description="last slot")
+    def last_slot_text(self, obj: Schedule) -> str:
+        return display.instant_text(obj.last_scheduled_for, obj.timezone)
+
+    @admin.display(description="created")
+    def created_text(self, obj: Schedule) -> str:
+        return display.instant_text(obj.created_at, obj.timezone)
+
+    @admin.display(description="updated")
+    def updated_text(self, obj: Schedule) -> str:
+        return display.instant_text(obj.updated_at, obj.timezone)
 
     @admin.display(description="next slots")
     def preview(self, obj: Schedule) -> str:
@@ -425,9 +453,18 @@ class ScheduleAdmin(admin.ModelAdmin):
         return views.preview(self, request)
 
     def monitoring_view(self, request: HttpRequest) -> HttpResponse:
-        from scheduler_app.admin.monitoring import monitoring_page
-
         return monitoring_page(self, request)
+
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        """Django's History (its ``LogEntry`` lines) with the schedule's audit trail beside
+        them: every operator action through any surface, and the kill switches over it."""
+        extra = dict(extra_context or {})
+        obj = self.get_object(request, unquote(object_id))
+        if obj is not None and self.has_view_or_change_permission(request, obj):
+            extra.update(audit_context(obj))
+        return super().history_view(request, object_id, extra)
 
     def object_action_view(self, request: HttpRequest, object_id: str, action: str) -> HttpResponse:
         return actions.object_action(self, request, object_id, action)

@@ -1,4 +1,9 @@
-"""``manage.py list_schedules``: every schedule with its next run and its last occurrence."""
+"""``manage.py list_schedules``: every schedule with its next run and its last occurrence.
+
+Like the admin list, it never shows what will not happen: a schedule that is paused,
+cancelled, awaiting approval or covered by a kill switch has no next run (``null`` in
+``--json``), and says why (``paused``, ``kill_switched``).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from django.db.models import OuterRef, Subquery
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._schedule_cli import dumps, schedule_row
 from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
+from scheduler_app.safety.killswitch import Switches, switches_on
 
 
 class Command(OneLineErrors):
@@ -38,7 +44,8 @@ class Command(OneLineErrors):
                 query = query.filter(**{field: options[field]})
         schedules = list(query[: options["limit"]])
         last = Occurrence.objects.in_bulk([s.last_id for s in schedules if s.last_id])
-        rows = [schedule_row(s, last.get(s.last_id)) for s in schedules]
+        switches = switches_on()
+        rows = [listed_row(s, last.get(s.last_id), switches) for s in schedules]
         if options["json"]:
             self.stdout.write(dumps(rows))
             return
@@ -46,6 +53,15 @@ class Command(OneLineErrors):
             self.stdout.write("no schedules")
             return
         self.stdout.write(table(rows))
+
+
+def listed_row(schedule: Schedule, last: Occurrence | None, switches: Switches) -> dict[str, Any]:
+    """``schedule_row`` with ``next_run_at`` only when it will happen, and ``kill_switched``."""
+    row = schedule_row(schedule, last)
+    row["kill_switched"] = switches.stops(schedule.tenant, schedule.task)
+    if schedule.status != ScheduleStatus.ACTIVE or row["kill_switched"]:
+        row["next_run_at"] = None
+    return row
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -56,7 +72,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             row["name"] or "-",
             row["task"],
             f"{row['kind']} {rule_text(row)} ({row['timezone']})",
-            row["status"],
+            row["status"] + " (kill switch)" * row["kill_switched"],
             (row["next_run_at"] or "-")[:19],
             "-" if row["last_run"] is None else row["last_run"]["state"],
         )
