@@ -100,6 +100,7 @@ class DurableScheduler(Scheduler):
         self._ticker = ticker
         self._sleep = sleep
         self._db_failures = 0
+        self._tick_failures = 0
         self._next_cleanup: datetime | None = None
         super().__init__(*args, **kwargs)
         # Beat's banner prints this: the longest sleep between ticks is the scheduler's own
@@ -207,6 +208,21 @@ class DurableScheduler(Scheduler):
             )
             connection.close()
             return delay
+        except Exception as exc:
+            # Anything else a tick raised (a bug, a row no check foresaw): the beat must not
+            # exit, or no tenant's work is published. Logged once with its traceback, then one
+            # line per repeat, with the same growing pauses.
+            self._tick_failures += 1
+            delay = backoff(self._tick_failures)
+            logger.error(
+                "tick failed: %s; retrying in %g s",
+                _one_line(exc),
+                delay,
+                exc_info=self._tick_failures == 1,
+                extra={"action": "beat.tick_error", "attempt": self._tick_failures},
+            )
+            return delay
+        self._tick_failures = 0
         if self._db_failures:
             logger.info(
                 "database reachable again after %d failed tick(s)",

@@ -304,7 +304,6 @@ def _check_options(options: object) -> None:
             "options", 'routing options must be a JSON object, e.g. {"queue": "reports"}'
         )
     check_json("options", options)
-    checked_options(options)
     try:
         size = len(json.dumps(options).encode())
     except (TypeError, ValueError, RecursionError) as exc:
@@ -313,3 +312,4 @@ def _check_options(options: object) -> None:
         raise ScheduleValidationError(
             "options", f"is {size} bytes; the limit is {MAX_OPTIONS_BYTES}", code="too_large"
         )
+    checked_options(options)  # types and ranges of queue, routing_key, exchange, priority

@@ -31,6 +31,8 @@ from scheduler_app.models import (
     ScheduleStatus,
 )
 from scheduler_app.permissions import CODE_ORIGIN, may_run, pause_owned_schedules, refusal
+from scheduler_app.safety.approval import needs_approval
+from scheduler_app.safety.handoff import CANCELLED, why_not_runnable
 from scheduler_app.worker import sql as worker_sql
 
 logger = logging.getLogger("scheduler_app.lifecycle")
@@ -97,6 +99,7 @@ def _claim_in_one_statement(
         default_check=settings.PERMISSION_CHECK == SchedulerSettings.PERMISSION_CHECK,
         require_owner=settings.REQUIRE_OWNER,
     )
+    approval = "TRUE" if task is not None and not needs_approval(task) else worker_sql.APPROVED
     last: Occurrence | None = None
     for attempt in (1, 2):
         seen = worker_sql.claim(
@@ -108,6 +111,7 @@ def _claim_in_one_statement(
             task=task,
             permission=predicate,
             code_origin=CODE_ORIGIN,
+            approval=approval,
         )
         if seen is None:
             return Claim(False, "unknown_occurrence")
@@ -117,10 +121,12 @@ def _claim_in_one_statement(
         refused = _refused(seen.occurrence, now, task, check_permission=attempt == 1)
         if refused is not None:
             return refused
-        # Claimable and permitted: the owner's permission needed Python (now checked).
+        # Claimable and permitted: the owner's permission (or whether the task needs
+        # approval) needed Python, and Python has now said yes.
         predicate = worker_sql.permission_predicate(
             decided=True, default_check=True, require_owner=False
         )
+        approval = "TRUE"
     return Claim(False, "claimed_by_another", occurrence=last)
 
 
@@ -133,10 +139,19 @@ def _refused(
         return Claim(False, "task_mismatch")
     if occurrence.state not in CLAIMABLE:
         return Claim(False, f"already_{occurrence.state}", occurrence=occurrence)
-    if occurrence.state == OccurrenceState.RETRYING and now + EARLY < occurrence.not_before:
-        return Claim(
-            False, "retry_not_due", occurrence=occurrence
-        )  # an old delivery; the retry's own message follows
+    if occurrence.not_before is not None and now + EARLY < occurrence.not_before:
+        # Not yet: a retry's old delivery (its own message follows), or a message that
+        # arrived before its jitter or delay (a forged one, or a clock far off). Left as it
+        # is: the outbox and the retry publish it when it is due.
+        why = "retry_not_due" if occurrence.state == OccurrenceState.RETRYING else "not_due"
+        return Claim(False, why, occurrence=occurrence)
+    not_runnable = why_not_runnable(occurrence)
+    if not_runnable:
+        # Past every check above it (the services, the outbox) and still not runnable: a row
+        # forced in, or a schedule cancelled or sent back for approval after the handoff.
+        state = OccurrenceState.CANCELLED if not_runnable == CANCELLED else OccurrenceState.SKIPPED
+        end(occurrence, state, not_runnable, now, from_states=CLAIMABLE)
+        return Claim(False, not_runnable)
     if occurrence.cancel_requested_at is not None:
         # Asked to stop before it started (``cancel_previous`` or an operator) and the revoke
         # did not reach the worker: never start it, let the newer one go.

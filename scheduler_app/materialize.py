@@ -11,7 +11,7 @@ from functools import cache, lru_cache
 from typing import Any, TypeVar
 from uuid import UUID
 
-from django.db import DataError, IntegrityError, transaction
+from django.db import DatabaseError, DataError, IntegrityError, transaction
 from django.db.models import Count, Min, Model
 
 from scheduler_app.bulk import insert_occurrences, save_advanced
@@ -24,7 +24,6 @@ from scheduler_app.definitions import (
     timing_for,
     version_id,
 )
-from scheduler_app.errors import SchedulerError
 from scheduler_app.lifecycle import announce_finished
 from scheduler_app.locking import lock_in_order, update_in_order
 from scheduler_app.models import (
@@ -101,9 +100,10 @@ def materialize_batch(
             with transaction.atomic():  # a savepoint: a refused row must not stall the batch
                 inserted = insert_occurrences(rows)
                 save_advanced(schedules)
+                _save_parked(schedules)
             fresh = [row for row in leased if row.id in inserted]
             _attach(fresh, schedules)
-        except (IntegrityError, DataError) as exc:
+        except ROW_ERRORS as exc:
             logger.warning(
                 "batch refused by the database; materializing it schedule by schedule",
                 extra={"action": "materialize.batch_refused", "error": repr(exc)},
@@ -188,10 +188,12 @@ def _one_by_one(
             with transaction.atomic():
                 insert_occurrences(planned[schedule.id])
                 save_advanced([schedule])
-        except (IntegrityError, DataError) as exc:
+        except ROW_ERRORS as exc:
             stored = Schedule.objects.get(pk=schedule.pk)
             park(stored, exc, now)
-            stored.save(update_fields=["status", "last_error", "updated_at"])
+            stored.save(
+                update_fields=["status", "last_error", "paused_by", "pause_note", "updated_at"]
+            )
             continue
         kept.extend(planned[schedule.id])
     return kept
@@ -211,9 +213,12 @@ def plan_schedule(schedule: Schedule, now: datetime, *, cap: int | None = None) 
         decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=due.uncounted)
         rows = build_occurrences(schedule, timing, slots, decision, now)
         advance(schedule, timing, slots, decision, now, due=due)
-    except (SchedulerError, ArithmeticError, ValueError) as exc:
+    except Exception as exc:
         # A definition that no longer evaluates (a zone gone from tzdata, a date out of
-        # range): park this schedule visibly instead of failing the whole batch.
+        # range, a row written past the service layer): park this schedule visibly instead
+        # of failing the whole batch. Database errors are not this schedule's: they go up.
+        if isinstance(exc, DatabaseError):
+            raise
         park(schedule, exc, now)
         return []
     return rows
@@ -325,6 +330,20 @@ def _request_stop(schedule_ids: list[UUID], now: datetime) -> list[str]:
     return [str(pk) for pk in locked]
 
 
+def _save_parked(schedules: list[Schedule]) -> None:
+    """The pause note of schedules parked by this batch (rare: not among the advanced fields
+    every burst writes)."""
+    for schedule in schedules:
+        if getattr(schedule, "parked_now", False):
+            schedule.save(update_fields=["paused_by", "pause_note"])
+
+
+PARKED_BY = "scheduler"
+ROW_ERRORS = (IntegrityError, DataError, TypeError, ValueError)
+"""What one schedule's rows can raise on insert (a value the column or the JSON encoder
+refuses): that schedule is parked, the others go on."""
+
+
 def park(schedule: Schedule, error: Exception, now: datetime) -> None:
     logger.error(
         "schedule cannot be evaluated; paused",
@@ -332,7 +351,10 @@ def park(schedule: Schedule, error: Exception, now: datetime) -> None:
     )
     schedule.status = ScheduleStatus.PAUSED
     schedule.last_error = f"{type(error).__name__}: {error}"[:1000]
+    schedule.paused_by = PARKED_BY
+    schedule.pause_note = f"parked by the scheduler: {schedule.last_error}"[:2000]
     schedule.updated_at = now
+    schedule.parked_now = True  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from django.db.models.functions import Coalesce
 from scheduler_app.locking import update_in_order
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.monitoring import metrics
-from scheduler_app.safety.handoff import screen
+from scheduler_app.safety.handoff import park_unpublishable, screen
 
 logger = logging.getLogger("scheduler_app.outbox")
 
@@ -173,18 +173,15 @@ def hand_off(
     failed = False
     try:
         published = publisher.publish(rows)
-    except PartialPublish as exc:
-        published, failed = exc.published, True
+    except PublishError as exc:
+        published, failed = _broker_failed(exc, rows), True
+    except Exception as exc:  # a row the transport cannot encode, not the broker
         logger.warning(
-            "broker unavailable; occurrences stay in the outbox",
-            extra={"action": "outbox.publish_failed", "pending": len(rows) - len(published)},
+            "batch could not be published (%s); publishing it one by one",
+            f"{type(exc).__name__}: {exc}",
+            extra={"action": "outbox.batch_unpublishable", "count": len(rows)},
         )
-    except PublishError:
-        published, failed = [], True
-        logger.warning(
-            "broker unavailable; occurrences stay in the outbox",
-            extra={"action": "outbox.publish_failed", "pending": len(rows)},
-        )
+        published, failed = _one_by_one(rows, publisher, now)
     dispatched_at = clock_now()
     mark_dispatched(published, dispatched_at)
     metrics.observe_handoff(published, dispatched_at)
@@ -194,3 +191,29 @@ def hand_off(
     if failed:
         metrics.HANDOFF_FAILURES.inc(len(rows) - len(published))
     return DispatchResult(len(claimed), len(published), failed)
+
+
+def _broker_failed(exc: PublishError, rows: Sequence[Occurrence]) -> list[Occurrence]:
+    """What was published before the broker failed (logged once)."""
+    published = exc.published if isinstance(exc, PartialPublish) else []
+    logger.warning(
+        "broker unavailable; occurrences stay in the outbox",
+        extra={"action": "outbox.publish_failed", "pending": len(rows) - len(published)},
+    )
+    return published
+
+
+def _one_by_one(
+    rows: Sequence[Occurrence], publisher: Publisher, now: datetime
+) -> tuple[list[Occurrence], bool]:
+    """Publish each row alone; one that raises anything but a broker failure is parked
+    (``failed: unpublishable``) and the others go on; a broker failure stops here."""
+    published: list[Occurrence] = []
+    for index, row in enumerate(rows):
+        try:
+            published.extend(publisher.publish([row]))
+        except PublishError as exc:
+            return published + _broker_failed(exc, rows[index:]), True
+        except Exception as exc:  # this row only; see the docstring
+            park_unpublishable(row, exc, now)
+    return published, False

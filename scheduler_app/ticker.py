@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 
 from scheduler_app.clock import Clock, SystemClock
@@ -121,7 +121,7 @@ class Ticker:
         self._serve_metrics()
         try:
             result = self._tick(now)
-        except DatabaseError as exc:
+        except Exception as exc:
             self._error = f"{type(exc).__name__}: {exc}"  # told by the next heartbeat
             raise
         metrics.TICK_DURATION.observe(max(self.monotonic() - started, 0.0))

@@ -6,37 +6,24 @@ A task needs approval when it is marked (``@app.task(needs_approval=True)``, or
 every new version of one, is stored ``awaiting_approval`` (the beat ignores it) until a user
 with the ``scheduler_app.approve_schedule`` permission approves *that version*; then it is
 active from the approval on (slots that passed while waiting are not run).
+
+The rules live here (what needs approval, whether a version is approved); approving is a
+service (``scheduler_app.services.approve_schedule``). The outbox and the worker claim ask
+``version_approved`` again before an occurrence leaves the database or starts.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
-from typing import Any
-from uuid import UUID
 
 from celery import current_app
-from django.db import transaction
 
-from scheduler_app import audit
-from scheduler_app.access import APPROVE, authorize
-from scheduler_app.actors import actor_name
-from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
-from scheduler_app.definitions import timing_for
-from scheduler_app.errors import (
-    OperatorPermissionDenied,
-    ScheduleStateError,
-    ScheduleValidationError,
-    StaleVersion,
-)
-from scheduler_app.models import AuditAction, Schedule, ScheduleStatus
-from scheduler_app.timing import next_after
+from scheduler_app.models import Schedule, ScheduleStatus
 
 logger = logging.getLogger("scheduler_app.safety")
 PERMISSION = "scheduler_app.approve_schedule"
-_TICK = timedelta(microseconds=1)
 
 
 def approval_patterns() -> tuple[str, ...]:
@@ -73,76 +60,3 @@ def version_approved(schedule: Schedule, version: int) -> bool:
     """Whether occurrences of ``version`` of ``schedule`` may run as far as approval goes:
     the task needs none, or exactly that version was approved."""
     return schedule.approved_version == version or not needs_approval(schedule.task)
-
-
-def approve_schedule(
-    schedule_id: UUID | str,
-    *,
-    version: int,
-    user: Any,
-    now: datetime | None = None,
-    clock: Clock | None = None,
-    reason: str = "",
-) -> Schedule:
-    """Approve ``version`` (the one the approver looked at) and activate the schedule.
-
-    A person needs ``approve_schedule`` and the schedule's tenant; a system actor approves as
-    the deployment (the ``approve_schedule`` command). The entry goes to the audit trail.
-    """
-    now = now or (clock or SystemClock()).now()
-    if user is None:
-        raise OperatorPermissionDenied(
-            f"say who approves: a user with the '{PERMISSION}' permission, or the system actor"
-        )
-    with transaction.atomic():
-        schedule = (
-            Schedule.objects.select_for_update().filter(pk=schedule_id).first()
-            if _is_uuid(schedule_id)
-            else None
-        )
-        if schedule is None:
-            raise ScheduleValidationError(
-                "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
-            )
-        authorize(user, APPROVE, schedule)
-        if schedule.version != version:
-            raise StaleVersion(
-                f"schedule {schedule.pk} is at version {schedule.version}, you approved version "
-                f"{version}; review the current version and approve that one"
-            )
-        if schedule.status != ScheduleStatus.AWAITING_APPROVAL:
-            raise ScheduleStateError(
-                f"schedule {schedule.pk} is {schedule.status}, not awaiting approval"
-            )
-        _activate(schedule, now)
-        schedule.approved_version = version
-        schedule.approved_by = actor_name(user)
-        schedule.approved_at = now
-        schedule.updated_at = now
-        schedule.save()
-        audit.record(schedule, AuditAction.APPROVED, user, now, reason=reason)
-    logger.info(
-        "schedule approved",
-        extra={
-            "action": "schedule.approved",
-            "schedule_id": str(schedule.pk),
-            "version": version,
-            "by": schedule.approved_by,
-        },
-    )
-    return schedule
-
-
-def _is_uuid(value: object) -> bool:
-    try:
-        UUID(str(value))
-    except ValueError:
-        return False
-    return True
-
-
-def _activate(schedule: Schedule, now: datetime) -> None:
-    schedule.next_run_at = next_after(timing_for(schedule), now - _TICK)
-    schedule.status = (
-        ScheduleStatus.ACTIVE if schedule.next_run_at is not None else ScheduleStatus.COMPLETED
-    )

@@ -1,8 +1,16 @@
-"""What the outbox asks before publishing: kill switches and emission-time quotas.
+"""What the outbox asks before publishing: may it run at all, kill switches, quotas.
 
-Stopped occurrences end ``skipped`` with a reason (``kill_switch``, ``quota_per_day``,
+The second line of defence behind the service layer: whatever put a row in the outbox (a
+service, a bug, the ORM), only occurrences of a schedule whose status allows runs
+(not cancelled, not awaiting approval) and of an approved version (when its task needs
+approval) are published. Stopped occurrences end ``skipped`` with a reason
+(``schedule_cancelled``, ``not_approved``, ``kill_switch``, ``quota_per_day``,
 ``quota_tenant_hour``) in a compare-and-set on their outbox state, and
 ``occurrence_finished`` is sent for each, so metrics and receivers see them like any other end.
+
+An occurrence that cannot be published at all (its message cannot be built: a routing option
+of the wrong type stored past the service layer) is *parked*: it ends ``failed`` with reason
+``unpublishable`` and the error, replayable once fixed, and the rest of the batch goes on.
 """
 
 from __future__ import annotations
@@ -16,8 +24,13 @@ from django.db import transaction
 
 from scheduler_app import events
 from scheduler_app.locking import lock_in_order
-from scheduler_app.models import Occurrence, OccurrenceState, TenantQuota
+from scheduler_app.models import Occurrence, OccurrenceState, ScheduleStatus, TenantQuota
 from scheduler_app.safety import killswitch, quotas
+from scheduler_app.safety.approval import needs_approval
+
+CANCELLED = "schedule_cancelled"
+NOT_APPROVED = "not_approved"
+UNPUBLISHABLE = "unpublishable"
 
 logger = logging.getLogger("scheduler_app.safety")
 
@@ -26,15 +39,73 @@ def screen(rows: Sequence[Occurrence], now: datetime) -> list[Occurrence]:
     """The rows that may be published; the others are skipped with their reason."""
     if not rows:
         return []
-    refused: dict[object, str] = {
-        row.pk: killswitch.REASON for row in killswitch.stopped(rows, killswitch.switches_on())
-    }
+    refused = not_runnable(rows)
+    refused.update(
+        (row.pk, killswitch.REASON)
+        for row in killswitch.stopped(rows, killswitch.switches_on())
+        if row.pk not in refused
+    )
     rest = [row for row in rows if row.pk not in refused]
     if _quotas_apply(rest):
         refused.update(quotas.over_quota(rest, now))
     if refused:
         _skip(rows, refused, now)
     return [row for row in rows if row.pk not in refused]
+
+
+def not_runnable(rows: Sequence[Occurrence]) -> dict[object, str]:
+    """Rows (loaded with their schedule and version) whose schedule may not run them now."""
+    asked: dict[str, bool] = {}  # needs_approval per task name, asked once per batch
+    refused: dict[object, str] = {}
+    for row in rows:
+        reason = why_not_runnable(row, asked)
+        if reason:
+            refused[row.pk] = reason
+    return refused
+
+
+def why_not_runnable(row: Occurrence, asked: dict[str, bool] | None = None) -> str:
+    """``schedule_cancelled``, ``not_approved``, or "" when ``row`` may run."""
+    schedule = row.schedule
+    if schedule.status == ScheduleStatus.CANCELLED:
+        return CANCELLED
+    if schedule.status == ScheduleStatus.AWAITING_APPROVAL:
+        return NOT_APPROVED
+    if schedule.approved_version == row.schedule_version.version:
+        return ""
+    cache = {} if asked is None else asked
+    if schedule.task not in cache:
+        cache[schedule.task] = needs_approval(schedule.task)
+    return NOT_APPROVED if cache[schedule.task] else ""
+
+
+def park_unpublishable(row: Occurrence, error: Exception, now: datetime) -> bool:
+    """End one row that cannot be published (``failed: unpublishable``), from the outbox."""
+    message = f"{type(error).__name__}: {error}"[:2000]
+    with transaction.atomic():
+        ended = Occurrence.objects.filter(
+            pk=row.pk, state__in=(OccurrenceState.PENDING, OccurrenceState.RETRYING)
+        ).update(
+            state=OccurrenceState.FAILED,
+            reason=UNPUBLISHABLE,
+            last_error=message,
+            finished_at=now,
+            publish_lease_until=None,
+        )
+    logger.error(
+        "occurrence cannot be published; parked as failed: %s",
+        message,
+        extra={
+            "action": "outbox.unpublishable",
+            "occurrence_id": str(row.pk),
+            "schedule_id": str(row.schedule_id),
+        },
+    )
+    if ended:
+        events.occurrence_finished.send(
+            sender=Occurrence, occurrence=row, state=OccurrenceState.FAILED, reason=UNPUBLISHABLE
+        )
+    return bool(ended)
 
 
 def _quotas_apply(rows: Sequence[Occurrence]) -> bool:
@@ -55,7 +126,7 @@ def _skip(rows: Sequence[Occurrence], refused: dict[object, str], now: datetime)
         with transaction.atomic():
             locked = lock_in_order(outbox)
             Occurrence.objects.filter(pk__in=locked).update(
-                state=OccurrenceState.SKIPPED,
+                state=_ended_as(reason),
                 reason=reason,
                 finished_at=now,
                 publish_lease_until=None,
@@ -72,6 +143,12 @@ def _skip(rows: Sequence[Occurrence], refused: dict[object, str], now: datetime)
             events.occurrence_finished.send(
                 sender=Occurrence,
                 occurrence=row,
-                state=OccurrenceState.SKIPPED,
+                state=_ended_as(refused[row.pk]),
                 reason=refused[row.pk],
             )
+
+
+def _ended_as(reason: str) -> str:
+    """A cancelled schedule's rows end ``cancelled`` (as its cancel ends them); the others
+    ``skipped``."""
+    return OccurrenceState.CANCELLED if reason == CANCELLED else OccurrenceState.SKIPPED

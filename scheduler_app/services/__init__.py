@@ -1,12 +1,12 @@
 """The service layer: every way of changing a schedule (admin, commands, decorator, API) goes here.
 
 ``schedules``: create, update, pause, resume, cancel, delete, replay. ``operator``: run now,
-backfill and undoing a cancel; ``approve_schedule`` (from ``safety.approval``). Every one takes
+backfill and undoing a cancel; ``approval``: approving a version. Every one takes
 the acting ``user`` (a person, or a system actor from ``scheduler_app.actors``), decides who
 may do it (``scheduler_app.access``), and records it in the audit trail in its transaction.
 """
 
-from scheduler_app.safety.approval import approve_schedule
+from scheduler_app.services.approval import approve_schedule
 from scheduler_app.services.operator import (
     BackfillPlan,
     OperatorPermissionDenied,

@@ -22,6 +22,7 @@ from scheduler_app.models import (
     OccurrenceAttempt,
     OccurrenceState,
     Schedule,
+    ScheduleStatus,
     ScheduleVersion,
 )
 from scheduler_app.worker.rows import build, columns, width
@@ -53,8 +54,12 @@ class Claimed:
     stopped: bool = False
 
 
+APPROVED = "cur.s_approved_version IS NOT NULL AND cur.s_approved_version = cur.v_version"
+"""The claim's approval condition when the task needs approval (else ``TRUE``)."""
+
+
 @cache
-def _claim_sql(check_task: bool, permission: str) -> str:
+def _claim_sql(check_task: bool, permission: str, approval: str = "TRUE") -> str:
     task = "AND o.task = %(task)s" if check_task else ""
     return """
 WITH cur AS (
@@ -71,7 +76,9 @@ WITH cur AS (
         AND o.state IN (%(pending)s, %(dispatched)s, %(retrying)s) {task}
         AND o.cancel_requested_at IS NULL
         AND (o.deadline_at IS NULL OR o.deadline_at > %(now)s)
-        AND (o.state <> %(retrying)s OR o.not_before IS NULL OR o.not_before <= %(early)s)
+        AND (o.not_before IS NULL OR o.not_before <= %(early)s)
+        AND cur.s_status NOT IN (%(s_cancelled)s, %(s_awaiting)s)
+        AND ({approval})
         AND ({permission})
     RETURNING o.id, o.fencing_token, o.attempts
 ), attempt AS (
@@ -92,6 +99,7 @@ FROM cur LEFT JOIN won ON TRUE
         v_cols=columns(ScheduleVersion, "v", "v"),
         task=task,
         permission=permission,
+        approval=approval,
         **_tables(),
     )
 
@@ -118,6 +126,7 @@ def claim(
     task: str | None,
     permission: str,
     code_origin: str,
+    approval: str = "TRUE",
 ) -> Claimed | None:
     """One statement; None when the occurrence does not exist."""
     params: dict[str, Any] = {
@@ -137,9 +146,11 @@ def claim(
         "global": KillSwitchScope.GLOBAL.value,
         "tenant": KillSwitchScope.TENANT.value,
         "by_task": KillSwitchScope.TASK.value,
+        "s_cancelled": ScheduleStatus.CANCELLED.value,
+        "s_awaiting": ScheduleStatus.AWAITING_APPROVAL.value,
     }
     with connection.cursor() as cursor:
-        cursor.execute(_claim_sql(task is not None, permission), params)
+        cursor.execute(_claim_sql(task is not None, permission, approval), params)
         row = cursor.fetchone()
     if row is None:
         return None

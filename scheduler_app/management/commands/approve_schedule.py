@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scheduler_app.clock import SystemClock
 from scheduler_app.errors import SchedulerError
-from scheduler_app.safety.approval import approve_schedule
+from scheduler_app.services import approve_schedule
 
 
 class Command(BaseCommand):
@@ -21,6 +21,7 @@ class Command(BaseCommand):
             "--schedule-version", type=int, required=True, help="the version you reviewed"
         )
         parser.add_argument("--user", required=True, help="user name of the approver")
+        parser.add_argument("--reason", default="", help="why (kept in the audit trail)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         model = get_user_model()
@@ -33,6 +34,7 @@ class Command(BaseCommand):
                 version=options["schedule_version"],
                 user=user,
                 now=SystemClock().now(),
+                reason=options["reason"],
             )
         except (SchedulerError, PermissionError) as exc:
             raise CommandError(str(exc)) from None

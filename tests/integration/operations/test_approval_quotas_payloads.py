@@ -17,7 +17,7 @@ from scheduler_app import services
 from scheduler_app.clock import FakeClock
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError, StaleVersion
 from scheduler_app.models import OccurrenceState, ScheduleStatus, TenantQuota
-from scheduler_app.safety.approval import approve_schedule
+from scheduler_app.services import approve_schedule
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,101 @@
+"""Approving a schedule version: the action (the rules are in ``scheduler_app.safety.approval``)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.db import transaction
+
+from scheduler_app import audit
+from scheduler_app.access import APPROVE, authorize
+from scheduler_app.actors import actor_name
+from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.definitions import timing_for
+from scheduler_app.errors import (
+    OperatorPermissionDenied,
+    ScheduleStateError,
+    ScheduleValidationError,
+    StaleVersion,
+)
+from scheduler_app.models import AuditAction, Schedule, ScheduleStatus
+from scheduler_app.safety.approval import PERMISSION
+from scheduler_app.timing import next_after
+
+logger = logging.getLogger("scheduler_app.safety")
+_TICK = timedelta(microseconds=1)
+
+
+def approve_schedule(
+    schedule_id: UUID | str,
+    *,
+    version: int,
+    user: Any,
+    now: datetime | None = None,
+    clock: Clock | None = None,
+    reason: str = "",
+) -> Schedule:
+    """Approve ``version`` (the one the approver looked at) and activate the schedule.
+
+    A person needs ``approve_schedule`` and the schedule's tenant; a system actor approves as
+    the deployment (the ``approve_schedule`` command). The entry goes to the audit trail.
+    """
+    now = now or (clock or SystemClock()).now()
+    if user is None:
+        raise OperatorPermissionDenied(
+            f"say who approves: a user with the '{PERMISSION}' permission, or the system actor"
+        )
+    with transaction.atomic():
+        schedule = (
+            Schedule.objects.select_for_update().filter(pk=schedule_id).first()
+            if _is_uuid(schedule_id)
+            else None
+        )
+        if schedule is None:
+            raise ScheduleValidationError(
+                "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
+            )
+        authorize(user, APPROVE, schedule)
+        if schedule.version != version:
+            raise StaleVersion(
+                f"schedule {schedule.pk} is at version {schedule.version}, you approved version "
+                f"{version}; review the current version and approve that one"
+            )
+        if schedule.status != ScheduleStatus.AWAITING_APPROVAL:
+            raise ScheduleStateError(
+                f"schedule {schedule.pk} is {schedule.status}, not awaiting approval"
+            )
+        _activate(schedule, now)
+        schedule.approved_version = version
+        schedule.approved_by = actor_name(user)
+        schedule.approved_at = now
+        schedule.updated_at = now
+        schedule.save()
+        audit.record(schedule, AuditAction.APPROVED, user, now, reason=reason)
+    logger.info(
+        "schedule approved",
+        extra={
+            "action": "schedule.approved",
+            "schedule_id": str(schedule.pk),
+            "version": version,
+            "by": schedule.approved_by,
+        },
+    )
+    return schedule
+
+
+def _is_uuid(value: object) -> bool:
+    try:
+        UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def _activate(schedule: Schedule, now: datetime) -> None:
+    schedule.next_run_at = next_after(timing_for(schedule), now - _TICK)
+    schedule.status = (
+        ScheduleStatus.ACTIVE if schedule.next_run_at is not None else ScheduleStatus.COMPLETED
+    )
