@@ -21,10 +21,9 @@ from scheduler_app.celery_beat_import import (
     MigrationPlan,
     apply_migration,
     from_beat_schedule,
-    from_django_celery_beat,
-    has_periodic_tasks,
     plan_migration,
 )
+from scheduler_app.celery_beat_tables import from_django_celery_beat, has_periodic_tasks
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Schedule, ScheduleVersion
 from tests.integration.support import START, TASK
@@ -64,9 +63,7 @@ def by_key() -> dict[str, Schedule]:
 
 
 def migrate(mappings: Any, clock: FakeClock, **options: Any) -> MigrationPlan:
-    migration = plan_migration(mappings, clock.now(), **options)
-    apply_migration(migration, clock=clock)
-    return migration
+    return apply_migration(plan_migration(mappings, clock.now(), **options), clock=clock)
 
 
 def test_beat_schedule_entries_map_to_schedules_or_are_refused_with_a_reason() -> None:

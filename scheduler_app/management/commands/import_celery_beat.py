@@ -24,12 +24,12 @@ from scheduler_app.celery_beat_import import (
     app_timezone_name,
     apply_migration,
     from_beat_schedule,
-    from_django_celery_beat,
+    one_line,
     plan_migration,
 )
+from scheduler_app.celery_beat_tables import from_django_celery_beat
 from scheduler_app.clock import SystemClock
 from scheduler_app.contract.cli import Progress, add_progress_arguments
-from scheduler_app.errors import SchedulerError
 from scheduler_app.importing import describe_change
 from scheduler_app.management.commands._oneline import OneLineErrors
 
@@ -95,11 +95,8 @@ class Command(OneLineErrors):
             bar = Progress(stream, enabled=options["progress"])(
                 "importing", len(migration.plan.changes)
             )
-            try:
-                with bar:
-                    apply_migration(migration, clock=clock, progress=bar.update)
-            except SchedulerError as exc:
-                raise CommandError(f"nothing was imported: {exc}", returncode=REFUSED) from None
+            with bar:
+                migration = apply_migration(migration, clock=clock, progress=bar.update)
         if options["json"]:
             self.stdout.write(json.dumps(document(migration, applied=applied), indent=2))
         else:
@@ -117,14 +114,16 @@ class Command(OneLineErrors):
             refusal = migration.refused.get(mapping.label)
             if not (verbose or refusal or mapping.notes):
                 continue
-            self.stdout.write(f"{mapping.label}\n    from: {mapping.source}")
+            # Names, sources and reasons echo the entry: one printable line each, whatever
+            # it holds (a newline or a lone surrogate would break the report or the terminal).
+            self.stdout.write(f"{one_line(mapping.label)}\n    from: {one_line(mapping.source)}")
             change = migration.change_for(mapping.label)
             if refusal:
-                self.stdout.write(f"    NOT IMPORTED: {refusal}")
+                self.stdout.write(f"    NOT IMPORTED: {one_line(refusal)}")
             elif change is not None:
-                self.stdout.write(f"    to:   {describe_change(change)}")
+                self.stdout.write(f"    to:   {one_line(describe_change(change))}")
             for note in mapping.notes:
-                self.stdout.write(f"    note: {note}")
+                self.stdout.write(f"    note: {one_line(note)}")
 
 
 def document(migration: MigrationPlan, *, applied: bool) -> dict[str, Any]:
