@@ -305,7 +305,8 @@ class ScheduleForm(forms.ModelForm):
             return owner
         current = None if self.instance._state.adding else self.instance
         try:
-            permissions.with_owner_rules({"owner": owner}, user, current=current)
+            tenant = self.cleaned_data.get("tenant", self._tenant())  # cleaned before owner
+            permissions.with_owner_rules({"owner": owner, "tenant": tenant}, user, current=current)
             permissions.check_owner_present(owner, str(self.instance.origin or "admin"))
         except ScheduleValidationError as exc:
             raise forms.ValidationError(exc.message, code=exc.code) from None
