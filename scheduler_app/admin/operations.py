@@ -28,8 +28,8 @@ def resume_summary(schedule: Schedule, now: datetime) -> ResumeSummary:
         f"Resuming creates {preview.count} catch-up occurrence(s) "
         f"(misfire policy {schedule.misfire_policy})."
     ]
-    for slot in slots[:LISTED]:
-        lines.append(f"• {local_and_utc_text(slot, zone)}")
+    for slot in slots[:LISTED]:  # one list item each: the page's list draws the bullet
+        lines.append(f"Catch-up at {local_and_utc_text(slot, zone)}")
     if len(slots) > LISTED:
         lines.append(
             f"… and {len(slots) - LISTED} more, up to {local_and_utc_text(slots[-1], zone)}"

@@ -12,7 +12,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from scheduler_app import services
-from scheduler_app.models import Occurrence, Schedule, ScheduleStatus, Trigger
+from scheduler_app.models import (
+    AuditAction,
+    Occurrence,
+    Schedule,
+    ScheduleAuditEvent,
+    ScheduleStatus,
+    Trigger,
+)
 from tests.integration.admin.support import client_for
 
 pytestmark = pytest.mark.django_db
@@ -65,7 +72,7 @@ def test_resume_lists_the_catch_up_slots_and_creates_exactly_those(client: Clien
     schedule = paused_for_hours(3)
     page = client.get(url("resume", schedule)).content.decode()
     assert "Resuming creates 4 catch-up occurrence(s)" in page
-    assert page.count("• ") == 4
+    assert page.count("<li>Catch-up at ") == 4 and "• " not in page  # one bullet each
     assert Occurrence.objects.count() == 0
     client.post(url("resume", schedule), {"confirm": "1", "expected": 4})
     schedule.refresh_from_db()
@@ -161,3 +168,39 @@ def test_backfill_above_the_limit_asks_for_the_second_confirmation(
     assert not Occurrence.objects.exists()
     client.post(url("backfill", schedule), {**form, "confirm": "1", "confirm_over_max": "on"})
     assert Occurrence.objects.count() == 5
+
+
+def test_the_resume_page_says_why_it_was_paused(client: Client) -> None:
+    schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
+    client.post(url("pause", schedule), {"confirm": "1", "note": "vendor outage"})
+    page = client.get(url("resume", schedule)).content.decode()
+    assert "Paused by admin: vendor outage" in page
+
+
+def test_every_confirmation_page_records_who_and_why(client: Client, settings: object) -> None:
+    settings.SCHEDULER_APPROVAL_TASKS = ("demo.record_context",)  # type: ignore[attr-defined]
+    schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 6 * * *")
+    held = services.create_schedule(task="demo.record_context", kind="cron", rule="0 7 * * *")
+    window = {"start": "2026-01-01T00:00", "end": "2026-01-01T23:59", "overlap": "buffer_all"}
+    steps = [
+        ("pause", schedule, {"note": "why pause"}),
+        ("resume", schedule, {"note": "why resume", "expected": 0}),
+        ("run", schedule, {"reason": "why run", "respect_overlap": "on"}),
+        ("backfill", schedule, {**window, "reason": "why backfill"}),
+        ("cancel", schedule, {"reason": "why cancel"}),
+        ("restore", schedule, {"reason": "why restore"}),
+        ("approve", held, {"reason": "why approve", f"version_{held.pk}": held.version}),
+    ]
+    for action, target, data in steps:
+        response = client.post(url(action, target), {**data, "confirm": "1"})
+        assert response.status_code == 302, (action, response.content.decode()[-3000:])
+    entries = ScheduleAuditEvent.objects.exclude(action=AuditAction.CREATED).order_by("at", "pk")
+    assert [(e.action, e.by, e.reason) for e in entries] == [
+        (AuditAction.PAUSED, "admin", "why pause"),
+        (AuditAction.RESUMED, "admin", "why resume"),
+        (AuditAction.RUN_NOW, "admin", "why run"),
+        (AuditAction.BACKFILL, "admin", "why backfill"),
+        (AuditAction.CANCELLED, "admin", "why cancel"),
+        (AuditAction.RESTORED, "admin", "why restore"),
+        (AuditAction.APPROVED, "admin", "why approve"),
+    ]
