@@ -298,6 +298,30 @@ def test_periodic_task_import_is_idempotent_and_follows_edits() -> None:
     assert stored["django-celery-beat:five-minutes"].status == "active"
 
 
+@pytest.mark.usefixtures("beat_tables")
+def test_hostile_periodic_task_rows_are_refused_one_by_one() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO django_celery_beat_intervalschedule VALUES (2, 5, 'fortnights')"
+        )
+        periodic_task(cursor, 20, "args-not-a-list", interval_id=1, args="5")
+        periodic_task(cursor, 21, "kwargs-a-list", interval_id=1, kwargs="[1, 2]")
+        periodic_task(cursor, 22, "kwargs-deep", interval_id=1, kwargs="[" * 100_000)
+        periodic_task(cursor, 23, "kwargs-nan", interval_id=1, kwargs='{"n": NaN}')
+        periodic_task(cursor, 24, "odd-period", interval_id=2)
+        periodic_task(cursor, 25, "dangling", crontab_id=99)
+    clock = FakeClock(START)
+    migration = migrate(from_django_celery_beat(clock.now()), clock)
+    refused = {k.removeprefix("django-celery-beat:"): v for k, v in migration.refused.items()}
+    assert "args must be a JSON list, got 5" in refused["args-not-a-list"]
+    assert "kwargs must be a dict" in refused["kwargs-a-list"]
+    assert "kwargs is not valid JSON" in refused["kwargs-deep"]
+    assert "not valid JSON" in refused["kwargs-nan"]
+    assert "unknown interval period 'fortnights'" in refused["odd-period"]
+    assert "crontab_id=99 points at no row" in refused["dangling"]
+    assert Schedule.objects.filter(key="django-celery-beat:ny-morning").exists()  # the others
+
+
 def test_no_tables_no_rows() -> None:
     assert not has_periodic_tasks()
     assert from_django_celery_beat(START) == []
