@@ -9,6 +9,7 @@ before the time asked for: the occurrences are identical, the cost is flat.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -419,10 +420,27 @@ def _matching_days(options: tuple[tuple[str, Any], ...], start: date) -> Iterato
         for name, value in options
         if name in DAY_PARTS or name == "wkst"
     )
+    if {name for name, _ in days} <= {"bymonth", "wkst"}:
+        # A yearly rule with no day part takes its day of month from DTSTART: say "every day".
+        days += (("bymonthday", _EVERY_MONTHDAY),)
+    # A year's days once, then a bisection: the walk starts again at every window opening,
+    # and dateutil walks every day from DTSTART (January 1) on each start.
+    found = _days_of_year(days, start.year)
+    yield from found[bisect_left(found, start) :]
+    for year in range(start.year + 1, 10000):
+        yield from _days_of_year(days, year)
+
+
+_EVERY_MONTHDAY = tuple(range(1, 32))
+
+
+@lru_cache(maxsize=1024)
+def _days_of_year(days: tuple[tuple[str, Any], ...], year: int) -> tuple[date, ...]:
     midnight = (("byhour", (0,)), ("byminute", (0,)), ("bysecond", (0,)))
-    probe = _cached_rule(du.YEARLY, 1, None, None, days + midnight, datetime(start.year, 1, 1))  # noqa: DTZ001
-    for found in probe.xafter(datetime.combine(start, time()), inc=True):
-        yield found.date()
+    january = datetime(year, 1, 1)  # noqa: DTZ001 - local wall time
+    until = datetime(year, 12, 31)  # noqa: DTZ001 - local wall time
+    probe = _cached_rule(du.YEARLY, 1, None, until, days + midnight, january)
+    return tuple(found.date() for found in probe)
 
 
 def _plain(weekdays: tuple[du.weekday, ...]) -> tuple[int, ...]:
