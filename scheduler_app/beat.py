@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import pkgutil
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -20,6 +21,7 @@ from celery.backends.base import DisabledBackend
 from celery.beat import Scheduler
 from django.db import DatabaseError, close_old_connections, connection
 
+from scheduler_app import migrations
 from scheduler_app.conf import get_settings
 from scheduler_app.publishing import CeleryPublisher
 from scheduler_app.sync import sync_schedules
@@ -76,10 +78,6 @@ def unapplied_migrations() -> list[str]:
 
 def _migration_files() -> list[str]:
     """The names of the app's migration modules, without importing them."""
-    import pkgutil
-
-    from scheduler_app import migrations
-
     return [
         module.name
         for module in pkgutil.iter_modules(migrations.__path__)

@@ -29,7 +29,7 @@ from scheduler_app.models import (
 )
 from scheduler_app.policies import MisfireRules
 from scheduler_app.routing import checked_options
-from scheduler_app.targets import check_target, is_allowed_name
+from scheduler_app.targets import check_target, is_allowed_name, registered_tasks
 from scheduler_app.timing import Kind, Timing, build_timing, parse_duration
 from scheduler_app.timing.rules import IntervalRule
 
@@ -243,7 +243,7 @@ def _check_task(task: object) -> None:
         raise ScheduleValidationError(
             "task", "a Celery task name is required, e.g. 'reports.daily'"
         )
-    if get_settings().VALIDATE_TASK_NAMES or task in _registered_tasks():
+    if get_settings().VALIDATE_TASK_NAMES or task in registered_tasks():
         check_target(task)
         return
     if not is_allowed_name(task):
@@ -253,20 +253,6 @@ def _check_task(task: object) -> None:
             "not name it; add it (or a pattern such as 'reports.*') to SCHEDULER_ALLOWED_TASKS",
             code="forbidden_task",
         )
-
-
-def _registered_tasks() -> set[str]:
-    """Names of the tasks the current Celery app knows, after its autodiscovery ran."""
-    from celery import current_app
-
-    app = current_app
-    if task_names_loaded.get(id(app)) is None:
-        app.loader.import_default_modules()
-        task_names_loaded[id(app)] = True
-    return set(app.tasks.keys())
-
-
-task_names_loaded: dict[int, bool] = {}
 
 
 def _check_payload(kwargs: object) -> None:

@@ -20,7 +20,7 @@ from django.db.models.functions import Coalesce
 
 from scheduler_app.locking import update_in_order
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.monitoring import metrics
+from scheduler_app.monitoring import instruments
 from scheduler_app.safety.handoff import park_unpublishable, screen
 
 logger = logging.getLogger("scheduler_app.outbox")
@@ -184,12 +184,12 @@ def hand_off(
         published, failed = _one_by_one(rows, publisher, now)
     dispatched_at = clock_now()
     mark_dispatched(published, dispatched_at)
-    metrics.observe_handoff(published, dispatched_at)
+    instruments.observe_handoff(published, dispatched_at)
     if len(published) < len(rows):
         published_ids = {row.pk for row in published}
         release([row for row in rows if row.pk not in published_ids])
     if failed:
-        metrics.HANDOFF_FAILURES.inc(len(rows) - len(published))
+        instruments.HANDOFF_FAILURES.inc(len(rows) - len(published))
     return DispatchResult(len(claimed), len(published), failed)
 
 

@@ -518,12 +518,6 @@ class Occurrence(models.Model):
         task_result = apps.get_model("django_celery_results", "TaskResult")
         return task_result.objects.filter(task_id=str(self.id)).first()
 
-    def as_contract(self) -> dict[str, Any]:
-        """This occurrence as an ``occurrence.v1`` record (docs/contract.md)."""
-        from scheduler_app.contract import occurrence_contract
-
-        return occurrence_contract(self)
-
     @property
     def dispatch_lateness(self) -> float | None:
         if self.dispatched_at is None:

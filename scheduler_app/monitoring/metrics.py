@@ -66,6 +66,7 @@ from scheduler_app.monitoring.instruments import (
     observe_handoff,
 )
 from scheduler_app.monitoring.monitor import overdue_count
+from scheduler_app.outbox import UNPUBLISHED
 
 logger = logging.getLogger("scheduler_app.metrics")
 
@@ -227,10 +228,6 @@ class SchedulerCollector(Collector):
         return gauge
 
     def _outbox(self, now: datetime) -> Iterator[Metric]:
-        # Local only while scheduler_app.outbox counts through this module: once it imports
-        # scheduler_app.monitoring.instruments instead, this import moves to the top.
-        from scheduler_app.outbox import UNPUBLISHED
-
         outbox = Occurrence.objects.filter(UNPUBLISHED)
         yield GaugeMetricFamily(
             "scheduler_outbox_backlog",

@@ -86,9 +86,9 @@ def load_task_modules() -> None:
     """Let the Celery app import its task modules now. The first time it does, Celery's Django
     fixup runs ``django.setup()`` again, and with it the logging configuration, which drops
     pytest's log capture: a test that asserts on logs calls this before capturing them."""
-    from scheduler_app.definitions import _registered_tasks
+    from scheduler_app.targets import registered_tasks
 
-    _registered_tasks()
+    registered_tasks()
 
 
 def run(task: Any, occurrence: Occurrence, clock: FakeClock, **extra: Any) -> EagerResult:
