@@ -27,11 +27,17 @@ from tests.integration.admin.support import staff
 from tests.integration.support import admin_form
 
 pytestmark = pytest.mark.django_db
-FUZZ = settings(
-    max_examples=34,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+
+
+def fuzz(examples: int) -> Any:
+    """About 100 examples over the three tests, a few seconds on SQLite."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
+
+
 LIST = reverse("admin:scheduler_app_schedule_changelist")
 ADD = reverse("admin:scheduler_app_schedule_add")
 # What a browser (or a script) can post: no lone surrogates in the raw form text (a page
@@ -140,7 +146,7 @@ def url_and_data(post: dict[str, Any], schedules: list[Schedule]) -> tuple[str, 
     return LIST, {**data, "action": post["bulk"], "_selected_action": selection}
 
 
-@FUZZ
+@fuzz(55)
 @given(post=posts())
 @example(
     post={
@@ -173,7 +179,7 @@ def test_action_and_confirmation_pages_never_answer_500(
     assert response.status_code in (200, 302, 403, 404), (url, data, response.status_code)
 
 
-@FUZZ
+@fuzz(25)
 @given(
     client=st.integers(0, 1),
     kwargs=JSON_TEXT,
@@ -192,7 +198,7 @@ def test_the_schedule_form_never_answers_500(
     assert response.status_code in (200, 302), (data, response.status_code)
 
 
-@FUZZ
+@fuzz(20)
 @given(
     client=st.integers(0, 1),
     scope=st.one_of(st.sampled_from(["global", "tenant", "task"]), TEXT),
