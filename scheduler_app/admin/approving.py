@@ -109,11 +109,18 @@ def what_is_approved(schedule: Schedule, now: Any) -> list[tuple[str, str]]:
         ("task", schedule.task),
         ("kwargs (payload)", _json(schedule.kwargs)),
         ("options", _json(schedule.options)),
+        *_target_rows(schedule),
         ("rule", f"{display.rule_sentence(schedule)} ({schedule.kind}: {schedule.rule})"),
         ("time zone", schedule.timezone),
         ("owner (runs are checked against)", owner),
         ("next runs once approved", _next_runs(schedule, now)),
     ]
+
+
+def _target_rows(schedule: Schedule) -> list[tuple[str, str]]:
+    """A job type or a payload reference, when the version has one: part of what runs."""
+    rows = [("job type", schedule.job_type), ("payload reference", schedule.payload_ref)]
+    return [(label, str(value)) for label, value in rows if value]
 
 
 def _json(value: Any) -> str:
