@@ -189,6 +189,7 @@ def test_action_and_confirmation_pages_never_answer_500(
 @example(client=0, kwargs='{"a": "\\ud800"}', options="{}", args=None)
 @example(client=0, kwargs="{}", options='{"\\ud800": 1}', args=None)
 @example(client=1, kwargs="[1]", options="{}", args="[1]")
+@example(client=0, kwargs='{"a": "\\u0000"}', options='{"queue": "\\u0000"}', args=None)
 def test_the_schedule_form_never_answers_500(
     world: dict[str, Any], client: int, kwargs: str, options: str, args: str | None
 ) -> None:
