@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from scheduler_app.actors import COMMAND
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definitions import validate_definition
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
@@ -252,23 +253,28 @@ def _check_status(existing: Schedule, wanted: str, redefined: bool) -> None:
 
 
 def apply(
-    changes: Sequence[Change], *, clock: Clock | None = None, progress: Progress | None = None
+    changes: Sequence[Change],
+    *,
+    clock: Clock | None = None,
+    progress: Progress | None = None,
+    user: Any = COMMAND,
 ) -> list[Schedule]:
-    """Carry out a plan through the services. Call inside ``transaction.atomic()``."""
+    """Carry out a plan through the services, as ``user`` (default: the command actor).
+    Call inside ``transaction.atomic()``."""
     clock = clock or SystemClock()
     done = []
     for change in changes:
         if change.action != "unchanged":
-            done.append(_apply_one(change, clock))
+            done.append(_apply_one(change, clock, user))
         if progress is not None:
             progress(1)
     return done
 
 
-def _apply_one(change: Change, clock: Clock) -> Schedule:
+def _apply_one(change: Change, clock: Clock, user: Any) -> Schedule:
     if change.action == "create":
         wanted_id = {"id": change.desired.schedule_id} if change.desired.schedule_id else {}
-        schedule = create_schedule(clock=clock, **change.values, **wanted_id)
+        schedule = create_schedule(clock=clock, user=user, **change.values, **wanted_id)
         current = ScheduleStatus.ACTIVE.value
     else:
         existing = change.existing
@@ -281,9 +287,9 @@ def _apply_one(change: Change, clock: Clock) -> Schedule:
             if "lateness_class" in updates:  # the document's values, not the class defaults
                 updates.update({name: change.values[name] for name in LATENESS_FIELDS})
             schedule = update_schedule(
-                existing.pk, expected_version=existing.version, clock=clock, **updates
+                existing.pk, expected_version=existing.version, clock=clock, user=user, **updates
             )
-    _set_status(schedule.pk, current, change.desired.status, clock)
+    _set_status(schedule.pk, current, change.desired.status, clock, user)
     logger.info(
         "schedule imported",
         extra={
@@ -295,15 +301,15 @@ def _apply_one(change: Change, clock: Clock) -> Schedule:
     return schedule
 
 
-def _set_status(schedule_id: UUID, current: str, wanted: str, clock: Clock) -> None:
+def _set_status(schedule_id: UUID, current: str, wanted: str, clock: Clock, user: Any) -> None:
     if not _wants_status(current, wanted):
         return
     if wanted == ScheduleStatus.PAUSED:
-        pause_schedule(schedule_id, clock=clock)
+        pause_schedule(schedule_id, clock=clock, user=user)
     elif wanted == ScheduleStatus.ACTIVE:
-        resume_schedule(schedule_id, clock=clock)
+        resume_schedule(schedule_id, clock=clock, user=user)
     elif wanted == ScheduleStatus.CANCELLED:
-        cancel_schedule(schedule_id, clock=clock)
+        cancel_schedule(schedule_id, clock=clock, user=user)
 
 
 PAST = {"create": "created", "update": "updated", "unchanged": "unchanged"}

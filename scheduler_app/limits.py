@@ -135,7 +135,7 @@ def check_json(field: str, value: Any) -> None:
             if abs(item) > MAX_JSON_INT:
                 raise ScheduleValidationError(
                     field,
-                    f"holds an integer of {len(str(abs(item)))} digits; the limit is a "
+                    f"holds an integer of {item.bit_length()} bits; the limit is a "
                     "64-bit integer (pass big numbers as strings)",
                     code="number_too_large",
                 )

@@ -17,6 +17,7 @@ from uuid import UUID
 
 from django.db import IntegrityError, transaction
 
+from scheduler_app.actors import SYNC
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.declarations import Declaration, ScheduleRegistry, registry
 from scheduler_app.definitions import validate_definition
@@ -174,7 +175,9 @@ def _apply(
     updates = dict(changes)
     if "lateness_class" in changes:  # the declared values, not the class defaults again
         updates.update({name: desired[name] for name in LATENESS_FIELDS})
-    updated = update_schedule(row.id, expected_version=row.version, clock=clock, **updates)
+    updated = update_schedule(
+        row.id, expected_version=row.version, clock=clock, user=SYNC, **updates
+    )
     return _entry("update", declaration, updated, detail=detail)
 
 
@@ -191,7 +194,7 @@ def _create(
         return _entry("create", declaration, None, version=1, detail=detail)
     fields = {name: value for name, value in desired.items() if value is not None}
     with transaction.atomic():
-        created = create_schedule(clock=clock, key=declaration.key, **fields)
+        created = create_schedule(clock=clock, user=SYNC, key=declaration.key, **fields)
         Schedule.objects.filter(pk=created.pk).update(origin=ScheduleOrigin.CODE)
         _locate(created.pk, declaration)
     return _entry("create", declaration, created, detail=detail)
@@ -231,7 +234,7 @@ def _retire(row: Schedule, clock: Clock | None, dry_run: bool) -> SyncEntry:
     )
     if not dry_run:
         try:
-            cancel_schedule(row.id, clock=clock)
+            cancel_schedule(row.id, clock=clock, user=SYNC, reason="removed from the code")
         except SchedulerError as exc:
             return replace(entry, action="error", detail=str(exc))
     return entry

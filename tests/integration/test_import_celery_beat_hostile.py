@@ -247,7 +247,7 @@ def test_an_entry_the_services_refuse_at_write_time_is_rolled_back_alone() -> No
         ({"task": TASK, "schedule": 60, "kwargs": {"s": {1, 2}}}, "holds a set"),
         ({"task": TASK, "schedule": 60, "kwargs": {"n": math.nan}}, "not valid JSON"),
         ({"task": TASK, "schedule": 60, "kwargs": {"n": 2**64}}, "64-bit integer"),
-        ({"task": TASK, "schedule": 60, "kwargs": {"n": HUGE}}, "ValueError"),
+        ({"task": TASK, "schedule": 60, "kwargs": {"n": HUGE}}, "64-bit integer"),
         ({"task": TASK, "schedule": HUGE}, "longest interval"),
         ({"task": TASK, "schedule": 60, "options": {"expires": HUGE}}, "longest deadline"),
         ({"task": TASK, "schedule": 60, "options": ["queue"]}, "options must be a dict"),

@@ -16,6 +16,7 @@ from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
 from scheduler_app import services
+from scheduler_app.actors import COMMAND
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._schedule_cli import find_schedule
@@ -62,6 +63,7 @@ class Command(OneLineErrors):
                 max_count=limit,
                 dry_run=True,
                 overlap=options["overlap"],
+                user=COMMAND,
                 confirm_over_max=True,
             )
             self.stdout.write(_describe(plan, schedule))
@@ -94,6 +96,7 @@ class Command(OneLineErrors):
                     overlap=options["overlap"],
                     reason=options["reason"],
                     confirm_over_max=True,
+                    user=COMMAND,
                 )
                 created += result.created
                 bar.update(len(part))

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from scheduler_app.actors import COMMAND
 from scheduler_app.clock import SystemClock
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import KillSwitch, KillSwitchEvent
@@ -41,6 +42,7 @@ class Command(BaseCommand):
                 target,
                 enabled=options["state"] == "on",
                 by=options["by"],
+                user=COMMAND,
                 reason=options["reason"],
                 now=SystemClock().now(),
             )

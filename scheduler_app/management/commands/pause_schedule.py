@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from scheduler_app import services
+from scheduler_app.actors import COMMAND
 from scheduler_app.errors import SchedulerError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._schedule_cli import dumps, find_schedule, schedule_row
@@ -34,7 +35,10 @@ class Command(OneLineErrors):
         was = schedule.status
         try:
             schedule = services.pause_schedule(
-                schedule.pk, note=options["note"], by=options["by"] or operator_name()
+                schedule.pk,
+                note=options["note"],
+                by=options["by"] or operator_name(),
+                user=COMMAND,
             )
         except SchedulerError as exc:
             raise CommandError(f"cannot pause {schedule.pk}: {exc}", returncode=1) from exc

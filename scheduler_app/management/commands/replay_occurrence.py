@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from scheduler_app.actors import COMMAND
 from scheduler_app.errors import SchedulerError
 from scheduler_app.services import replay_occurrence
 
@@ -21,7 +22,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            occurrence = replay_occurrence(options["occurrence_id"], force=options["force"])
+            occurrence = replay_occurrence(
+                options["occurrence_id"], force=options["force"], user=COMMAND
+            )
         except SchedulerError as exc:
             raise CommandError(str(exc), returncode=2) from None
         self.stdout.write(

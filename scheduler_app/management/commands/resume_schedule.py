@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from scheduler_app import services
+from scheduler_app.actors import COMMAND
 from scheduler_app.errors import SchedulerError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._schedule_cli import (
@@ -59,7 +60,10 @@ class Command(OneLineErrors):
                 raise CommandError(f"{label} not resumed", returncode=NOT_CONFIRMED)
         try:
             schedule = services.resume_schedule(
-                schedule.pk, note=options["note"], by=options["by"] or operator_name()
+                schedule.pk,
+                note=options["note"],
+                by=options["by"] or operator_name(),
+                user=COMMAND,
             )
         except SchedulerError as exc:
             raise CommandError(f"cannot resume {label}: {exc}", returncode=1) from exc

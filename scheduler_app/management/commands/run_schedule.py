@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from scheduler_app.actors import COMMAND
 from scheduler_app.errors import SchedulerError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._schedule_cli import dumps, find_schedule, iso
@@ -31,7 +32,7 @@ class Command(OneLineErrors):
         try:
             occurrence = run_now(
                 schedule,
-                user=None,
+                user=COMMAND,
                 reason=options["reason"] or "manage.py run_schedule",
                 respect_overlap=not options["ignore_overlap"],
             )
