@@ -6,18 +6,10 @@ import calendar
 
 from scheduler_app.timing.cron import CronExpr
 from scheduler_app.timing.durations import format_duration
+from scheduler_app.timing.rrule_words import describe_rrule
 from scheduler_app.timing.rules import CronRule, IntervalRule, OnceRule, RRuleRule, Timing
 
 _DAY_NAMES = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
-_RRULE_UNITS = {
-    "YEARLY": "year",
-    "MONTHLY": "month",
-    "WEEKLY": "week",
-    "DAILY": "day",
-    "HOURLY": "hour",
-    "MINUTELY": "minute",
-    "SECONDLY": "second",
-}
 
 
 def describe(timing: Timing) -> str:
@@ -26,9 +18,7 @@ def describe(timing: Timing) -> str:
     if isinstance(rule, CronRule):
         text = describe_cron(rule.expr)
     elif isinstance(rule, RRuleRule):
-        unit = _RRULE_UNITS[rule.spec.freq_name]
-        every = f"Every {rule.spec.interval} {unit}s" if rule.spec.interval > 1 else f"Every {unit}"
-        text = f"{every} ({rule.spec.source}), from {rule.spec.anchor.isoformat(sep=' ')}"
+        text = describe_rrule(rule.spec)
     elif isinstance(rule, IntervalRule):
         anchor = rule.anchor.strftime("%Y-%m-%d %H:%M:%S UTC")
         text = f"Every {format_duration(rule.every)} (fixed rate, from {anchor})"

@@ -225,9 +225,7 @@ def test_json_rrule_with_anchor_across_new_york_spring_forward() -> None:
         "2026-03-04T09:00:00-05:00",
         "2026-03-09T09:00:00-04:00",
     ]
-    assert result["description"].startswith(
-        "Every week (FREQ=WEEKLY;BYDAY=MO,WE;BYHOUR=9;BYMINUTE=0)"
-    )
+    assert result["description"] == "Every Monday and Wednesday at 09:00, America/New_York"
 
 
 def test_json_rrule_without_anchor_starts_at_after() -> None:
