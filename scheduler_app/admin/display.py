@@ -90,15 +90,21 @@ def instant_text(value: datetime | None, zone_name: str = "UTC") -> str:
 
 
 def local_and_utc(value: datetime | None, zone_name: str = "UTC") -> SafeString | str:
-    """``instant_text`` on two short lines (list columns): the local time, then UTC."""
+    """``instant_text`` for list columns: the local time, then UTC on a line of its own; the
+    date and the clock may wrap apart in a narrow column (never inside either)."""
     if value is None:
         return "-"
     local, utc = _instant_parts(value, zone_name)
-    if utc is None:
-        return format_html('<span class="sched-time">{}</span>', local)
-    return format_html(
-        '<span class="sched-time">{}</span><br><span class="sched-utc">{}</span>', local, utc
+    day, clock = local.split(" ", 1)
+    html = format_html(
+        '<span class="sched-time"><span class="sched-date">{}</span> '
+        '<span class="sched-clock">{}</span></span>',
+        day,
+        clock,
     )
+    if utc is None:
+        return html
+    return format_html('{}<br><span class="sched-utc">{}</span>', html, utc)
 
 
 def rule_sentence(schedule: Schedule) -> str:

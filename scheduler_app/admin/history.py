@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.urls import reverse
@@ -95,9 +96,31 @@ def version_diffs(schedule: Schedule) -> SafeString | str:
     )
 
 
-def details_text(details: dict[str, Any]) -> str:
-    """An entry's details as ``key: value`` pairs, in the order they were recorded."""
-    return "; ".join(f"{key}: {_text(value)}" for key, value in details.items())
+def details_html(details: dict[str, Any], zone: str) -> SafeString:
+    """An entry's details as ``key: value`` pairs in the order they were recorded: instants in
+    the admin's format, an occurrence as a link to its page."""
+    return format_html_join(
+        "; ", "{}: {}", ((key, _detail(key, value, zone)) for key, value in details.items())
+    )
+
+
+def _detail(key: str, value: Any, zone: str) -> Any:
+    if key == "occurrence" and isinstance(value, str):
+        url = reverse("admin:scheduler_app_occurrence_change", args=[value])
+        return format_html('<a href="{}">{}</a>', url, value[:8])
+    instant = _instant(value)
+    return _text(value) if instant is None else instant_text(instant, zone)
+
+
+def _instant(value: Any) -> datetime | None:
+    """``value`` as an aware instant when it is one written as ISO 8601 (``audit.record``)."""
+    if not isinstance(value, str) or "T" not in value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
 
 
 def audit_context(schedule: Schedule) -> dict[str, Any]:
@@ -118,7 +141,7 @@ def audit_context(schedule: Schedule) -> dict[str, Any]:
                 "action": labels.get(entry.action, entry.action),
                 "reason": entry.reason,
                 "version": "-" if entry.version is None else f"v{entry.version}",
-                "details": details_text(entry.details or {}),
+                "details": details_html(entry.details or {}, zone),
             }
             for entry in entries[:AUDIT_SHOWN]
         ],

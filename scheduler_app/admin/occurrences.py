@@ -17,6 +17,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
 from scheduler_app import services
+from scheduler_app.admin.actions import SelectionGuard
 from scheduler_app.admin.display import STATE_CLASS, format_seconds, instant_text, local_and_utc
 from scheduler_app.admin.filters import OccurrenceTenantFilter, short_filter
 from scheduler_app.admin.paging import EstimatedCountPaginator
@@ -164,7 +165,7 @@ class ReplayForm(forms.Form):
 
 
 @admin.register(Occurrence)
-class OccurrenceAdmin(admin.ModelAdmin):
+class OccurrenceAdmin(SelectionGuard, admin.ModelAdmin):
     """Machine-written rows: read-only, with a replay action for the dead letters."""
 
     list_display = (
@@ -305,9 +306,10 @@ class OccurrenceAdmin(admin.ModelAdmin):
             "rows": [
                 (
                     o,
+                    [],
                     [
                         f"{o.state} ({o.reason or 'no reason'}): runs again with the same key; "
-                        "who and why are recorded in its attempts."
+                        "who and why are recorded in its attempts and the schedule's audit trail."
                     ],
                 )
                 for o in queryset

@@ -186,7 +186,7 @@ class TaskFilter(admin.SimpleListFilter):
 
 
 @admin.register(Schedule)
-class ScheduleAdmin(admin.ModelAdmin):
+class ScheduleAdmin(actions.SelectionGuard, admin.ModelAdmin):
     form = ScheduleForm
     change_form_template = "admin/scheduler_app/schedule/change_form.html"
     change_list_template = "admin/scheduler_app/schedule/change_list.html"

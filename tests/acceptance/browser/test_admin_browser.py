@@ -16,7 +16,14 @@ from selenium.webdriver.support.ui import Select
 
 from scheduler_app import services
 from scheduler_app.definitions import idempotency_key, occurrence_id, version_id
-from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleStatus, Trigger
+from scheduler_app.models import (
+    BeatHeartbeat,
+    Occurrence,
+    OccurrenceState,
+    Schedule,
+    ScheduleStatus,
+    Trigger,
+)
 from tests.acceptance.browser.conftest import Shoot, log_in, wait_for
 from tests.integration.admin.support import staff
 
@@ -197,11 +204,18 @@ def test_an_operator_builds_acts_and_watches(
     wait_for(driver, lambda d: "1 occurrence(s) replayed" in d.page_source)
     driver.get(f"{base}/admin/scheduler_app/occurrence/{failed.pk}/change/")
     assert "bucket is back" in driver.page_source
+    assert "replay requested by ops" in driver.find_element(By.ID, "attempt_history-group").text
     shoot("07-occurrence-with-attempts")
 
     seed_last_day(Schedule.objects.get(name="quarter-hourly sync"))
+    started = timezone.now() - timedelta(hours=5)
+    BeatHeartbeat.objects.create(
+        host="beat-1", pid=4242, version="1.0", started_at=started, last_tick_at=timezone.now()
+    )
     driver.get(f"{base}/admin/scheduler_app/schedule/monitoring/")
     assert driver.find_element(By.CSS_SELECTOR, "svg.sched-timeline")
+    assert "1 beat(s) alive" in driver.find_element(By.ID, "sched-beat-card").text
+    assert "beat-1" in driver.find_element(By.ID, "sched-beats").text
     assert "Sunday night export" in driver.page_source
     shoot("08-monitoring")
 

@@ -303,6 +303,8 @@ def test_the_replay_action_passes_the_user(client: Client) -> None:
     _, occurrence = with_history()
     Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
     url = reverse("admin:scheduler_app_occurrence_changelist")
+    asked = client.post(url, {"action": "replay", "_selected_action": [occurrence.pk]})
+    assert asked.status_code == 200 and "runs again with the same key" in asked.content.decode()
     client.post(
         url,
         {"action": "replay", "confirm": "1", "note": "fixed", "_selected_action": [occurrence.pk]},
@@ -382,3 +384,10 @@ def test_the_monitoring_page_shows_instants_in_the_one_format(client: Client) ->
     Schedule.objects.filter(pk=target.pk).update(next_run_at=due)
     page = client.get(MONITORING).content.decode()
     assert f"next run was {display.instant_text(due, 'UTC')}" in page
+
+
+def test_a_replay_of_a_selection_that_is_not_an_id_is_a_message(client: Client) -> None:
+    url = reverse("admin:scheduler_app_occurrence_changelist")
+    done = client.post(url, {"action": "replay", "confirm": "1", "_selected_action": ["nope"]})
+    assert done.status_code == 302
+    assert "is not an id" in client.get(url).content.decode()
