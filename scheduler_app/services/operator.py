@@ -20,6 +20,7 @@ from django.db import transaction
 from scheduler_app import audit
 from scheduler_app.access import CHANGE, RUN, authorize
 from scheduler_app.actors import actor_name, is_system
+from scheduler_app.bulk import insert_occurrences
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
 from scheduler_app.definitions import (
@@ -234,57 +235,103 @@ def backfill(
     seen = _readable(schedule, user)
     slots = backfill_slots(seen, start, end)
     keys = {idempotency_key(seen.pk, slot): slot for slot in slots}
-    windows = _windows(seen, [slot for slot in slots])
+    with transaction.atomic():  # reads only: on SQLite no write lock is taken here
+        _current(schedule, user, seen)
+        taken = _existing(seen, keys)
+    fresh = [slot for key, slot in keys.items() if key not in taken]
+    plan = _plan(seen, start, end, slots, len(slots) - len(fresh), overlap, limit, dry_run)
+    if plan.over_max and not confirm_over_max:
+        raise ScheduleValidationError(
+            "end",
+            f"this backfill creates {plan.new} occurrences, more than the limit of {limit} "
+            "(SCHEDULER_BACKFILL_MAX); narrow the range or confirm a second time "
+            "(confirm_over_max=True, --yes)",
+            code="over_backfill_max",
+        )
+    if dry_run or not fresh:
+        return plan
+    windows = _windows(seen, fresh)
+    rows = [
+        _occurrence(seen, idempotency_key(seen.pk, slot), slot, Trigger.BACKFILL, now, user, reason)
+        for slot in fresh
+    ]
+    for row in rows:
+        row.window_start = windows[row.scheduled_for]
+    created = 0
+    for index in range(0, len(rows), BACKFILL_CHUNK):
+        chunk = rows[index : index + BACKFILL_CHUNK]
+        created += _insert_chunk(schedule, user, seen, chunk, overlap, now, done=created)
+    _audit_backfill(seen, user, now, reason, start, end, created, overlap)
+    logger.info(
+        "schedule backfilled",
+        extra={"action": "schedule.backfilled", "schedule_id": str(seen.pk), "count": created},
+    )
+    return replace(plan, created=created)
+
+
+BACKFILL_CHUNK = 500
+"""Rows a backfill writes per transaction. The slots and rows are computed before any lock;
+each chunk takes the schedule's lock, re-checks it and writes (on SQLite the database's
+write lock is held for one chunk, about a tenth of a second, not for the whole plan). A
+backfill interrupted between chunks is completed by running it again: slots are idempotent."""
+
+
+def _current(schedule: Schedule | UUID | str, user: Any, seen: Schedule) -> Schedule:
+    """The schedule locked, still allowed, runnable and at the version the plan was made of."""
+    target = _locked(schedule)
+    authorize(user, RUN, target)
+    _check_runnable(target)
+    if target.version != seen.version:
+        raise ScheduleStateError(
+            f"schedule {target.pk} changed while the backfill was planned or written; run it "
+            "again (the slots already written are kept and not repeated)"
+        )
+    return target
+
+
+def _insert_chunk(
+    schedule: Schedule | UUID | str,
+    user: Any,
+    seen: Schedule,
+    rows: list[Occurrence],
+    overlap: str,
+    now: datetime,
+    *,
+    done: int,
+) -> int:
     with transaction.atomic():
-        target = _locked(schedule)
-        authorize(user, RUN, target)
-        _check_runnable(target)
-        if target.version != seen.version:
-            raise ScheduleStateError(
-                f"schedule {target.pk} changed while the backfill was planned; try again"
-            )
-        taken = _existing(target, keys)
-        fresh = [slot for key, slot in keys.items() if key not in taken]
-        plan = _plan(target, start, end, slots, len(slots) - len(fresh), overlap, limit, dry_run)
-        if plan.over_max and not confirm_over_max:
-            raise ScheduleValidationError(
-                "end",
-                f"this backfill creates {plan.new} occurrences, more than the limit of {limit} "
-                "(SCHEDULER_BACKFILL_MAX); narrow the range or confirm a second time "
-                "(confirm_over_max=True, --yes)",
-                code="over_backfill_max",
-            )
-        if dry_run or not fresh:
-            return plan
-        rows = [
-            _occurrence(
-                target, idempotency_key(target.pk, slot), slot, Trigger.BACKFILL, now, user, reason
-            )
-            for slot in fresh
-        ]
-        for row in rows:
-            row.window_start = windows[row.scheduled_for]
+        try:
+            target = _current(schedule, user, seen)
+        except ScheduleStateError as exc:
+            raise ScheduleStateError(f"{exc} ({done} created before it changed)") from None
         policy = target.overlap_policy
         target.overlap_policy = overlap
         apply_overlap([target], {target.pk: rows}, now)
         target.overlap_policy = policy
-        created = Occurrence.objects.bulk_create(rows, ignore_conflicts=True)
-        audit.record(
-            target,
-            AuditAction.BACKFILL,
-            user,
-            now,
-            reason=reason,
-            start=start,
-            end=end,
-            created=len(created),
-            overlap=str(overlap),
-        )
-    logger.info(
-        "schedule backfilled",
-        extra={"action": "schedule.backfilled", "schedule_id": str(target.pk), "count": len(rows)},
+        return len(insert_occurrences(rows))
+
+
+def _audit_backfill(
+    schedule: Schedule,
+    user: Any,
+    now: datetime,
+    reason: str,
+    start: datetime,
+    end: datetime,
+    created: int,
+    overlap: str,
+) -> None:
+    audit.record(
+        schedule,
+        AuditAction.BACKFILL,
+        user,
+        now,
+        reason=reason,
+        start=start,
+        end=end,
+        created=created,
+        overlap=str(overlap),
     )
-    return replace(plan, created=len(created))
 
 
 def _readable(schedule: Schedule | UUID | str, user: Any) -> Schedule:
