@@ -162,8 +162,14 @@ def _refuse_unknown(fields: dict[str, Any], allowed: tuple[str, ...]) -> None:
     unknown = set(fields) - set(allowed)
     if unknown:
         name = sorted(unknown)[0]
+        hint = (
+            "; positional args are not supported: pass keyword arguments in kwargs, "
+            'e.g. kwargs={"n": 1}'
+            if name == "args"
+            else ""
+        )
         raise ScheduleValidationError(
-            name, f"unknown schedule field {name!r}", code="unknown_field"
+            name, f"unknown schedule field {name!r}{hint}", code="unknown_field"
         )
 
 

@@ -41,6 +41,7 @@ from scheduler_app.permissions import owner_choices
 from scheduler_app.publishing import TaskCall
 from scheduler_app.safety.killswitch import set_kill_switch, visible_to
 from scheduler_app.safety.quotas import may_change
+from scheduler_app.services import operator
 from scheduler_app.tenancy import TenantForbidden
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
 from tests.integration.worker_support import due_one, fetch, run
@@ -387,3 +388,34 @@ def test_the_beat_survives_any_exception_of_a_tick(caplog: pytest.LogCaptureFixt
 
 def test_ignore_is_still_what_a_refused_claim_raises() -> None:
     assert issubclass(Ignore, Exception)
+
+
+def test_positional_args_get_a_hint() -> None:
+    with pytest.raises(ScheduleValidationError, match="keyword arguments in kwargs"):
+        schedule(FakeClock(START), kind="interval", rule="60s", args=[1])
+
+
+def test_a_large_backfill_is_written_in_chunks_rechecked_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = FakeClock(START)
+    target = schedule(clock, kind="interval", rule="60s")
+    clock.advance(600)
+    monkeypatch.setattr(operator, "BACKFILL_CHUNK", 2)
+    written = operator._insert_chunk
+    calls: list[int] = []
+
+    def then_edit(*args: Any, **kwargs: Any) -> int:
+        calls.append(1)
+        if len(calls) == 2:  # someone edits the schedule between the chunks
+            Schedule.objects.filter(pk=target.pk).update(version=9)
+        return written(*args, **kwargs)
+
+    monkeypatch.setattr(operator, "_insert_chunk", then_edit)
+    with pytest.raises(ScheduleStateError, match="2 created before it changed"):
+        services.backfill(target, start=START, end=START + timedelta(minutes=5), clock=clock)
+    assert len(rows(target)) == 2
+    Schedule.objects.filter(pk=target.pk).update(version=1)
+    monkeypatch.setattr(operator, "_insert_chunk", written)
+    done = services.backfill(target, start=START, end=START + timedelta(minutes=5), clock=clock)
+    assert (done.existing, done.created, len(rows(target))) == (2, 4, 6)
