@@ -123,6 +123,9 @@ STATE_FIELDS = (
     "updated_text",
 )
 HISTORY_FIELDS = ("preview", "owner_warning", "recent", "versions_diff")
+DECLARED_INSTANTS = {"anchor": "anchor_text", "starts_at": "starts_text", "ends_at": "ends_text"}
+"""A declared schedule's page shows its instants read-only, in the admin's format (Django's
+read-only display would print ``Dec. 1, 2026, 6:49 p.m.``)."""
 
 
 def is_code_declared(schedule: Schedule | None) -> bool:
@@ -143,6 +146,14 @@ def kill_switched_annotation() -> Exists:
     """Whether a switch covers the row: one ``EXISTS`` on the few switch rows, so the list
     needs no query per row."""
     return Exists(switches_covering(OuterRef("tenant"), OuterRef("task")))
+
+
+def kill_switched(schedule: Schedule) -> bool:
+    """The list's annotation, or one query on a schedule's own page (not annotated)."""
+    annotated = getattr(schedule, "kill_switched", None)
+    if annotated is not None:
+        return bool(annotated)
+    return switches_covering(schedule.tenant, schedule.task).exists()
 
 
 def last_outcome_annotations() -> dict[str, Subquery]:
@@ -294,7 +305,7 @@ class ScheduleAdmin(actions.SelectionGuard, admin.ModelAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
         if obj is not None and is_code_declared(obj):
-            fields = [name for name in EDITABLE if name != "owner"]
+            fields = [DECLARED_INSTANTS.get(name, name) for name in EDITABLE if name != "owner"]
             return (
                 ("Declared in code (read-only)", {"fields": ("code_location", *fields)}),
                 ("State", {"fields": tuple(f for f in STATE_FIELDS if f != "code_location")}),
@@ -309,7 +320,7 @@ class ScheduleAdmin(actions.SelectionGuard, admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Schedule | None = None) -> Any:
         computed = (*STATE_FIELDS, *HISTORY_FIELDS)
         if obj is not None and is_code_declared(obj):
-            return (*EDITABLE, *computed)
+            return (*EDITABLE, *DECLARED_INSTANTS.values(), *computed)
         return computed
 
     def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
@@ -361,11 +372,11 @@ class ScheduleAdmin(actions.SelectionGuard, admin.ModelAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Schedule) -> str:
-        return display.status_badge(obj, timezone.now(), getattr(obj, "kill_switched", False))
+        return display.status_badge(obj, timezone.now(), kill_switched(obj))
 
     @admin.display(description="next run", ordering="next_run_at")
     def next_run_text(self, obj: Schedule) -> str:
-        return display.next_run(obj, getattr(obj, "kill_switched", False))
+        return display.next_run(obj, kill_switched(obj))
 
     @admin.display(description="last run", ordering="last_slot")
     def last_outcome(self, obj: Schedule) -> str:
@@ -379,8 +390,7 @@ class ScheduleAdmin(actions.SelectionGuard, admin.ModelAdmin):
 
     @admin.display(description="status")
     def status_text(self, obj: Schedule) -> str:
-        switched = switches_covering(obj.tenant, obj.task).exists()
-        return display.status_badge(obj, timezone.now(), switched)
+        return display.status_badge(obj, timezone.now(), kill_switched(obj))
 
     @admin.display(description="paused")
     def pause_text(self, obj: Schedule) -> str:
@@ -389,6 +399,18 @@ class ScheduleAdmin(actions.SelectionGuard, admin.ModelAdmin):
     @admin.display(description="last slot")
     def last_slot_text(self, obj: Schedule) -> str:
         return display.instant_text(obj.last_scheduled_for, obj.timezone)
+
+    @admin.display(description="anchor")
+    def anchor_text(self, obj: Schedule) -> str:
+        return display.instant_text(obj.anchor, obj.timezone)
+
+    @admin.display(description="starts at")
+    def starts_text(self, obj: Schedule) -> str:
+        return display.instant_text(obj.starts_at, obj.timezone)
+
+    @admin.display(description="ends at")
+    def ends_text(self, obj: Schedule) -> str:
+        return display.instant_text(obj.ends_at, obj.timezone)
 
     @admin.display(description="created")
     def created_text(self, obj: Schedule) -> str:

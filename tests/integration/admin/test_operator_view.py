@@ -253,11 +253,13 @@ def test_the_occurrence_page_shows_instants_in_the_one_format(client: Client) ->
 
 
 def test_the_code_declared_page_shows_instants_in_the_one_format(client: Client) -> None:
-    target = schedule("declared")
+    ends = datetime(2027, 6, 30, 18, 49, 7, tzinfo=UTC)
+    target = schedule("declared", timezone="Europe/Paris", ends_at=ends)
     Schedule.objects.filter(pk=target.pk).update(origin="code")
     page = client.get(reverse("admin:scheduler_app_schedule_change", args=[target.pk]))
     text = page.content.decode()
     assert display.instant_text(target.created_at, target.timezone) in text
+    assert "2027-06-30 20:49:07 CEST (18:49:07 UTC)" in text
     assert " a.m." not in text and " p.m." not in text
 
 
@@ -391,3 +393,12 @@ def test_a_replay_of_a_selection_that_is_not_an_id_is_a_message(client: Client) 
     done = client.post(url, {"action": "replay", "confirm": "1", "_selected_action": ["nope"]})
     assert done.status_code == 302
     assert "is not an id" in client.get(url).content.decode()
+
+
+def test_a_schedules_own_page_shows_the_switch_and_no_next_run(client: Client) -> None:
+    target = schedule("switched", tenant="acme")
+    switch_on(KillSwitchScope.TENANT, "acme")
+    page = client.get(reverse("admin:scheduler_app_schedule_change", args=[target.pk]))
+    model_admin = page.context["adminform"].model_admin
+    assert ">kill switch</span>" in str(model_admin.status_text(target))
+    assert model_admin.next_run_text(target) == "-"
