@@ -9,7 +9,6 @@ the decorator sync, so every way in refuses the same tasks with the same message
 
 from __future__ import annotations
 
-import sys
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -19,7 +18,8 @@ from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
 
 FORBIDDEN_PREFIXES = ("celery.",)
-OCCURRENCE_TASK_MODULE = "scheduler_app.tasks"
+OCCURRENCE_MARKER = "records_occurrences"
+"""Class attribute of ``scheduler_app.tasks.OccurrenceTask`` (``True``)."""
 
 
 def registered_tasks() -> set[str]:
@@ -41,15 +41,13 @@ task_names_loaded: dict[int, bool] = {}
 
 
 def is_occurrence_task(task: Any) -> bool:
-    """``task`` is an ``OccurrenceTask`` (the base class that records occurrences).
+    """``task`` records occurrences: its class is ``OccurrenceTask`` or a subclass.
 
-    The class is read from ``sys.modules``, not imported: ``scheduler_app.tasks`` (the worker's
-    adapter) sits above this allowlist, which the validation it relies on imports. While that
-    module is not loaded, no task can be an instance of its class, so the answer is False.
+    Asked by the marker the base class carries (``records_occurrences``), not by importing it:
+    the worker's adapter (``scheduler_app.tasks``) sits above this allowlist, which the
+    definitions' validation below it uses.
     """
-    module = sys.modules.get(OCCURRENCE_TASK_MODULE)
-    base = getattr(module, "OccurrenceTask", None)
-    return isinstance(base, type) and isinstance(task, base)
+    return getattr(task, OCCURRENCE_MARKER, False) is True
 
 
 def is_allowed_name(name: str, task: Any = None) -> bool:

@@ -71,6 +71,8 @@ def worker_owner() -> str:
 class OccurrenceTask(Task):
     """Claims the occurrence before running, records the outcome, refuses duplicates."""
 
+    records_occurrences = True
+    """The marker ``targets.is_occurrence_task`` reads (the allowlist sits below this module)."""
     clock: Clock = SystemClock()
     permanent_exceptions: tuple[type[BaseException], ...] = ()
     """Exceptions that fail the occurrence at once, besides validation and permission errors."""
