@@ -273,7 +273,9 @@ def apply(
 
 def _apply_one(change: Change, clock: Clock, user: Any) -> Schedule:
     if change.action == "create":
-        wanted_id = {"id": change.desired.schedule_id} if change.desired.schedule_id else {}
+        wanted_id: dict[str, Any] = (
+            {"id": change.desired.schedule_id} if change.desired.schedule_id else {}
+        )
         schedule = create_schedule(clock=clock, user=user, **change.values, **wanted_id)
         current = ScheduleStatus.ACTIVE.value
     else:

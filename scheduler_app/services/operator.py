@@ -65,7 +65,7 @@ def _who(user: Any) -> str:
     return "" if is_system(user) else actor_name(user)
 
 
-def _valid_pk(schedule: Schedule | UUID | str) -> object:
+def _valid_pk(schedule: Schedule | UUID | str) -> UUID:
     pk = schedule.pk if isinstance(schedule, Schedule) else schedule
     try:
         return UUID(str(pk))
