@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import islice
+from zoneinfo import ZoneInfo
 
 from scheduler_app.timing import Ambiguous, Timing, describe, iter_annotated
-from scheduler_app.timing.rules import IntervalRule, OnceRule
+from scheduler_app.timing.rules import EARLIEST, LATEST, IntervalRule, OnceRule
 from scheduler_app.timing.zones import FOLD_FIRST, FOLD_LAST, GAP_NEXT_VALID, GAP_SHIFT
 
 _TICK = timedelta(microseconds=1)
@@ -104,6 +105,42 @@ def preview_payload(timing: Timing, after: datetime, count: int) -> dict[str, ob
         "timezone": timing.zone.key,
         "slots": [row.as_json() for row in rows],
     }
+
+
+FROM_EXAMPLE = "e.g. 2027-03-20 or 2027-03-20T08:00 (local), or 2027-03-20T06:00:00Z"
+
+
+def parse_from(text: str, zone: ZoneInfo, option: str = "from") -> datetime:
+    """The instant a preview starts at: a date (its midnight) or a date and time, read as a
+    wall time in ``zone`` unless it carries an offset. Slots at or after it are shown, so
+    callers pass ``parse_from(...) - TICK`` as ``after``. A ``ValueError`` says what to type.
+    """
+    cleaned = text.strip() if isinstance(text, str) else ""
+    if not cleaned or len(cleaned) > 40 or not cleaned.isprintable():
+        raise ValueError(f"{option}: a date or date and time is required, {FROM_EXAMPLE}")
+    if cleaned.endswith(("Z", "z")):
+        cleaned = cleaned[:-1] + "+00:00"
+    try:
+        value = datetime.fromisoformat(cleaned)
+    except ValueError:
+        raise ValueError(
+            f"{option}: {text[:40]!r} is not a date or date and time, {FROM_EXAMPLE}"
+        ) from None
+    local = value if value.tzinfo is not None else value.replace(tzinfo=zone)
+    try:
+        instant = local.astimezone(UTC)
+    except OverflowError:
+        instant = None
+    if instant is None or not EARLIEST <= instant <= LATEST - timedelta(days=366):
+        raise ValueError(
+            f"{option}: {text[:40]!r} is outside the years the scheduler computes in; "
+            f"pick a date between {EARLIEST.year + 1} and {LATEST.year - 1}"
+        )
+    return instant
+
+
+TICK = _TICK
+"""One microsecond: ``parse_from(...) - TICK`` is the ``after`` that keeps a slot at the start."""
 
 
 def first_slot_after(timing: Timing, instant: datetime) -> datetime:

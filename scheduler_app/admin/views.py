@@ -4,24 +4,31 @@ The page's script POSTs the form as it is (nothing saved); the view runs the adm
 (the same builder and the beat's ``timing_for``) in its preview mode and answers with the
 English description, the next slots in local time and UTC with DST sentences
 (``scheduler_app.preview``, the describer ``schedule_preview`` uses) and the field errors.
-A user without view or add/change permission on schedules gets 403; a schedule of another
-tenant is answered with 404.
+``_preview_from`` (a local date or date and time) starts the slots there instead of now.
+
+The form is the admin's with every field, whatever the user may change: nothing is saved, so a
+view-only user previews a stored schedule (its own values), and a code-declared schedule
+previews its stored definition (code owns it: posted values are ignored). A user who may not
+see the schedule, or may not add one when previewing a new one, gets 403 with a message; a
+schedule of another tenant is answered with 404; any other input is a field error, never 500.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.forms import modelform_factory
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.utils import timezone
 
 from scheduler_app.admin.forms import BUILDER_FIELDS, TIMING_FIELDS
-from scheduler_app.models import Schedule
-from scheduler_app.preview import preview_rows
+from scheduler_app.models import Schedule, ScheduleOrigin
+from scheduler_app.preview import TICK, PreviewRow, parse_from, preview_rows
 from scheduler_app.tenancy import scope
-from scheduler_app.timing import describe
+from scheduler_app.timing import Timing, describe
 
 COUNT = 10
 
@@ -29,19 +36,19 @@ COUNT = 10
 def preview(model_admin: Any, request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return JsonResponse({"error": "POST the schedule form"}, status=405)
-    instance = _instance(request)
-    allowed = (
-        model_admin.has_change_permission(request, instance)
-        or model_admin.has_view_permission(request, instance)
-        if instance is not None
-        else model_admin.has_add_permission(request)
-    )
-    if not allowed:
-        return JsonResponse({"error": "you may not preview this schedule"}, status=403)
-    data = _with_defaults(request.POST, instance or Schedule())
+    try:
+        instance = _instance(request)
+    except Http404:  # another tenant's, or none: the same answer, in JSON for the script
+        return JsonResponse({"error": "no such schedule; reload the page"}, status=404)
+    refusal = _refusal(model_admin, request, instance)
+    if refusal:
+        return JsonResponse({"error": refusal}, status=403)
+    declared = instance is not None and instance.origin == ScheduleOrigin.CODE
+    posted = QueryDict() if declared else request.POST
+    data = _with_defaults(posted, instance or Schedule())
     data["expected_version"] = str(instance.version if instance else 0)
-    form_class = model_admin.get_form(request, instance, change=instance is not None)
-    form = form_class(data, instance=instance or Schedule())
+    form_class = _form_class(model_admin, request)
+    form = form_class(data, instance=instance or Schedule(), request=request)
     form.preview_only = True
     form.is_valid()
     errors = {
@@ -52,7 +59,16 @@ def preview(model_admin: Any, request: HttpRequest) -> HttpResponse:
     timing = form.timing
     if timing is None:
         return JsonResponse({"ok": False, "errors": errors})
-    rows = preview_rows(timing, timezone.now(), COUNT)
+    try:
+        start = _start(request.POST.get("_preview_from") or "", timing)
+        rows = preview_rows(timing, start - TICK, COUNT)
+    except ValueError as error:
+        return JsonResponse({"ok": False, "errors": {**errors, "preview_from": [str(error)]}})
+    except OverflowError:  # a slot past year 9999 in the zone
+        errors["preview_from"] = [
+            "the slots after this date are past year 9999; pick an earlier one"
+        ]
+        return JsonResponse({"ok": False, "errors": errors})
     return JsonResponse(
         {
             "ok": True,
@@ -61,9 +77,46 @@ def preview(model_admin: Any, request: HttpRequest) -> HttpResponse:
             "rule": form.cleaned_data.get("rule"),
             "description": describe(timing),
             "timezone": timing.zone.key,
+            "from": _shown(start, timing),
             "slots": [row.as_display() | {"utc_iso": row.as_json()["utc"]} for row in rows],
         }
     )
+
+
+def _refusal(model_admin: Any, request: HttpRequest, instance: Schedule | None) -> str:
+    """Why the user may not preview this, or "" when they may."""
+    if instance is not None:
+        if model_admin.has_view_or_change_permission(request, instance):
+            return ""
+        return "you need the view_schedule permission to preview this schedule"
+    if model_admin.has_add_permission(request):
+        return ""
+    return "you need the add_schedule permission to preview a new schedule"
+
+
+def _form_class(model_admin: Any, request: HttpRequest) -> Any:
+    """The admin's form class with all its fields and the admin's widgets (split date and
+    time): ``get_form`` leaves out the read-only fields (all of them for a view-only user or a
+    code-declared schedule), and the preview fills the timing fields with the stored values."""
+    base = model_admin.form
+    return modelform_factory(
+        Schedule,
+        form=base,
+        fields=base.Meta.fields,
+        formfield_callback=partial(model_admin.formfield_for_dbfield, request=request),
+    )
+
+
+def _shown(instant: datetime, timing: Timing) -> dict[str, str | None]:
+    shown = PreviewRow(local=instant.astimezone(timing.zone), note=None).as_display()
+    return {"local": shown["local"], "utc": shown["utc"]}
+
+
+def _start(text: str, timing: Timing) -> datetime:
+    """Where the slots start: the posted local date and time, or now."""
+    if not text.strip():
+        return timezone.now()
+    return parse_from(text, timing.zone, "preview from")
 
 
 def _with_defaults(posted: QueryDict, instance: Schedule) -> QueryDict:

@@ -117,9 +117,9 @@ def _picked_weekday(options: dict[str, Any]) -> str:
 def _yearly_days(options: dict[str, Any]) -> str:
     if "byyearday" in options or "byweekno" in options:
         return _year_parts(options)
-    months = options.get("bymonth")
+    months: tuple[int, ...] = options.get("bymonth") or ()
     monthdays = options.get("bymonthday")
-    one_month = months and len(months) == 1 and "byweekday" not in options
+    one_month = len(months) == 1 and "byweekday" not in options
     if one_month and monthdays and all(day > 0 for day in monthdays):  # on March 1 and 15
         return f"on {calendar.month_name[months[0]]} {_and([str(d) for d in monthdays])}"
     of = _and([calendar.month_name[m] for m in months]) if months else "the year"

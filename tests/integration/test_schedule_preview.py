@@ -16,6 +16,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from scheduler_app import services
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RIGA_SPRING = ["--tz", "Europe/Riga", "--after", "2026-03-28T00:00:00Z"]
 RIGA_AUTUMN = ["--tz", "Europe/Riga", "--after", "2026-10-24T00:00:00Z"]
@@ -235,6 +237,46 @@ def test_json_rrule_without_anchor_starts_at_after() -> None:
     assert [s["utc"] for s in result["slots"]] == ["2026-03-29T00:00:00Z", "2026-03-30T00:00:00Z"]
 
 
+# --- --from: a chosen local start -------------------------------------------------------
+
+
+def test_from_starts_at_a_local_date_across_next_springs_dst_change() -> None:
+    result = preview_json(
+        "--rrule", "FREQ=WEEKLY;BYDAY=SU;BYHOUR=3;BYMINUTE=30", "--tz", "Europe/Riga",
+        "--anchor", "2026-01-04T03:30", "--from", "2027-03-21T03:30", "--count", "2",
+    )  # fmt: skip
+    assert result["slots"] == [
+        slot("2027-03-21T01:30:00Z", "2027-03-21T03:30:00+02:00"),  # a slot at --from is kept
+        slot(
+            "2027-03-28T01:30:00Z",
+            "2027-03-28T04:30:00+03:00",
+            "03:30 does not exist (DST gap): shifted to 04:30",
+        ),
+    ]
+
+
+def test_from_is_the_default_anchor_and_may_carry_an_offset() -> None:
+    result = preview_json("--every", "1h", "--from", "2020-01-01T10:00:00Z", "--count", "2")
+    assert [s["utc"] for s in result["slots"]] == ["2020-01-01T10:00:00Z", "2020-01-01T11:00:00Z"]
+
+
+def test_from_in_the_table_heading() -> None:
+    text = preview("--cron", "0 9 * * *", "--tz", "Europe/Riga", "--from", "2027-01-01")
+    assert text.splitlines()[1].startswith("Slots from 2026-12-31T22:00:00Z;")
+
+
+@pytest.mark.django_db
+def test_from_previews_a_stored_schedule_from_that_date() -> None:
+    schedule = services.create_schedule(
+        task="demo.ping", kind="cron", rule="0 9 * * MON", timezone="America/New_York"
+    )
+    result = preview_json("--schedule", str(schedule.pk), "--from", "2027-03-08", "--count", "2")
+    assert [s["local"] for s in result["slots"]] == [
+        "2027-03-08T09:00:00-05:00",
+        "2027-03-15T09:00:00-04:00",  # after New York's spring-forward (March 14)
+    ]
+
+
 # --- table form --------------------------------------------------------------------------
 
 
@@ -314,6 +356,9 @@ BAD_INPUTS = {
     ),
     "bad at": (["--at", "tomorrow", *AFTER], "--at"),
     "unknown option": (["--cron", "0 9 * * *", "--bogus", "1", *AFTER], "unrecognized arguments"),
+    "from and after": (["--cron", "0 9 * * *", "--from", "2027-01-01", *AFTER], "keep one"),
+    "bad from": (["--cron", "0 9 * * *", "--from", "next week"], "--from"),
+    "from out of range": (["--cron", "0 9 * * *", "--from", "9999-12-31"], "--from"),
     "date out of range": (
         ["--cron", "0 9 * * *", "--after", "0001-01-01T00:00:00+01:00"],
         "out of range",

@@ -1,9 +1,9 @@
 """``manage.py schedule_preview``: the next slots of a timing rule, as a table or as JSON.
 
 A thin adapter: parse the arguments, ask the pure time engine, format. The clock is read here,
-at the edge, and only when ``--after`` is not given. ``--schedule ID`` previews a stored
-schedule through ``definitions.timing_for``, the function the beat evaluates it with (active
-window, bounds and count included), from the slot the beat will handle next.
+at the edge, and only when neither ``--after`` nor ``--from`` is given. ``--schedule ID``
+previews a stored schedule through ``definitions.timing_for``, the function the beat evaluates
+it with (active window, bounds and count included), from the slot the beat will handle next.
 """
 
 from __future__ import annotations
@@ -16,10 +16,13 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone as django_timezone
 
+from scheduler_app.definitions import timing_for
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.management.commands._oneline import OneLineErrors
-from scheduler_app.preview import PreviewRow, policy_text, preview_rows, utc_text
+from scheduler_app.models import Schedule
+from scheduler_app.preview import TICK, PreviewRow, parse_from, policy_text, preview_rows, utc_text
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, Timing, build_timing, describe
+from scheduler_app.timing.zones import get_zone
 
 MAX_COUNT = 10_000
 OUT_OF_RANGE = (
@@ -68,7 +71,7 @@ class Command(OneLineErrors):
         parser.add_argument(
             "--anchor",
             metavar="ISO",
-            help="DTSTART of --rrule / grid origin of --every (default: --after)",
+            help="DTSTART of --rrule / grid origin of --every (default: --from or --after)",
         )
         parser.add_argument("--tz", default="UTC", metavar="ZONE", help="IANA zone (default UTC)")
         parser.add_argument("--nonexistent", default="auto", choices=[c.value for c in Nonexistent])
@@ -104,16 +107,19 @@ class Command(OneLineErrors):
             help="instant with offset or Z; slots strictly after it "
             "(default now; with --schedule: just before its next run)",
         )
+        parser.add_argument(
+            "--from",
+            dest="start",
+            metavar="DATE",
+            help="start at this date or date and time, local in --tz unless it has an offset "
+            "(e.g. 2027-03-20 or 2027-03-20T08:00); slots at or after it",
+        )
         parser.add_argument("--count", type=int, default=10, help=f"how many slots, 1..{MAX_COUNT}")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            if options.get("schedule"):
-                timing, after = _stored(options)
-            else:
-                after = _parse_after(options["after"])
-                timing = _build(options, after)
+            timing, after = _timing_and_after(options)
             rows = _slots(timing, after, _check_count(options["count"]))
         except ScheduleValidationError as error:
             raise CommandError(_one_line(_option_message(error)), returncode=2) from None
@@ -121,15 +127,33 @@ class Command(OneLineErrors):
             raise CommandError(_one_line(str(error)), returncode=2) from None
         except OverflowError:  # datetime arithmetic beyond year 1 or 9999
             raise CommandError(OUT_OF_RANGE, returncode=2) from None
-        output = _as_json(timing, rows) if options["json"] else _as_table(timing, after, rows)
+        if options["json"]:
+            output = _as_json(timing, rows)
+        else:
+            heading = f"Slots {'from' if options.get('start') else 'after'} {_utc(after, options)}"
+            output = _as_table(timing, heading, rows)
         self.stdout.write(output)
+
+
+def _timing_and_after(options: dict[str, Any]) -> tuple[Timing, datetime]:
+    """The timing to preview and the instant its slots come strictly after."""
+    _check_start(options)
+    if options.get("schedule"):
+        timing, after = _stored(options)
+        if options.get("start"):
+            after = parse_from(options["start"], timing.zone, "--from") - TICK
+        return timing, after
+    start = _start(options)
+    timing = _build(options, default_anchor=start)
+    return timing, start - TICK if options.get("start") else start
+
+
+def _utc(after: datetime, options: dict[str, Any]) -> str:
+    return utc_text(after + TICK if options.get("start") else after)
 
 
 def _stored(options: dict[str, Any]) -> tuple[Timing, datetime]:
     """The stored schedule's timing (the beat's ``timing_for``) and where the beat stands."""
-    from scheduler_app.definitions import timing_for
-    from scheduler_app.models import Schedule
-
     names = (*RULE_OPTIONS, *BOUND_OPTIONS, "anchor")
     given = [f"--{n.replace('_', '-')}" for n in names if options.get(n)]
     if given:
@@ -150,6 +174,21 @@ def _stored(options: dict[str, Any]) -> tuple[Timing, datetime]:
     if schedule.next_run_at is not None:
         return timing, schedule.next_run_at - _TICK
     return timing, django_timezone.now().replace(microsecond=0)
+
+
+def _check_start(options: dict[str, Any]) -> None:
+    if options.get("start") and options.get("after"):
+        raise ValueError(
+            "--from and --after both say where the slots start; keep one (--from DATE is "
+            "local in --tz and includes a slot at that time, --after ISO is an instant)"
+        )
+
+
+def _start(options: dict[str, Any]) -> datetime:
+    """Where an ad-hoc preview starts (also the default anchor): --from, --after or now."""
+    if options.get("start"):
+        return parse_from(options["start"], get_zone(options["tz"], "timezone"), "--from")
+    return _parse_after(options["after"])
 
 
 def _parse_after(text: str | None) -> datetime:
@@ -178,7 +217,7 @@ def _check_count(count: Any) -> int:
     return count
 
 
-def _build(options: dict[str, Any], after: datetime) -> Timing:
+def _build(options: dict[str, Any], *, default_anchor: datetime) -> Timing:
     chosen = [name for name in RULE_OPTIONS if options.get(name) is not None]
     if len(chosen) != 1:
         raise ValueError(
@@ -189,7 +228,7 @@ def _build(options: dict[str, Any], after: datetime) -> Timing:
     if anchor is not None and chosen[0] not in ("rrule", "every"):
         raise ValueError(f"--anchor: only --rrule and --every take an anchor, not --{chosen[0]}")
     if anchor is None and chosen[0] in ("rrule", "every"):
-        anchor = after
+        anchor = default_anchor
     starts_at = options.get("starts_at")
     max_count = options.get("max_count")
     if max_count is not None and (isinstance(max_count, bool) or max_count < 1):
@@ -226,8 +265,8 @@ def _as_json(timing: Timing, rows: list[PreviewRow]) -> str:
     )
 
 
-def _as_table(timing: Timing, after: datetime, rows: list[PreviewRow]) -> str:
-    lines = [describe(timing), f"Slots after {utc_text(after)}; {policy_text(timing)}", ""]
+def _as_table(timing: Timing, heading: str, rows: list[PreviewRow]) -> str:
+    lines = [describe(timing), f"{heading}; {policy_text(timing)}", ""]
     if not rows:
         return "\n".join([*lines, "No slots: the rule does not fire after that instant."])
     header = (f"Local ({timing.zone.key})", "UTC", "Note")

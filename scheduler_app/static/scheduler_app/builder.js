@@ -1,6 +1,7 @@
 /* The schedule form's builder and live preview: plain JavaScript, no framework, no build step.
    Shows the builder fields that the chosen "repeat" needs, and POSTs the form (unsaved) to
-   the admin's preview view whenever it changes, then draws the next slots it answers. */
+   the admin's preview view whenever it changes, then draws the next slots it answers. The
+   "Preview from" input starts the slots at a chosen local date instead of now. */
 (function () {
   "use strict";
   var SHOWN = {
@@ -55,6 +56,8 @@
       });
     });
     box.querySelector("#sched-description").textContent = answer.ok ? answer.description : "";
+    box.querySelector("#sched-from").textContent = answer.ok && answer.from ?
+      "Slots from " + answer.from.local + " (" + answer.from.utc + ")" : "";
     box.querySelector("#sched-rule").textContent =
       answer.ok ? "Stored rule: " + answer.kind + " " + answer.rule : "";
     (answer.slots || []).forEach(function (slot) {
@@ -70,13 +73,18 @@
   function refresh(form, box) {
     var data = new FormData(form);
     data.append("_object_id", box.getAttribute("data-object-id") || "");
+    var start = box.querySelector("#sched-preview-from");
+    data.set("_preview_from", start ? start.value : "");  // the box may sit outside the form
     box.setAttribute("data-state", "loading");
     fetch(box.getAttribute("data-url"), {
       method: "POST", body: data, credentials: "same-origin",
       headers: {"X-Requested-With": "XMLHttpRequest"}
     }).then(function (response) {
-      if (!response.ok) { throw new Error("HTTP " + response.status); }
-      return response.json();
+      // A refusal (403, 404) says why in its JSON "error": show that, not only the status.
+      return response.json().catch(function () { return {}; }).then(function (body) {
+        if (!response.ok) { throw new Error(body.error || "HTTP " + response.status); }
+        return body;
+      });
     }).then(function (answer) { draw(box, answer); })
       .catch(function (error) {
         draw(box, {ok: false, errors: {preview: [String(error)]}});
@@ -100,6 +108,7 @@
     }
     form.addEventListener("input", later);
     form.addEventListener("change", later);
+    if (!form.contains(box)) { box.addEventListener("change", later); }
     refresh(form, box);
   });
 }());
