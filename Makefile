@@ -76,6 +76,8 @@ torture: install
 soak: install
 	$(PY) -m torture --profile soak --write $(TORTURE_ARGS)
 
+# SQLite and the filesystem broker: beat, a worker and the admin (its login printed), a live
+# table of the occurrences; one Ctrl-C stops them all.
 demo: install
 	$(PY) -m project.demo.run
 

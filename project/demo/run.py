@@ -1,8 +1,10 @@
-"""``make demo``: migrate, seed, run beat and a worker, show occurrences as they happen.
+"""``make demo``: migrate, seed, run beat, a worker and the admin, show occurrences as they
+happen (the table is redrawn in place on a terminal).
 
 Uses SQLite and kombu's filesystem transport unless DATABASE_URL / CELERY_BROKER_URL say
-otherwise; state lives in ``var/`` (or ``$PROJECT_VAR_DIR``). Ctrl-C (or SIGTERM) stops both
-processes. ``--duration N`` stops after N seconds.
+otherwise; state lives in ``var/`` (or ``$PROJECT_VAR_DIR``). The admin is served on
+127.0.0.1:8000 (or a free port) with a login made for this run, printed at start. One Ctrl-C
+(or SIGTERM) stops every process. ``--duration N`` stops after N seconds.
 """
 
 from __future__ import annotations
@@ -43,16 +45,21 @@ def main(argv: list[str] | None = None) -> int:
     from django.core.management import call_command
 
     from project.demo.seed import seed
+    from project.demo.server import demo_login, free_port
 
     call_command("migrate", verbosity=0)
     seed()
+    login = demo_login()
     processes: list[subprocess.Popen[bytes]] = []
+    server: subprocess.Popen[bytes] | None = None
     try:
         processes = start_processes()
+        server = start_admin(free_port(), login)
         watch(args.duration)
     except KeyboardInterrupt:
         print("\nstopping...", flush=True)
     finally:
+        stop_admin(server)
         stop_processes(processes)
     return 0
 
@@ -100,6 +107,31 @@ def start_processes() -> list[subprocess.Popen[bytes]]:
     return processes
 
 
+def start_admin(port: int, login: tuple[str, str]) -> subprocess.Popen[bytes]:
+    from project.demo.server import start_server
+
+    with (var_dir() / "demo-admin.log").open("ab") as log:
+        server = start_server(ROOT, port, log)
+    user, password = login
+    print(f"started admin (pid {server.pid}); its log: {var_dir() / 'demo-admin.log'}")
+    print(f"admin: http://127.0.0.1:{port}/admin/  login: {user} / {password}", flush=True)
+    return server
+
+
+def stop_admin(server: subprocess.Popen[bytes] | None) -> None:
+    """SIGINT, as runserver expects (it exits 0 on it), then SIGKILL if it lingers."""
+    if server is None:
+        return
+    if server.poll() is None:
+        server.send_signal(signal.SIGINT)
+    try:
+        server.wait(timeout=STOP_TIMEOUT)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        server.kill()
+        server.wait()
+    print(f"admin stopped (exit code {server.returncode})", flush=True)
+
+
 def stop_processes(processes: list[subprocess.Popen[bytes]]) -> None:
     """SIGTERM (warm shutdown) to each, wait, then SIGKILL what is left; a second Ctrl-C
     while waiting skips to the kill."""
@@ -125,11 +157,13 @@ def stop_processes(processes: list[subprocess.Popen[bytes]]) -> None:
 
 
 def watch(duration: float | None) -> None:
+    from project.demo.screen import LiveTable
     from project.demo.table import render
 
+    table = LiveTable(sys.stdout)
     started = time.monotonic()
     while duration is None or time.monotonic() - started < duration:
-        print(render(), flush=True)
+        table.show(f"occurrences at {time.strftime('%H:%M:%S')} (Ctrl-C stops)\n{render()}")
         time.sleep(
             3 if duration is None else min(3, max(duration - (time.monotonic() - started), 0))
         )

@@ -18,11 +18,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.adoption.admin_pages import Browser
+
 pytestmark = pytest.mark.slow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-STARTED = re.compile(r"started (worker|beat) \(pid (\d+)\)")
+STARTED = re.compile(r"started (worker|beat|admin) \(pid (\d+)\)")
 STOPPED = "beat and worker stopped (exit codes 0, 0)"
+ADMIN_STOPPED = "admin stopped (exit code 0)"
+LOGIN = re.compile(r"admin: (http://127\.0\.0\.1:\d+)/admin/  login: (\S+) / (\S+)")
 
 
 def demo_env(var: Path) -> dict[str, str]:
@@ -61,8 +65,8 @@ def occurrences(var: Path) -> list[tuple[str, str, str]]:
 
 def assert_stopped_cleanly(output: str, var: Path) -> None:
     pids = child_pids(output)
-    assert set(pids) == {"worker", "beat"}, output
-    assert STOPPED in output, output[-3000:]
+    assert set(pids) == {"worker", "beat", "admin"}, output
+    assert STOPPED in output and ADMIN_STOPPED in output, output[-3000:]
     deadline = time.monotonic() + 10
     while any(alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -146,10 +150,22 @@ def test_demo_runs_schedules_and_stops(demo: Callable[..., Demo]) -> None:
     assert "database is locked" not in log, log[-3000:]
 
 
-def test_ctrl_c_stops_beat_and_worker(demo: Callable[..., Demo]) -> None:
-    """SIGINT to the demo's process group, as a terminal's Ctrl-C does."""
+def test_the_admin_answers_with_the_printed_login_and_ctrl_c_stops_everything(
+    demo: Callable[..., Demo],
+) -> None:
+    """Issue 21: the demo serves the admin, its login printed at start; one SIGINT to the
+    demo's process group (a terminal's Ctrl-C) stops the beat, the worker and the server."""
     run = demo()
     run.wait_for_output("succeeded", timeout=90)
+    login = LOGIN.search(run.output)
+    assert login, run.output[-3000:]
+    base, user, password = login.groups()
+    browser = Browser.login(base, user, password)
+    status, page = browser.get("/admin/scheduler_app/schedule/")
+    assert status == 200 and "every 10 seconds" in page, page[-2000:]
+    assert browser.get("/admin/scheduler_app/occurrence/")[0] == 200
+    assert "/static/admin/css/base.css" in page
+    assert browser.get("/static/admin/css/base.css")[0] == 200  # styled, with DEBUG off
     os.killpg(run.process.pid, signal.SIGINT)
     assert run.process.wait(timeout=60) == 0, run.output[-3000:]
     assert "stopping..." in run.output
