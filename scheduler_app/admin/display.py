@@ -21,7 +21,6 @@ from scheduler_app.models import (
     ScheduleOrigin,
     ScheduleStatus,
 )
-from scheduler_app.preview import clock_text
 from scheduler_app.timing import describe, get_zone
 
 STATUS_CLASS: dict[str, str] = {
@@ -45,24 +44,6 @@ def zone_of(name: str) -> ZoneInfo:
         return get_zone(name)
     except SchedulerError:  # a zone gone from tzdata, or a refused form's value: show UTC
         return ZoneInfo("UTC")
-
-
-def short_time(value: datetime, zone: ZoneInfo) -> str:
-    """A slot's wall time, seconds only when they are not zero (the plans of the actions)."""
-    local = value.astimezone(zone)
-    return f"{local:%Y-%m-%d} {clock_text(local)} {local.tzname()}"
-
-
-def local_and_utc_text(value: datetime | None, zone_name: str) -> str:
-    """A slot in a plan: ``2026-01-01 06:00 EET (2026-01-01 04:00 UTC)`` (see ``instant_text``
-    for instants, which always carry their seconds)."""
-    if value is None:
-        return "-"
-    zone = zone_of(zone_name)
-    utc = value.astimezone(UTC)
-    if zone.key == "UTC":
-        return f"{utc:%Y-%m-%d} {clock_text(utc)} UTC"
-    return f"{short_time(value, zone)} ({utc:%Y-%m-%d} {clock_text(utc)} UTC)"
 
 
 def _instant_parts(value: datetime, zone_name: str) -> tuple[str, str | None]:

@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from scheduler_app import audit
-from scheduler_app.admin.display import STATE_CLASS, instant_text, local_and_utc_text
+from scheduler_app.admin.display import STATE_CLASS, instant_text
 from scheduler_app.models import AuditAction, Schedule
 
 RECENT = 20
@@ -34,7 +34,7 @@ def recent_occurrences(schedule: Schedule) -> SafeString | str:
         (
             (
                 reverse("admin:scheduler_app_occurrence_change", args=[pk]),
-                local_and_utc_text(slot, schedule.timezone),
+                instant_text(slot, schedule.timezone),
                 trigger,
                 STATE_CLASS.get(state, "sched-paused"),
                 state,
@@ -88,7 +88,7 @@ def version_diffs(schedule: Schedule) -> SafeString | str:
             changes = format_html_join(
                 "", "<li><code>{}</code>: {} → {}</li>", field_diff(older, definition)
             ) or format_html("<li>{}</li>", "no semantic change")
-        items.append((number, local_and_utc_text(created, schedule.timezone), changes))
+        items.append((number, instant_text(created, schedule.timezone), changes))
     return format_html(
         '<table class="sched-table"><thead><tr><th>version</th><th>created</th><th>changes</th>'
         "</tr></thead><tbody>{}</tbody></table>",

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from scheduler_app import services
-from scheduler_app.admin.display import local_and_utc_text
+from scheduler_app.admin.display import instant_text
 from scheduler_app.models import Schedule
 from scheduler_app.timing import format_duration
 
@@ -29,14 +29,12 @@ def resume_summary(schedule: Schedule, now: datetime) -> ResumeSummary:
         f"(misfire policy {schedule.misfire_policy})."
     ]
     for slot in slots[:LISTED]:  # one list item each: the page's list draws the bullet
-        lines.append(f"Catch-up at {local_and_utc_text(slot, zone)}")
+        lines.append(f"Catch-up at {instant_text(slot, zone)}")
     if len(slots) > LISTED:
-        lines.append(
-            f"… and {len(slots) - LISTED} more, up to {local_and_utc_text(slots[-1], zone)}"
-        )
+        lines.append(f"… and {len(slots) - LISTED} more, up to {instant_text(slots[-1], zone)}")
     if preview.skipped:
         lines.append(f"{preview.skipped} missed slot(s) are skipped: " + _skip_reason(schedule))
-    lines.append(f"Then the next run: {local_and_utc_text(preview.next_run_at, zone)}.")
+    lines.append(f"Then the next run: {instant_text(preview.next_run_at, zone)}.")
     return ResumeSummary(preview.count, lines)
 
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from scheduler_app import services
-from scheduler_app.admin.display import local_and_utc_text, zone_of
+from scheduler_app.admin.display import instant_text, zone_of
 from scheduler_app.admin.pages import SERVICE_ERRORS, Page, confirmed, done, error_text, render
 from scheduler_app.models import OPEN_STATES, Occurrence, OverlapPolicy, Schedule
 from scheduler_app.services.operator import backfill_max
@@ -209,7 +209,7 @@ def _plan_lines(plan: Any, schedule: Schedule) -> list[str]:
     return [
         f"Slots in the range: {plan.count}; already have an occurrence: {plan.existing}; "
         f"new: {plan.new}.",
-        f"First: {local_and_utc_text(plan.first, schedule.timezone)}; "
-        f"last: {local_and_utc_text(plan.last, schedule.timezone)}.",
+        f"First: {instant_text(plan.first, schedule.timezone)}; "
+        f"last: {instant_text(plan.last, schedule.timezone)}.",
         f"Estimated cost: {cost}. Overlap policy for these: {plan.overlap}.",
     ]

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from scheduler_app.admin import approving
 from scheduler_app.admin.actions import SelectionGuard
+from scheduler_app.admin.display import instant_text
 from scheduler_app.admin.pages import SERVICE_ERRORS, error_text
 from scheduler_app.models import (
     BeatHeartbeat,
@@ -71,6 +72,17 @@ def _narrow_choices(form: forms.ModelForm, user: Any) -> None:
     )
 
 
+def instant_column(field: str, label: str) -> Any:
+    """A list column showing ``field`` in the admin's one format for instants (UTC)."""
+
+    def column(obj: Any) -> str:
+        return instant_text(getattr(obj, field))
+
+    column.short_description = label  # type: ignore[attr-defined]
+    column.admin_order_field = field  # type: ignore[attr-defined]
+    return column
+
+
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Rows the scheduler writes: operators look, nobody edits."""
 
@@ -87,7 +99,14 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 @admin.register(KillSwitch)
 class KillSwitchAdmin(SelectionGuard, admin.ModelAdmin):
     form = KillSwitchForm
-    list_display = ("scope", "target", "enabled", "reason", "changed_by", "changed_at")
+    list_display = (
+        "scope",
+        "target",
+        "enabled",
+        "reason",
+        "changed_by",
+        instant_column("changed_at", "changed at"),
+    )
     list_filter = ("enabled", "scope")
     search_fields = ("target", "reason", "changed_by")
 
@@ -141,7 +160,7 @@ class KillSwitchAdmin(SelectionGuard, admin.ModelAdmin):
 
 @admin.register(KillSwitchEvent)
 class KillSwitchEventAdmin(SelectionGuard, ReadOnlyAdmin):
-    list_display = ("at", "scope", "target", "enabled", "by", "reason")
+    list_display = (instant_column("at", "at"), "scope", "target", "enabled", "by", "reason")
     list_filter = ("enabled", "scope")
     ordering = ("-at",)
 
@@ -151,18 +170,30 @@ class KillSwitchEventAdmin(SelectionGuard, ReadOnlyAdmin):
 
 @admin.register(BeatHeartbeat)
 class BeatHeartbeatAdmin(SelectionGuard, ReadOnlyAdmin):
+    """Whether each beat is alive, for every staff user with the view permission; a beat's
+    last error can name any tenant's schedule, so only users of all tenants see it."""
+
     list_display = (
         "host",
         "pid",
         "version",
-        "started_at",
-        "last_tick_at",
+        instant_column("started_at", "started at"),
+        instant_column("last_tick_at", "last tick"),
         "last_batch_size",
         "clock_skew",
         "last_error",
-        "stopped_at",
+        instant_column("stopped_at", "stopped at"),
     )
     ordering = ("-last_tick_at",)
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        shown = super().get_list_display(request)
+        if allowed_tenants(request.user) is None:
+            return shown
+        return tuple(column for column in shown if column != "last_error")
+
+    def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
+        return None if allowed_tenants(request.user) is None else ("last_error", "last_error_at")
 
 
 @admin.register(TenantQuota)

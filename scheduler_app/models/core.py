@@ -381,7 +381,11 @@ class Schedule(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.name or self.key or str(self.id)
+        """Its name or key; an unnamed one reads as its task and rule, never as a UUID."""
+        if self.name or self.key:
+            return str(self.name or self.key)
+        rule = f"{self.kind} {self.rule}"
+        return f"{self.task} ({rule[:60]}{'...' if len(rule) > 60 else ''})"
 
 
 class ScheduleVersion(models.Model):

@@ -34,4 +34,8 @@ class OccurrenceAttempt(models.Model):
         indexes = [models.Index(fields=["occurrence", "started_at"], name="attempt_occ_idx")]
 
     def __str__(self) -> str:
-        return f"{self.occurrence_id} #{self.number} {self.kind} {self.outcome}"
+        if self.kind == AttemptKind.RUN:
+            return f"attempt {self.number}: {self.outcome or 'running'}"
+        who = self.by or "the system"
+        was = f" (it was {self.outcome})" if self.outcome else ""
+        return f"{self.get_kind_display().split(':')[0]} requested by {who}{was}"

@@ -126,7 +126,7 @@ def test_backfill_shows_the_plan_then_creates_it(client: Client) -> None:
     form = {"start": "2026-01-01T00:00", "end": "2026-01-05T23:59", "overlap": "buffer_all"}
     plan = client.post(url("backfill", schedule), {**form, "plan": "1"}).content.decode()
     assert "Slots in the range: 5" in plan
-    assert "First: 2026-01-01 06:00 EET (2026-01-01 04:00 UTC)" in plan
+    assert "First: 2026-01-01 06:00:00 EET (04:00:00 UTC)" in plan
     assert Occurrence.objects.count() == 0
     client.post(url("backfill", schedule), {**form, "confirm": "1"})
     rows = Occurrence.objects.filter(trigger=Trigger.BACKFILL)

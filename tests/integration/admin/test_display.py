@@ -1,22 +1,20 @@
-"""Times on the admin pages: local with its zone abbreviation, UTC labelled, seconds only when
-they are not zero; the percentile the monitoring page uses."""
+"""Times on the admin pages: one format, local with its zone abbreviation and seconds, UTC
+beside it; the percentile the monitoring page uses."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from scheduler_app.admin.display import local_and_utc, local_and_utc_text
+from scheduler_app.admin.display import instant_text, local_and_utc
 from scheduler_app.admin.monitoring import percentile
 
 
-def test_seconds_are_shown_only_when_not_zero() -> None:
+def test_every_instant_has_seconds_and_its_zone_with_utc_beside() -> None:
     on_the_minute = datetime(2026, 7, 1, 15, 0, tzinfo=UTC)
-    off_the_minute = datetime(2026, 7, 1, 15, 0, 43, tzinfo=UTC)
-    assert local_and_utc_text(on_the_minute, "Europe/Riga") == (
-        "2026-07-01 18:00 EEST (2026-07-01 15:00 UTC)"
-    )
-    assert local_and_utc_text(off_the_minute, "Europe/Riga") == (
-        "2026-07-01 18:00:43 EEST (2026-07-01 15:00:43 UTC)"
+    past_midnight = datetime(2026, 7, 1, 22, 0, 43, tzinfo=UTC)
+    assert instant_text(on_the_minute, "Europe/Riga") == "2026-07-01 18:00:00 EEST (15:00:00 UTC)"
+    assert instant_text(past_midnight, "Europe/Riga") == (
+        "2026-07-02 01:00:43 EEST (2026-07-01 22:00:43 UTC)"
     )
 
 

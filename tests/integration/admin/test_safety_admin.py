@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from scheduler_app import services
 from scheduler_app.models import (
@@ -97,3 +99,22 @@ def test_approving_from_the_list_needs_the_permission(settings: object) -> None:
     held.refresh_from_db()
     assert held.status == ScheduleStatus.ACTIVE
     assert (held.approved_by, held.approved_version) == ("lead", held.version)
+
+
+def test_a_beats_last_error_is_shown_only_to_users_of_all_tenants() -> None:
+    now = timezone.now()
+    BeatHeartbeat.objects.create(
+        host="h",
+        pid=1,
+        version="x",
+        started_at=now,
+        last_tick_at=now,
+        last_error="schedule of tenant b failed",
+    )
+    page = reverse("admin:scheduler_app_beatheartbeat_changelist")
+    tenant_staff = client_for(staff("watcher", "view_beatheartbeat"))
+    assert "tenant b failed" not in tenant_staff.get(page).content.decode()
+    root = User.objects.create_superuser("root", "root@example.com", "x")
+    everyone = Client()
+    everyone.force_login(root)
+    assert "tenant b failed" in everyone.get(page).content.decode()
