@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F
 
 from scheduler_app import events
@@ -116,7 +116,9 @@ def _claim_in_one_statement(
         if seen is None:
             return Claim(False, "unknown_occurrence")
         if seen.won:
-            return Claim(True, "", seen.token, seen.attempt, seen.occurrence, seen.stopped)
+            return _recheck(
+                Claim(True, "", seen.token, seen.attempt, seen.occurrence, seen.stopped), now
+            )
         last = seen.occurrence
         refused = _refused(seen.occurrence, now, task, check_permission=attempt == 1)
         if refused is not None:
@@ -130,6 +132,25 @@ def _claim_in_one_statement(
     return Claim(False, "claimed_by_another", occurrence=last)
 
 
+def _recheck(claim: Claim, now: datetime) -> Claim:
+    """What the one statement cannot ask (approval by the schedule's own task, the version's
+    payload), asked of the row it just claimed; a refusal ends the attempt before the task."""
+    occurrence = claim.occurrence
+    not_runnable = why_not_runnable(occurrence) if occurrence is not None else ""
+    if occurrence is None or not not_runnable:
+        return claim
+    state = OccurrenceState.CANCELLED if not_runnable == CANCELLED else OccurrenceState.SKIPPED
+    end(
+        occurrence,
+        state,
+        not_runnable,
+        now,
+        from_states=(OccurrenceState.RUNNING,),
+        token=claim.token,
+    )
+    return Claim(False, not_runnable, occurrence=occurrence)
+
+
 def _refused(
     occurrence: Occurrence, now: datetime, task: str | None, *, check_permission: bool = True
 ) -> Claim | None:
@@ -139,6 +160,11 @@ def _refused(
         return Claim(False, "task_mismatch")
     if occurrence.state not in CLAIMABLE:
         return Claim(False, f"already_{occurrence.state}", occurrence=occurrence)
+    if occurrence.state == OccurrenceState.PENDING and occurrence.publish_lease_until is None:
+        # Still in the outbox and no beat is handing it off: a message for it did not come
+        # from the outbox (the handoff's kill switches and quotas were never asked). Left as
+        # it is: the outbox publishes it.
+        return Claim(False, "not_published", occurrence=occurrence)
     if occurrence.not_before is not None and now + EARLY < occurrence.not_before:
         # Not yet: a retry's old delivery (its own message follows), or a message that
         # arrived before its jitter or delay (a forged one, or a clock far off). Left as it
@@ -409,16 +435,41 @@ def release_next(schedule: Schedule, now: datetime) -> Occurrence | None:
 
 
 def _after_fixed_delay_run(schedule: Schedule, now: datetime) -> None:
-    """``fixed_delay`` intervals: the next slot is this completion plus the interval."""
+    """``fixed_delay`` intervals: the next slot is this completion plus the interval.
+
+    A definition that no longer evaluates (a row changed past the services) parks the
+    schedule instead of failing the outcome's transaction: the outcome is recorded once, and
+    the task never runs again for this slot."""
     if schedule.interval_mode != IntervalMode.FIXED_DELAY:
         return
     if schedule.status != ScheduleStatus.ACTIVE or schedule.next_run_at is not None:
         return
-    schedule.next_run_at = next_fixed_delay_slot(schedule, now)
+    try:
+        following = next_fixed_delay_slot(schedule, now)
+    except Exception as exc:
+        if isinstance(exc, DatabaseError):
+            raise
+        _park(schedule, exc, now)
+        return
+    schedule.next_run_at = following
     if schedule.next_run_at is None:
         schedule.status = ScheduleStatus.COMPLETED
     schedule.updated_at = now
     schedule.save(update_fields=["next_run_at", "status", "updated_at"])
+
+
+def _park(schedule: Schedule, error: Exception, now: datetime) -> None:
+    why = f"{type(error).__name__}: {error}"[:1000]
+    logger.error(
+        "schedule cannot be evaluated; paused",
+        extra={"action": "schedule.parked", "schedule_id": str(schedule.pk), "error": why},
+    )
+    schedule.status = ScheduleStatus.PAUSED
+    schedule.last_error = why
+    schedule.paused_by = "scheduler"
+    schedule.pause_note = f"parked by the scheduler: {why}"[:2000]
+    schedule.updated_at = now
+    schedule.save(update_fields=["status", "last_error", "paused_by", "pause_note", "updated_at"])
 
 
 def next_fixed_delay_slot(schedule: Schedule, finished_at: datetime) -> datetime | None:

@@ -92,6 +92,7 @@ def materialize_batch(
         cap = get_settings().MAX_SLOTS_PER_TICK  # read once per batch, not once per schedule
         planned = _plan_within_budget(schedules, now, cap, max_rows_per_batch())
         schedules = [schedule for schedule in schedules if schedule.id in planned]
+        schedules = _park_without_version(schedules, planned, now)
         to_stop = apply_overlap(schedules, planned, now)
         rows = [row for group in planned.values() for row in group]
         leased = _lease(rows, lease_until)
@@ -328,6 +329,30 @@ def _request_stop(schedule_ids: list[UUID], now: datetime) -> list[str]:
     locked = lock_in_order(running)
     Occurrence.objects.filter(pk__in=locked).update(cancel_requested_at=now)
     return [str(pk) for pk in locked]
+
+
+def _park_without_version(
+    schedules: list[Schedule], planned: dict[UUID, list[Occurrence]], now: datetime
+) -> list[Schedule]:
+    """A schedule whose current version row is missing (deleted past the services) would
+    fail the whole batch at commit (the deferred foreign key): park it, as stored, instead.
+    One query per batch."""
+    wanted = {version_id(schedule.id, schedule.version): schedule for schedule in schedules}
+    if not any(planned[schedule.id] for schedule in schedules):
+        return schedules
+    found = set(ScheduleVersion.objects.filter(pk__in=list(wanted)).values_list("pk", flat=True))
+    if len(found) == len(wanted):
+        return schedules
+    kept: list[Schedule] = []
+    for pk, schedule in wanted.items():
+        if pk in found:
+            kept.append(schedule)
+            continue
+        stored = Schedule.objects.get(pk=schedule.pk)  # not advanced: its slots stay due
+        park(stored, LookupError(f"its version {stored.version} row is missing"), now)
+        planned[stored.id] = []
+        kept.append(stored)
+    return kept
 
 
 def _save_parked(schedules: list[Schedule]) -> None:

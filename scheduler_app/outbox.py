@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
@@ -167,7 +167,7 @@ def hand_off(
     from the outbox, or just inserted by this beat's ``materialize_batch``."""
     if not claimed:
         return DispatchResult(0, 0, False)
-    rows = screen(claimed, now)
+    rows = _screened(claimed, now)
     if not rows:
         return DispatchResult(len(claimed), 0, False)
     failed = False
@@ -191,6 +191,25 @@ def hand_off(
     if failed:
         instruments.HANDOFF_FAILURES.inc(len(rows) - len(published))
     return DispatchResult(len(claimed), len(published), failed)
+
+
+def _screened(claimed: Sequence[Occurrence], now: datetime) -> list[Occurrence]:
+    """``screen`` for the batch; when it raises (a row whose stored values a check cannot
+    read), row by row, parking the rows that raise so that the others go on."""
+    try:
+        return screen(claimed, now)
+    except Exception as exc:
+        if isinstance(exc, DatabaseError):
+            raise
+    passed: list[Occurrence] = []
+    for row in claimed:
+        try:
+            passed.extend(screen([row], now))
+        except Exception as exc:
+            if isinstance(exc, DatabaseError):
+                raise
+            park_unpublishable(row, exc, now)
+    return passed
 
 
 def _broker_failed(exc: PublishError, rows: Sequence[Occurrence]) -> list[Occurrence]:

@@ -134,7 +134,8 @@ def with_owner_rules(
     """Apply the owner rules for an edit by ``user`` (a system actor: no rules).
 
     New schedules are owned by their creator unless an owner is given. Another owner must be
-    one of ``owner_choices(user, tenant)``. Only a superuser may leave a person's schedule
+    one of ``owner_choices(user, tenant)``, and so must the owner a schedule keeps when it is
+    moved to another tenant. Only a superuser may leave a person's schedule
     without an owner: an owner-less schedule runs unchecked, as the system.
     """
     if is_system(user):
@@ -143,10 +144,14 @@ def with_owner_rules(
     if current is None and result.get("owner") in (None, ""):
         result["owner"] = user
         return result
-    if "owner" not in result:
+    moved = current is not None and "tenant" in result and result["tenant"] != current.tenant
+    if "owner" not in result and not moved:
         return result
-    wanted = getattr(result["owner"], "pk", result["owner"]) or None
-    if current is not None and wanted == current.owner_id:
+    if "owner" in result:
+        wanted = getattr(result["owner"], "pk", result["owner"]) or None
+    else:  # moved to another tenant: the owner it keeps must belong there too
+        wanted = current.owner_id if current is not None else None
+    if current is not None and wanted == current.owner_id and not moved:
         return result
     if wanted is None:
         if not getattr(user, "is_superuser", False):

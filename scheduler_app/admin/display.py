@@ -102,7 +102,11 @@ def is_overdue(schedule: Schedule, now: datetime) -> bool:
     """Active, and its next slot is further behind than its grace (the beat is not keeping up)."""
     if schedule.status != ScheduleStatus.ACTIVE or schedule.next_run_at is None:
         return False
-    return schedule.next_run_at < now - timedelta(seconds=max(schedule.max_lateness, 60))
+    try:
+        grace = timedelta(seconds=max(int(schedule.max_lateness), 60))
+        return schedule.next_run_at < now - grace
+    except (OverflowError, TypeError, ValueError):  # an unsaved, invalid value on the form
+        return False
 
 
 def will_run(schedule: Schedule, kill_switched: bool = False) -> bool:

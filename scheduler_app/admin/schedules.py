@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -341,6 +341,7 @@ class ScheduleAdmin(actions.SelectionGuard, admin.ModelAdmin):
                 saved = services.create_schedule(user=request.user, **values)
         except SchedulerError as exc:  # a race since the form was checked (e.g. StaleVersion)
             self.message_user(request, f"Not saved: {exc}", messages.ERROR)
+            obj._refused = True  # type: ignore[attr-defined]
             return
         if "cost_estimate" in form.cleaned_data:
             Schedule.objects.filter(pk=saved.pk).update(
@@ -350,6 +351,28 @@ class ScheduleAdmin(actions.SelectionGuard, admin.ModelAdmin):
         obj.refresh_from_db()
         for warning in getattr(form, "warnings", []):
             self.message_user(request, warning, messages.WARNING)
+
+    # A save the service refused is not a success: no "added" message, no LogEntry, and the
+    # page is shown again (the service's error is already on it).
+    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        return (
+            None if getattr(obj, "_refused", False) else super().log_addition(request, obj, message)
+        )
+
+    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        return (
+            None if getattr(obj, "_refused", False) else super().log_change(request, obj, message)
+        )
+
+    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
+        if getattr(obj, "_refused", False):
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_add(request, obj, post_url_continue)
+
+    def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
+        if getattr(obj, "_refused", False):
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_change(request, obj)
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
         outcome = services.delete_schedule(obj.pk, user=request.user)

@@ -398,6 +398,10 @@ class ScheduleVersion(models.Model):
     version = models.PositiveIntegerField()
     definition = models.JSONField()
     created_at = models.DateTimeField()
+    approved_at = models.DateTimeField(
+        null=True, blank=True, help_text="When this version was approved (tasks that need it)."
+    )
+    approved_by = models.CharField(max_length=150, blank=True, default="")
 
     class Meta:
         constraints = [

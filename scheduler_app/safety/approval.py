@@ -20,7 +20,7 @@ from fnmatch import fnmatchcase
 from celery import current_app
 
 from scheduler_app.conf import get_settings
-from scheduler_app.models import Schedule, ScheduleStatus
+from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
 
 logger = logging.getLogger("scheduler_app.safety")
 PERMISSION = "scheduler_app.approve_schedule"
@@ -40,8 +40,8 @@ def needs_approval(task: str) -> bool:
 
 def hold_for_approval(schedule: Schedule) -> None:
     """Called before every write: an unapproved version of such a task waits."""
-    if schedule.status in (ScheduleStatus.CANCELLED, ScheduleStatus.COMPLETED):
-        return
+    if schedule.status == ScheduleStatus.CANCELLED:
+        return  # a completed schedule is held too: run now and backfill run its version
     if schedule.approved_version == schedule.version or not needs_approval(schedule.task):
         return
     if schedule.status != ScheduleStatus.AWAITING_APPROVAL:
@@ -57,6 +57,25 @@ def hold_for_approval(schedule: Schedule) -> None:
 
 
 def version_approved(schedule: Schedule, version: int) -> bool:
-    """Whether occurrences of ``version`` of ``schedule`` may run as far as approval goes:
-    the task needs none, or exactly that version was approved."""
+    """Whether ``version`` of ``schedule`` may run as far as approval goes: its task needs
+    none, or exactly that version was approved (the last one approved is on the schedule)."""
     return schedule.approved_version == version or not needs_approval(schedule.task)
+
+
+def occurrence_approved(row: Occurrence, asked: dict[str, bool] | None = None) -> bool:
+    """Whether ``row`` (with its schedule and version loaded) may run as far as approval goes.
+
+    Asked of the occurrence's own task *and* of its schedule's current one: a row whose task
+    was changed (or forced) to one that needs approval is not let through by the other's
+    answer. Its version must be the one approved last, or carry its own approval.
+    """
+    version = row.schedule_version
+    if row.schedule.approved_version == version.version or version.approved_at is not None:
+        return True
+    cache = {} if asked is None else asked
+    for task in {row.task, row.schedule.task}:
+        if task not in cache:
+            cache[task] = needs_approval(task)
+        if cache[task]:
+            return False
+    return True

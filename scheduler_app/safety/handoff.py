@@ -26,10 +26,11 @@ from scheduler_app import events
 from scheduler_app.locking import lock_in_order
 from scheduler_app.models import Occurrence, OccurrenceState, ScheduleStatus, TenantQuota
 from scheduler_app.safety import killswitch, quotas
-from scheduler_app.safety.approval import needs_approval
+from scheduler_app.safety.approval import occurrence_approved
 
 CANCELLED = "schedule_cancelled"
 NOT_APPROVED = "not_approved"
+NOT_ITS_VERSION = "not_its_version"
 UNPUBLISHABLE = "unpublishable"
 
 logger = logging.getLogger("scheduler_app.safety")
@@ -65,18 +66,25 @@ def not_runnable(rows: Sequence[Occurrence]) -> dict[object, str]:
 
 
 def why_not_runnable(row: Occurrence, asked: dict[str, bool] | None = None) -> str:
-    """``schedule_cancelled``, ``not_approved``, or "" when ``row`` may run."""
+    """``schedule_cancelled``, ``not_approved``, ``not_its_version``, or "" when ``row``
+    (loaded with its schedule and version) may run."""
     schedule = row.schedule
     if schedule.status == ScheduleStatus.CANCELLED:
         return CANCELLED
     if schedule.status == ScheduleStatus.AWAITING_APPROVAL:
         return NOT_APPROVED
-    if schedule.approved_version == row.schedule_version.version:
-        return ""
-    cache = {} if asked is None else asked
-    if schedule.task not in cache:
-        cache[schedule.task] = needs_approval(schedule.task)
-    return NOT_APPROVED if cache[schedule.task] else ""
+    if not matches_version(row):
+        return NOT_ITS_VERSION
+    return "" if occurrence_approved(row, asked) else NOT_APPROVED
+
+
+def matches_version(row: Occurrence) -> bool:
+    """The row runs the task and payload of the version it names (a row whose task or kwargs
+    were changed past the services does not run under that version's approval)."""
+    definition = row.schedule_version.definition or {}
+    if "task" in definition and definition["task"] != row.task:
+        return False
+    return "kwargs" not in definition or definition["kwargs"] == row.kwargs
 
 
 def park_unpublishable(row: Occurrence, error: Exception, now: datetime) -> bool:

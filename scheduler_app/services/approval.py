@@ -20,7 +20,7 @@ from scheduler_app.errors import (
     ScheduleValidationError,
     StaleVersion,
 )
-from scheduler_app.models import AuditAction, Schedule, ScheduleStatus
+from scheduler_app.models import AuditAction, Schedule, ScheduleStatus, ScheduleVersion
 from scheduler_app.safety.approval import PERMISSION
 from scheduler_app.timing import next_after
 
@@ -73,6 +73,11 @@ def approve_schedule(
         schedule.approved_at = now
         schedule.updated_at = now
         schedule.save()
+        # Kept on the version too: its occurrences still waiting stay approved after a later
+        # version is approved.
+        ScheduleVersion.objects.filter(schedule=schedule, version=version).update(
+            approved_at=now, approved_by=schedule.approved_by
+        )
         audit.record(schedule, AuditAction.APPROVED, user, now, reason=reason)
     logger.info(
         "schedule approved",

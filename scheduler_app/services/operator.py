@@ -48,7 +48,7 @@ from scheduler_app.models import (
     Trigger,
 )
 from scheduler_app.models.audit import AuditAction
-from scheduler_app.safety.approval import hold_for_approval
+from scheduler_app.safety.approval import hold_for_approval, version_approved
 from scheduler_app.services.schedules import NOT_RUNNABLE
 from scheduler_app.timing import ensure_aware, iter_slots, next_after, previous_slot
 
@@ -134,6 +134,11 @@ def _check_runnable(schedule: Schedule) -> None:
         raise ScheduleStateError(
             f"schedule {schedule.pk} is {schedule.status}; it cannot be run "
             "(restore or approve it first)"
+        )
+    if not version_approved(schedule, schedule.version):
+        raise ScheduleStateError(
+            f"version {schedule.version} of schedule {schedule.pk} is not approved; a user "
+            "with approve_schedule must approve it before it can run"
         )
 
 

@@ -20,7 +20,7 @@ from scheduler_app.access import (
     authorize,
     check_tenant,
 )
-from scheduler_app.actors import actor_name
+from scheduler_app.actors import actor_name, is_system
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definitions import misfire_rules, timing_for, validate_definition, version_id
 from scheduler_app.errors import (
@@ -42,6 +42,7 @@ from scheduler_app.models import (
     OccurrenceState,
     PauseBehaviour,
     Schedule,
+    ScheduleOrigin,
     ScheduleStatus,
     ScheduleVersion,
 )
@@ -51,6 +52,7 @@ from scheduler_app.policies import PlannedSlot, decide_misfire
 from scheduler_app.routing import check_routing
 from scheduler_app.safety.approval import hold_for_approval
 from scheduler_app.safety.gates import before_write
+from scheduler_app.safety.handoff import why_not_runnable
 from scheduler_app.tenancy import check_access
 from scheduler_app.timing import (
     Kind,
@@ -124,6 +126,7 @@ def create_schedule(
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
     check_tenant(user, fields.get("tenant"))
+    _check_create_only(fields, user)
     fields = with_owner_rules(fields, user, current=None)
     check_owner_present(fields.get("owner"), str(fields.get("origin") or "api"))
     check_descriptive(fields)
@@ -158,6 +161,25 @@ def create_schedule(
     return schedule
 
 
+def _check_create_only(fields: dict[str, Any], user: Any) -> None:
+    """An id or an origin is given by imports and decorator sync (system actors), never by a
+    person: ``origin="code"`` would lock every person out of the schedule."""
+    origin = fields.get("origin")
+    if origin and origin not in ScheduleOrigin.values:
+        choices = ", ".join(ScheduleOrigin.values)
+        raise ScheduleValidationError(
+            "origin", f"unknown origin {origin!r}; use one of: {choices}", code="invalid"
+        )
+    given = [name for name in CREATE_ONLY_FIELDS if fields.get(name)]
+    if given and not is_system(user):
+        raise ScheduleValidationError(
+            given[0],
+            f"{given[0]} is set by imports and by the code (@scheduled), not by a person; "
+            "leave it out",
+            code="not_allowed",
+        )
+
+
 def _refuse_unknown(fields: dict[str, Any], allowed: tuple[str, ...]) -> None:
     unknown = set(fields) - set(allowed)
     if unknown:
@@ -175,18 +197,25 @@ def _refuse_unknown(fields: dict[str, Any], allowed: tuple[str, ...]) -> None:
 
 def _insert(schedule: Schedule) -> None:
     """Insert, translating a key conflict (checked first, and raced by the constraint)."""
+    _save_keyed(schedule, force_insert=True)
+
+
+def _save_keyed(schedule: Schedule, *, force_insert: bool = False) -> None:
+    """Save, translating a conflict on the unique key into ``DuplicateKey`` (never a raw
+    database error that every surface would answer with a 500)."""
     key_taken = DuplicateKey(
         "key",
         f"a schedule with key {schedule.key!r} exists already; pick another key or update it",
         code="duplicate_key",
     )
-    if schedule.key and Schedule.objects.filter(key=schedule.key).exists():
+    others = Schedule.objects.filter(key=schedule.key).exclude(pk=schedule.pk)
+    if schedule.key and others.exists():
         raise key_taken
     try:
         with transaction.atomic():
-            schedule.save(force_insert=True)
+            schedule.save(force_insert=force_insert)
     except IntegrityError:
-        if schedule.key and Schedule.objects.filter(key=schedule.key).exists():
+        if schedule.key and others.exists():
             raise key_taken from None
         raise
 
@@ -246,7 +275,7 @@ def update_schedule(
             _restart_at(schedule, first)
         schedule.updated_at = now
         before_write(schedule, creating=False, now=now)
-        schedule.save()
+        _save_keyed(schedule)
         if semantic or descriptive:
             _snapshot(schedule, now)
             audit.record(
@@ -595,10 +624,13 @@ def replay_occurrence(
             )
         schedule = Schedule.objects.select_for_update().get(pk=occurrence.schedule_id)
         authorize(user, REPLAY, schedule)
-        if schedule.status in NOT_RUNNABLE:
+        occurrence.schedule = schedule
+        refused = why_not_runnable(occurrence)
+        if refused:
             raise ScheduleStateError(
-                f"schedule {schedule.pk} is {schedule.status}; its occurrences cannot run "
-                "(approve or restore it first)"
+                f"occurrence {occurrence.pk} cannot run ({refused}): its schedule is "
+                f"{schedule.status}, version {occurrence.schedule_version.version}; approve "
+                "or restore it first"
             )
         if occurrence.state not in allowed:
             hint = " (pass force=True / --force to run a succeeded one again)" * (

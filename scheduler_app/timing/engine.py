@@ -53,15 +53,19 @@ class _Budget:
         for item in items:
             self.left -= 1
             if self.left < 0 or item[0] > self.until:
-                raise SearchExhausted(
-                    "rule",
-                    "no slot found within the next 100 years or the first "
-                    f"{SEARCH_BUDGET:,} candidate times (the active window or the bounds "
-                    "exclude nearly every time the rule produces); check the rule, the window "
-                    "and starts_at/ends_at",
-                    code="never_fires",
-                )
+                self.exhaust()
             yield item
+
+    def exhaust(self) -> None:
+        """Give up: also called when an active-window search reaches its bound."""
+        raise SearchExhausted(
+            "rule",
+            "no slot found within the next 100 years or the first "
+            f"{SEARCH_BUDGET:,} candidate times (the active window or the bounds "
+            "exclude nearly every time the rule produces); check the rule, the window "
+            "and starts_at/ends_at",
+            code="never_fires",
+        )
 
 
 def first_slot(
@@ -204,7 +208,14 @@ def _windowed(
         start = min(after, since - _TICK)
         if timing.starts_at is not None:
             start = max(start, timing.starts_at - _TICK)
-    for item in apply_windows(_raw(timing, start, budget), windows, timing.zone):
+    items = apply_windows(
+        _raw(timing, start, budget),
+        windows,
+        timing.zone,
+        restart=lambda instant: _raw(timing, instant, budget),
+        exhausted=budget.exhaust if budget is not None else None,
+    )
+    for item in items:
         if item[0] > after:
             yield item
 

@@ -54,7 +54,7 @@ class Claimed:
     stopped: bool = False
 
 
-APPROVED = "cur.s_approved_version IS NOT NULL AND cur.s_approved_version = cur.v_version"
+APPROVED = "(cur.s_approved_version = cur.v_version OR cur.v_approved_at IS NOT NULL)"
 """The claim's approval condition when the task needs approval (else ``TRUE``)."""
 
 
@@ -77,6 +77,7 @@ WITH cur AS (
         AND o.cancel_requested_at IS NULL
         AND (o.deadline_at IS NULL OR o.deadline_at > %(now)s)
         AND (o.not_before IS NULL OR o.not_before <= %(early)s)
+        AND (o.state <> %(pending)s OR o.publish_lease_until IS NOT NULL)
         AND cur.s_status NOT IN (%(s_cancelled)s, %(s_awaiting)s)
         AND ({approval})
         AND ({permission})

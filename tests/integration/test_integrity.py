@@ -23,6 +23,7 @@ from scheduler_app.beat import DurableScheduler
 from scheduler_app.clock import FakeClock
 from scheduler_app.conf import SchedulerSettings
 from scheduler_app.errors import (
+    DuplicateKey,
     OperatorPermissionDenied,
     ScheduleStateError,
     ScheduleValidationError,
@@ -36,6 +37,7 @@ from scheduler_app.models import (
     Schedule,
     ScheduleAuditEvent,
     ScheduleStatus,
+    ScheduleVersion,
 )
 from scheduler_app.permissions import owner_choices
 from scheduler_app.publishing import TaskCall
@@ -173,7 +175,7 @@ def test_a_forged_message_before_not_before_does_not_run_the_work() -> None:
         row = fetch(occurrence)
         assert (row.state, row.attempts) == (state, 0)  # left as it is, never started
     clock.set(later)
-    run(ping, occurrence, clock)
+    run(ping, fetch(occurrence), clock)  # the outbox's own message, when it is due
     assert fetch(occurrence).state == OccurrenceState.SUCCEEDED
 
 
@@ -419,3 +421,117 @@ def test_a_large_backfill_is_written_in_chunks_rechecked_each_time(
     monkeypatch.setattr(operator, "_insert_chunk", written)
     done = services.backfill(target, start=START, end=START + timedelta(minutes=5), clock=clock)
     assert (done.existing, done.created, len(rows(target))) == (2, 4, 6)
+
+
+def test_a_forged_message_for_a_row_still_in_the_outbox_does_not_run_it() -> None:
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+    Occurrence.objects.filter(pk=occurrence.pk).update(
+        state=OccurrenceState.PENDING, publish_lease_until=None, dispatched_at=None
+    )  # released to the outbox (a broker failure), or made by another beat, not yet screened
+    run(ping, occurrence, clock, forged=True)
+    row = fetch(occurrence)
+    assert (row.state, row.attempts) == (OccurrenceState.PENDING, 0)
+
+
+def test_a_row_whose_task_or_payload_differs_from_its_version_does_not_run() -> None:
+    clock = FakeClock(START)
+    for change in ({"kwargs": {"amount": 1_000_000}}, {"task": "demo.hourly_sync"}):
+        occurrence = due_one(clock)
+        Occurrence.objects.filter(pk=occurrence.pk).update(**change)  # past the services
+        run(ping, occurrence, clock)
+        row = fetch(occurrence)
+        assert row.attempts <= 1 and row.state != OccurrenceState.SUCCEEDED
+        clock.advance(3600)
+
+
+def test_approving_a_later_version_keeps_the_earlier_approved_runs() -> None:
+    clock = FakeClock(START)
+    with override_settings(**APPROVAL):
+        target = schedule(clock, kind="interval", rule="60s")
+        approver = person("ann", "approve_schedule")
+        services.approve_schedule(target.pk, version=1, user=approver, clock=clock)
+        clock.set(reload(target).next_run_at)
+        ticker(MemoryPublisher(), clock).tick()
+        [first] = rows(target)
+        services.update_schedule(target.pk, expected_version=1, clock=clock, name="renamed")
+        services.approve_schedule(target.pk, version=2, user=approver, clock=clock)
+        run(ping, first, clock)
+        assert fetch(first).state == OccurrenceState.SUCCEEDED
+
+
+def test_a_missing_version_row_parks_its_schedule_and_the_others_go_on() -> None:
+    clock = FakeClock(START)
+    good = schedule(clock, kind="interval", rule="60s")
+    bad = schedule(clock, kind="interval", rule="60s")
+    ScheduleVersion.objects.filter(schedule=bad).delete()
+    clock.set(max(reload(good).next_run_at, reload(bad).next_run_at))
+    broker = MemoryPublisher()
+    ticker(broker, clock).tick()
+    assert [row.schedule_id for row in broker.sent] == [good.pk]
+    assert reload(bad).status == ScheduleStatus.PAUSED and "missing" in reload(bad).pause_note
+
+
+def test_a_poisoned_zone_in_the_quota_check_parks_that_row_alone() -> None:
+    clock = FakeClock(START)
+    good = schedule(clock, kind="interval", rule="60s")
+    bad = schedule(clock, kind="interval", rule="60s", max_per_day=5)
+    clock.set(max(reload(good).next_run_at, reload(bad).next_run_at))
+    broker = MemoryPublisher()
+    beat = ticker(broker, clock)
+    beat.tick()
+    clock.advance(60)
+    Schedule.objects.filter(pk=bad.pk).update(timezone="Not/AZone")  # past the services
+    Occurrence.objects.filter(schedule=bad).delete()
+    services.run_now(bad.pk, clock=clock, respect_overlap=False)
+    services.run_now(good.pk, clock=clock, respect_overlap=False)
+    before = len(broker.sent)
+    beat.tick()
+    sent = [row.schedule_id for row in broker.sent[before:]]
+    assert good.pk in sent and bad.pk not in sent
+
+
+def test_moving_a_schedule_to_another_tenant_rechecks_the_owner_it_keeps() -> None:
+    clock = FakeClock(START)
+    boss = person("boss", "add_schedule", "change_schedule", "assign_owner", tenant="a")
+    boss.groups.add(Group.objects.get_or_create(name="tenant:b")[0])
+    boss = User.objects.get(pk=boss.pk)
+    dave = person("dave", tenant="a")
+    target = schedule(clock, kind="interval", rule="60s", tenant="a", user=boss, owner=dave)
+    with pytest.raises(ScheduleValidationError) as caught:
+        services.update_schedule(target.pk, expected_version=1, clock=clock, user=boss, tenant="b")
+    assert caught.value.code == "owner_not_allowed"
+
+
+def test_a_person_cannot_set_the_origin_or_the_id() -> None:
+    clock = FakeClock(START)
+    maker = person("maker", "add_schedule")
+    for field in ({"origin": "code"}, {"id": "6b0b3a52-5ad3-4a57-9a4a-6c9fb4b0e0f1"}):
+        with pytest.raises(ScheduleValidationError) as caught:
+            schedule(clock, kind="interval", rule="60s", user=maker, **field)
+        assert caught.value.code == "not_allowed"
+
+
+def test_a_taken_key_on_update_is_a_clear_error() -> None:
+    clock = FakeClock(START)
+    schedule(clock, kind="interval", rule="60s", key="a")
+    other = schedule(clock, kind="interval", rule="60s", key="b")
+    with pytest.raises(DuplicateKey):
+        services.update_schedule(other.pk, expected_version=1, clock=clock, key="a")
+
+
+def test_an_unknown_origin_is_refused() -> None:
+    with pytest.raises(ScheduleValidationError) as caught:
+        schedule(FakeClock(START), kind="interval", rule="60s", origin="admin")
+    assert caught.value.field == "origin"
+
+
+def test_a_fixed_delay_schedule_poisoned_while_it_runs_records_the_outcome_once() -> None:
+    clock = FakeClock(START)
+    occurrence = due_one(clock, interval_mode="fixed_delay")
+    Schedule.objects.filter(pk=occurrence.schedule_id).update(timezone="Not/AZone")
+    assert run(ping, occurrence, clock).state == "SUCCESS"
+    row = fetch(occurrence)
+    assert (row.state, row.attempts) == (OccurrenceState.SUCCEEDED, 1)
+    parked = Schedule.objects.get(pk=occurrence.schedule_id)
+    assert parked.status == ScheduleStatus.PAUSED and parked.paused_by == "scheduler"

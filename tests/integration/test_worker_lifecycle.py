@@ -89,6 +89,8 @@ def test_a_late_writer_with_an_old_token_cannot_overwrite_a_newer_attempt() -> N
     # The slow worker stops heartbeating; the reconciler hands the occurrence to another.
     clock.advance(LEASE + timedelta(seconds=1))
     assert reconcile(clock.now(), retry_grace=GRACE).requeued == 1
+    # The outbox hands it off again (a pending row is claimable only while a beat holds it).
+    Occurrence.objects.filter(pk=occurrence.pk).update(publish_lease_until=clock.now() + LEASE)
     new = lifecycle.claim(occurrence.pk, owner="fast", now=clock.now(), lease=LEASE)
     assert (new.claimed, new.token, new.attempt) == (True, 2, 2)
 

@@ -7,7 +7,7 @@ passes its ``FakeClock`` to ``run``; the task's clock is restored afterwards.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery.result import EagerResult
@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from project.celery import app
 from scheduler_app.clock import FakeClock
 from scheduler_app.context import current_occurrence
-from scheduler_app.models import Occurrence, Schedule
+from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleVersion
 from scheduler_app.outbox import HEADER, context_headers
 from scheduler_app.tasks import check_cancelled
 from tests.integration.support import MemoryPublisher, schedule, ticker
@@ -91,14 +91,26 @@ def load_task_modules() -> None:
     registered_tasks()
 
 
-def run(task: Any, occurrence: Occurrence, clock: FakeClock, **extra: Any) -> EagerResult:
+def run(
+    task: Any, occurrence: Occurrence, clock: FakeClock, *, forged: bool = False, **extra: Any
+) -> EagerResult:
     """Deliver ``occurrence`` to ``task`` in-process, as a worker would, at ``clock``'s time.
 
-    ``extra`` is added to the occurrence's stored kwargs (for test tasks that take arguments):
-    the worker runs the stored payload, never the message's.
+    As the outbox hands it off: a ``pending`` row (as passed) is leased to a beat first, unless
+    ``forged`` (a message that did not come from the outbox). ``extra`` is added to the
+    occurrence's stored kwargs and its version's (for test tasks that take arguments): the
+    worker runs the stored payload, never the message's.
     """
     if extra:
-        Occurrence.objects.filter(pk=occurrence.pk).update(kwargs={**occurrence.kwargs, **extra})
+        payload = {**occurrence.kwargs, **extra}
+        Occurrence.objects.filter(pk=occurrence.pk).update(kwargs=payload)
+        version = ScheduleVersion.objects.get(pk=occurrence.schedule_version_id)
+        version.definition = {**version.definition, "kwargs": payload}
+        version.save(update_fields=["definition"])
+    if not forged and occurrence.state == OccurrenceState.PENDING:
+        Occurrence.objects.filter(
+            pk=occurrence.pk, state=OccurrenceState.PENDING, publish_lease_until__isnull=True
+        ).update(publish_lease_until=clock.now() + timedelta(seconds=30))
     target = task._get_current_object() if hasattr(task, "_get_current_object") else task
     target.clock = clock
     try:

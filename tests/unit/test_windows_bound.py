@@ -182,14 +182,9 @@ def test_the_matching_days_of_a_year_are_computed_once() -> None:
     assert (info.misses, info.hits) == (1, 59)
 
 
-# --- through the engine (needs ``engine._windowed`` to pass ``restart`` and ``exhausted``) ---
-
-_ENGINE = pytest.mark.xfail(
-    strict=True, reason="the engine does not pass restart= to apply_windows yet"
-)
+# --- through the engine ---
 
 
-@_ENGINE
 def test_next_after_with_a_weekly_window_evaluates_a_few_slots(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -208,7 +203,6 @@ def test_next_after_with_a_weekly_window_evaluates_a_few_slots(
     assert len(looked_at) <= 10
 
 
-@_ENGINE
 def test_validation_still_calls_a_never_meeting_skip_window_never_fires() -> None:
     rule_timing = timing("cron", "*/2 * * * *", "* 09:01-09:02", "skip")
     with pytest.raises(SearchExhausted) as caught:

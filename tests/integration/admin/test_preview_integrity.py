@@ -214,7 +214,7 @@ VALUES = st.one_of(
     which=st.sampled_from(["new", "stored", "code", "posted"]),
 )
 def test_no_post_makes_it_answer_500(data: dict[str, list[str]], who: str, which: str) -> None:
-    stored = Schedule.objects.filter(origin="admin").first() or weekly(origin="admin")
+    stored = Schedule.objects.filter(key="stored").first() or weekly(key="stored")
     code = Schedule.objects.filter(origin="code").first() or _code_declared()
     users = {user.username: user for user in User.objects.filter(username__in=USERS)}
     for name, codenames in USERS.items():
@@ -235,6 +235,6 @@ USERS = {
 
 
 def _code_declared() -> Schedule:
-    schedule = weekly(origin="admin", name="declared")
+    schedule = weekly(name="declared")
     Schedule.objects.filter(pk=schedule.pk).update(origin="code")
     return Schedule.objects.get(pk=schedule.pk)
