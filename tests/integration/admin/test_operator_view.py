@@ -12,12 +12,14 @@ import pytest
 from django.contrib import admin
 from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.test import Client
+from django.test import Client, RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
 from scheduler_app import services
 from scheduler_app.admin import display
+from scheduler_app.admin.monitoring import lateness
+from scheduler_app.clock import FakeClock
 from scheduler_app.models import (
     AttemptKind,
     BeatHeartbeat,
@@ -402,3 +404,17 @@ def test_a_schedules_own_page_shows_the_switch_and_no_next_run(client: Client) -
     model_admin = page.context["adminform"].model_admin
     assert ">kill switch</span>" in str(model_admin.status_text(target))
     assert model_admin.next_run_text(target) == "-"
+
+
+def test_the_monitoring_lateness_reads_scheduled_and_catch_up_runs_only() -> None:
+    now = timezone.now().replace(microsecond=0)
+    clock = FakeClock(now - timedelta(hours=2))
+    target = services.create_schedule(task="demo.ping", kind="interval", rule="60s", clock=clock)
+    clock.set(now)
+    services.backfill(
+        target, start=now - timedelta(hours=2), end=now - timedelta(minutes=30), clock=clock
+    )
+    Occurrence.objects.update(dispatched_at=now)  # every backfilled slot handed off just now
+    request = RequestFactory().get("/")
+    request.user = User.objects.create_superuser("watch", "w@example.com", "x")
+    assert [row.count for row in lateness(request, now)] == [0, 0]
