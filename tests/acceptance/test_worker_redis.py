@@ -28,7 +28,9 @@ def test_worker_runs_the_task_with_its_context_once(
     worker: Workers, publisher_app: Celery, tmp_path: Path
 ) -> None:
     record = tmp_path / "executions.jsonl"
-    start = datetime.now(UTC).replace(microsecond=0)
+    # The beat's clock starts in the past, so that the slots it advances to are due by the
+    # worker's (real) clock too: the claim refuses an occurrence before its not_before.
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=90)
     clock = FakeClock(start)
     schedule = services.create_schedule(
         clock=clock,
