@@ -151,6 +151,15 @@ def _recheck(claim: Claim, now: datetime) -> Claim:
     return Claim(False, not_runnable, occurrence=occurrence)
 
 
+def held_back(occurrence: Occurrence) -> bool:
+    """A deliberate delay: a retry's backoff, jitter, a deferral (``not_before`` after the
+    slot), the same rule as the message's ``eta``."""
+    return occurrence.not_before is not None and (
+        occurrence.state == OccurrenceState.RETRYING
+        or occurrence.not_before > occurrence.scheduled_for
+    )
+
+
 def _refused(
     occurrence: Occurrence, now: datetime, task: str | None, *, check_permission: bool = True
 ) -> Claim | None:
@@ -165,10 +174,11 @@ def _refused(
         # from the outbox (the handoff's kill switches and quotas were never asked). Left as
         # it is: the outbox publishes it.
         return Claim(False, "not_published", occurrence=occurrence)
-    if occurrence.not_before is not None and now + EARLY < occurrence.not_before:
+    if held_back(occurrence) and now + EARLY < occurrence.not_before:
         # Not yet: a retry's old delivery (its own message follows), or a message that
-        # arrived before its jitter or delay (a forged one, or a clock far off). Left as it
-        # is: the outbox and the retry publish it when it is due.
+        # arrived before its jitter or delay (a forged one). Left as it is: the outbox and
+        # the retry publish it when it is due. A slot without a delay is due when the beat
+        # says so: the beat's clock decides when a slot is due, not the worker's.
         why = "retry_not_due" if occurrence.state == OccurrenceState.RETRYING else "not_due"
         return Claim(False, why, occurrence=occurrence)
     not_runnable = why_not_runnable(occurrence)

@@ -76,7 +76,8 @@ WITH cur AS (
         AND o.state IN (%(pending)s, %(dispatched)s, %(retrying)s) {task}
         AND o.cancel_requested_at IS NULL
         AND (o.deadline_at IS NULL OR o.deadline_at > %(now)s)
-        AND (o.not_before IS NULL OR o.not_before <= %(early)s)
+        AND (o.not_before IS NULL OR o.not_before <= %(early)s
+            OR (o.state <> %(retrying)s AND o.not_before <= o.scheduled_for))
         AND (o.state <> %(pending)s OR o.publish_lease_until IS NOT NULL)
         AND cur.s_status NOT IN (%(s_cancelled)s, %(s_awaiting)s)
         AND ({approval})
