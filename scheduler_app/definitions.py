@@ -98,6 +98,15 @@ def idempotency_key(schedule_id: uuid.UUID | str, scheduled_for: datetime) -> st
     return f"{schedule_id}:{instant}"
 
 
+def is_uuid(value: object) -> bool:
+    """Whether ``value`` reads as a UUID (every id here is one; anything else matches no row)."""
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
 def occurrence_id(key: str) -> uuid.UUID:
     """Deterministic: racing beats that compute the same slot compute the same task id."""
     return uuid.uuid5(_OCCURRENCE_NAMESPACE, key)

@@ -14,6 +14,7 @@ from scheduler_app.services.operator import (
     restore_schedule,
     run_now,
 )
+from scheduler_app.services.replay import replay_occurrence
 from scheduler_app.services.schedules import (
     CREATE_ONLY_FIELDS,
     DEFAULTS,
@@ -25,7 +26,6 @@ from scheduler_app.services.schedules import (
     normalize_definition,
     pause_schedule,
     preview_resume,
-    replay_occurrence,
     resume_schedule,
     update_schedule,
 )

@@ -13,7 +13,7 @@ from scheduler_app import audit
 from scheduler_app.access import APPROVE, authorize
 from scheduler_app.actors import actor_name
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.definitions import timing_for
+from scheduler_app.definitions import is_uuid, timing_for
 from scheduler_app.errors import (
     OperatorPermissionDenied,
     ScheduleStateError,
@@ -50,7 +50,7 @@ def approve_schedule(
     with transaction.atomic():
         schedule = (
             Schedule.objects.select_for_update().filter(pk=schedule_id).first()
-            if _is_uuid(schedule_id)
+            if is_uuid(schedule_id)
             else None
         )
         if schedule is None:
@@ -89,14 +89,6 @@ def approve_schedule(
         },
     )
     return schedule
-
-
-def _is_uuid(value: object) -> bool:
-    try:
-        UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 def _activate(schedule: Schedule, now: datetime) -> None:

@@ -49,7 +49,7 @@ from scheduler_app.models import (
 )
 from scheduler_app.models.audit import AuditAction
 from scheduler_app.safety.approval import hold_for_approval, version_approved
-from scheduler_app.services.schedules import NOT_RUNNABLE
+from scheduler_app.services.replay import NOT_RUNNABLE
 from scheduler_app.timing import ensure_aware, iter_slots, next_after, previous_slot
 
 __all__ = ["BackfillPlan", "OperatorPermissionDenied", "backfill", "restore_schedule", "run_now"]

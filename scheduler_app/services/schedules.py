@@ -16,13 +16,18 @@ from scheduler_app.access import (
     CHANGE,
     DELETE,
     PAUSE,
-    REPLAY,
     authorize,
     check_tenant,
 )
 from scheduler_app.actors import actor_name, is_system
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.definitions import misfire_rules, timing_for, validate_definition, version_id
+from scheduler_app.definitions import (
+    is_uuid,
+    misfire_rules,
+    timing_for,
+    validate_definition,
+    version_id,
+)
 from scheduler_app.errors import (
     DuplicateKey,
     ScheduleStateError,
@@ -36,9 +41,7 @@ from scheduler_app.locking import update_in_order
 from scheduler_app.materialize import apply_overlap, due_slots, insert_occurrences, plan_schedule
 from scheduler_app.models import (
     SEMANTIC_FIELDS,
-    AttemptKind,
     Occurrence,
-    OccurrenceAttempt,
     OccurrenceState,
     PauseBehaviour,
     Schedule,
@@ -52,7 +55,6 @@ from scheduler_app.policies import PlannedSlot, decide_misfire
 from scheduler_app.routing import check_routing
 from scheduler_app.safety.approval import hold_for_approval
 from scheduler_app.safety.gates import before_write
-from scheduler_app.safety.handoff import why_not_runnable
 from scheduler_app.tenancy import check_access
 from scheduler_app.timing import (
     Kind,
@@ -490,7 +492,7 @@ def _get(schedule_id: UUID | str, user: Any = None) -> Schedule:
     """The schedule as stored, without a lock (validation happens before any lock).
 
     With ``user``, their tenants are checked (``TenantForbidden``)."""
-    schedule = Schedule.objects.filter(pk=schedule_id).first() if _is_uuid(schedule_id) else None
+    schedule = Schedule.objects.filter(pk=schedule_id).first() if is_uuid(schedule_id) else None
     if schedule is None:
         raise ScheduleValidationError(
             "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
@@ -588,91 +590,3 @@ def normalize_definition(values: dict[str, Any], now: datetime) -> dict[str, Any
     if result.get("kwargs") is None:
         result["kwargs"] = {}
     return result
-
-
-NOT_RUNNABLE = (ScheduleStatus.CANCELLED, ScheduleStatus.AWAITING_APPROVAL)
-"""Statuses in which no occurrence of a schedule may run (replayed, run now, backfilled)."""
-REPLAYABLE = (OccurrenceState.FAILED, OccurrenceState.EXPIRED, OccurrenceState.CANCELLED)
-
-
-def replay_occurrence(
-    occurrence_id: UUID | str,
-    *,
-    force: bool = False,
-    clock: Clock | None = None,
-    by: str = "",
-    note: str = "",
-    user: Any = None,
-) -> Occurrence:
-    """Run a failed (dead-letter), expired or cancelled occurrence again.
-
-    The same occurrence, key and ``scheduled_for``: the next attempt, its history kept (the
-    replay itself is recorded as an attempt-history event with ``by`` and ``note``).
-    Replaying a succeeded occurrence needs ``force=True``. The deadline no longer applies.
-    """
-    now = _clock(clock).now()
-    allowed = (*REPLAYABLE, OccurrenceState.SUCCEEDED) if force else REPLAYABLE
-    with transaction.atomic():
-        occurrence = (
-            Occurrence.objects.select_for_update().filter(pk=occurrence_id).first()
-            if _is_uuid(occurrence_id)
-            else None
-        )
-        if occurrence is None:
-            raise ScheduleValidationError(
-                "occurrence_id", f"no occurrence with id {occurrence_id}", code="not_found"
-            )
-        schedule = Schedule.objects.select_for_update().get(pk=occurrence.schedule_id)
-        authorize(user, REPLAY, schedule)
-        occurrence.schedule = schedule
-        refused = why_not_runnable(occurrence)
-        if refused:
-            raise ScheduleStateError(
-                f"occurrence {occurrence.pk} cannot run ({refused}): its schedule is "
-                f"{schedule.status}, version {occurrence.schedule_version.version}; approve "
-                "or restore it first"
-            )
-        if occurrence.state not in allowed:
-            hint = " (pass force=True / --force to run a succeeded one again)" * (
-                occurrence.state == OccurrenceState.SUCCEEDED
-            )
-            raise ScheduleStateError(
-                f"occurrence {occurrence.pk} is {occurrence.state}; only failed, expired or "
-                f"cancelled occurrences can be replayed{hint}"
-            )
-        previous = occurrence.state
-        occurrence.state = OccurrenceState.PENDING
-        occurrence.reason = "replay"
-        occurrence.deadline_at = None
-        occurrence.not_before = now
-        occurrence.finished_at = None
-        occurrence.dispatched_at = None
-        occurrence.publish_lease_until = None
-        occurrence.cancel_requested_at = None
-        occurrence.save()
-        OccurrenceAttempt.objects.create(
-            occurrence=occurrence,
-            kind=AttemptKind.REPLAY,
-            number=occurrence.attempts,
-            started_at=now,
-            finished_at=now,
-            outcome=previous,
-            by=(by or actor_name(user))[:150],
-            note=note,
-        )
-        audit.record(
-            schedule, AuditAction.REPLAYED, user, now, reason=note, occurrence=str(occurrence.pk)
-        )
-    logger.info(
-        "occurrence replayed",
-        extra={"action": "occurrence.replayed", "occurrence_id": str(occurrence.pk)},
-    )
-    return occurrence
-
-
-def _is_uuid(value: UUID | str) -> bool:
-    try:
-        UUID(str(value))
-    except ValueError:
-        return False
-    return True
