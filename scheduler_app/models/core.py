@@ -8,7 +8,7 @@ from typing import Any
 from django.apps import apps
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import models
+from django.db import DatabaseError, models, transaction
 from django.db.models import Q
 
 from scheduler_app.limits import NUMBER_LIMITS
@@ -524,7 +524,11 @@ class Occurrence(models.Model):
         if not apps.is_installed("django_celery_results"):
             return None
         task_result = apps.get_model("django_celery_results", "TaskResult")
-        return task_result.objects.filter(task_id=str(self.id)).first()
+        try:
+            with transaction.atomic():  # a savepoint: a failed read must not spoil the page's
+                return task_result.objects.filter(task_id=str(self.id)).first()
+        except DatabaseError:  # installed but not migrated (`manage.py migrate` creates it)
+            return None
 
     @property
     def dispatch_lateness(self) -> float | None:

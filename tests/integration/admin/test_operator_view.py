@@ -418,3 +418,16 @@ def test_the_monitoring_lateness_reads_scheduled_and_catch_up_runs_only() -> Non
     request = RequestFactory().get("/")
     request.user = User.objects.create_superuser("watch", "w@example.com", "x")
     assert [row.count for row in lateness(request, now)] == [0, 0]
+
+
+def test_an_unmigrated_results_table_reads_as_no_result(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django_celery_results.models import TaskResult
+
+    target = services.create_schedule(task="demo.ping", kind="interval", rule="60s")
+    occurrence = services.run_now(target.pk)
+    monkeypatch.setattr(TaskResult._meta, "db_table", "never_migrated_taskresult")
+    assert occurrence.task_result is None
+    page = client.get(reverse("admin:scheduler_app_occurrence_change", args=[occurrence.pk]))
+    assert page.status_code == 200
