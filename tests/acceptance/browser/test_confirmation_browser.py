@@ -52,3 +52,29 @@ def test_approve_and_pause_go_through_their_confirmation_pages(
         .values_list("action", "reason")
     )
     assert trail[-2:] == [("approved", "reviewed with finance"), ("paused", "bank holiday freeze")]
+
+
+def test_the_preview_starts_at_a_chosen_date_across_next_springs_change(
+    driver: WebDriver, live_server: object
+) -> None:
+    base = str(live_server)
+    User.objects.create_superuser("lead", "lead@example.com", "pw")
+    weekly = services.create_schedule(
+        task="demo.ping", kind="cron", rule="0 9 * * MON", timezone="Europe/Riga", name="weekly"
+    )
+    log_in(driver, base, "lead", "pw")
+    driver.get(f"{base}/admin/scheduler_app/schedule/{weekly.pk}/change/")
+    wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#sched-slots tbody tr"))
+    driver.execute_script(
+        "var f = document.getElementById('sched-preview-from');"
+        "f.value = '2027-03-22T00:00'; f.dispatchEvent(new Event('change', {bubbles: true}));"
+    )
+
+    def first_two(d: WebDriver) -> list[str]:
+        rows = d.find_elements(By.CSS_SELECTOR, "#sched-slots tbody tr")
+        return [row.text for row in rows[:2]]
+
+    wait_for(driver, lambda d: any("2027-03-22" in text for text in first_two(d)))
+    first, second = first_two(driver)
+    assert "2027-03-22 09:00" in first and "EET" in first
+    assert "2027-03-29 09:00" in second and "EEST" in second  # after the spring change
