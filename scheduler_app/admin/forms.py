@@ -32,6 +32,7 @@ from scheduler_app.definitions import timing_for, validate_definition
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule
 from scheduler_app.permissions import RUN_PERMISSION, may_assign_owner
+from scheduler_app.safety.payloads import check_payload
 from scheduler_app.targets import allowed_tasks, check_target
 from scheduler_app.tenancy import allowed_tenants
 from scheduler_app.timing import Kind, Timing, next_after
@@ -292,6 +293,10 @@ class ScheduleForm(forms.ModelForm):
         kwargs = self.cleaned_data.get("kwargs")
         if isinstance(kwargs, list):
             raise forms.ValidationError(POSITIONAL_HINT, code="positional")
+        try:  # the service refuses it again when saving; here it is a field error
+            check_payload(kwargs)
+        except ScheduleValidationError as exc:
+            raise forms.ValidationError(exc.message, code=exc.code) from None
         return kwargs
 
     def clean_owner(self) -> Any:

@@ -195,3 +195,10 @@ def test_a_refused_zone_on_the_change_page_is_a_field_error_not_a_crash(client: 
     response = client.post(change_url(schedule), admin_form(timezone="0", expected_version=1))
     assert response.status_code == 200
     assert "unknown time zone" in form_errors(response)["timezone"][0]
+
+
+def test_a_secret_in_the_payload_is_a_field_error_with_the_values_kept(client: Client) -> None:
+    response = client.post(ADD_URL, admin_form(kwargs='{"password": "hunter2"}'))
+    assert response.status_code == 200  # the form again, with what was typed
+    assert "kwargs" in form_errors(response)
+    assert not Schedule.objects.exists()
