@@ -198,10 +198,11 @@ def _refused(
         return Claim(False, "expired")
     if check_permission and not may_run(occurrence.schedule):
         why = refusal(occurrence.schedule)
-        end(occurrence, OccurrenceState.FAILED, "forbidden", now, from_states=CLAIMABLE, error=why)
         person = occurrence.schedule.owner
         if person is not None and not person.is_active:
+            # Paused first: once the refusal is visible, so is the pause that explains it.
             pause_owned_schedules(person, f"paused: {why}", now)
+        end(occurrence, OccurrenceState.FAILED, "forbidden", now, from_states=CLAIMABLE, error=why)
         return Claim(False, "forbidden")
     return None
 

@@ -12,6 +12,7 @@ import pytest
 from django.contrib import admin
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.db import ProgrammingError
 from django.test import Client, RequestFactory
 from django.urls import reverse
 from django.utils import timezone
@@ -427,7 +428,11 @@ def test_an_unmigrated_results_table_reads_as_no_result(
 
     target = services.create_schedule(task="demo.ping", kind="interval", rule="60s")
     occurrence = services.run_now(target.pk)
-    monkeypatch.setattr(TaskResult._meta, "db_table", "never_migrated_taskresult")
+
+    def not_migrated(*args: object, **kwargs: object) -> None:
+        raise ProgrammingError('relation "django_celery_results_taskresult" does not exist')
+
+    monkeypatch.setattr(TaskResult.objects, "filter", not_migrated)
     assert occurrence.task_result is None
     page = client.get(reverse("admin:scheduler_app_occurrence_change", args=[occurrence.pk]))
     assert page.status_code == 200
