@@ -101,3 +101,33 @@ def attempt(
     except SERVICE_ERRORS as exc:
         model_admin.message_user(request, f"{schedule}: {error_text(exc)}", messages.ERROR)
         return None
+
+
+class RefusedSave:
+    """A ``ModelAdmin`` mixin: a save its ``save_model`` left undone (``refuse(obj)``, after
+    showing the service's message) is no success: no "added" message, no ``LogEntry``, and
+    the form's page is shown again."""
+
+    @staticmethod
+    def refuse(obj: Any) -> None:
+        obj._refused = True
+
+    @staticmethod
+    def refused(obj: Any) -> bool:
+        return bool(getattr(obj, "_refused", False))
+
+    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        return None if self.refused(obj) else super().log_addition(request, obj, message)  # type: ignore[misc]
+
+    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        return None if self.refused(obj) else super().log_change(request, obj, message)  # type: ignore[misc]
+
+    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
+        if self.refused(obj):
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_add(request, obj, post_url_continue)  # type: ignore[misc]
+
+    def response_change(self, request: HttpRequest, obj: Any) -> Any:
+        if self.refused(obj):
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_change(request, obj)  # type: ignore[misc]

@@ -14,13 +14,13 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from scheduler_app.admin import approving
 from scheduler_app.admin.actions import SelectionGuard
 from scheduler_app.admin.display import instant_text
-from scheduler_app.admin.pages import SERVICE_ERRORS, error_text
+from scheduler_app.admin.pages import SERVICE_ERRORS, RefusedSave, error_text
 from scheduler_app.models import (
     BeatHeartbeat,
     KillSwitch,
@@ -97,7 +97,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(KillSwitch)
-class KillSwitchAdmin(SelectionGuard, admin.ModelAdmin):
+class KillSwitchAdmin(RefusedSave, SelectionGuard, admin.ModelAdmin):
     form = KillSwitchForm
     list_display = (
         "scope",
@@ -143,19 +143,9 @@ class KillSwitchAdmin(SelectionGuard, admin.ModelAdmin):
             )
         except SERVICE_ERRORS as exc:  # outside the user's tenants, not a superuser, ...
             messages.error(request, f"The switch was not changed: {error_text(exc)}")
-            obj._refused = True  # type: ignore[attr-defined]
+            self.refuse(obj)
             return
         obj.pk = saved.pk
-
-    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
-        if getattr(obj, "_refused", False):
-            return HttpResponseRedirect(request.get_full_path())
-        return super().response_add(request, obj, post_url_continue)
-
-    def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
-        if getattr(obj, "_refused", False):
-            return HttpResponseRedirect(request.get_full_path())
-        return super().response_change(request, obj)
 
 
 @admin.register(KillSwitchEvent)

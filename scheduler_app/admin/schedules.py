@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -20,6 +20,7 @@ from scheduler_app.admin.filters import TenantFilter, short_filter
 from scheduler_app.admin.forms import BUILDER_FIELDS, EDITABLE, ScheduleForm
 from scheduler_app.admin.history import audit_context, recent_occurrences, version_diffs
 from scheduler_app.admin.monitoring import monitoring_page
+from scheduler_app.admin.pages import RefusedSave
 from scheduler_app.admin.safety import approve_selected, has_approve_permission
 from scheduler_app.definitions import timing_for
 from scheduler_app.errors import SchedulerError
@@ -197,7 +198,7 @@ class TaskFilter(admin.SimpleListFilter):
 
 
 @admin.register(Schedule)
-class ScheduleAdmin(actions.SelectionGuard, admin.ModelAdmin):
+class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
     form = ScheduleForm
     change_form_template = "admin/scheduler_app/schedule/change_form.html"
     change_list_template = "admin/scheduler_app/schedule/change_list.html"
@@ -341,7 +342,7 @@ class ScheduleAdmin(actions.SelectionGuard, admin.ModelAdmin):
                 saved = services.create_schedule(user=request.user, **values)
         except SchedulerError as exc:  # a race since the form was checked (e.g. StaleVersion)
             self.message_user(request, f"Not saved: {exc}", messages.ERROR)
-            obj._refused = True  # type: ignore[attr-defined]
+            self.refuse(obj)
             return
         if "cost_estimate" in form.cleaned_data:
             Schedule.objects.filter(pk=saved.pk).update(
@@ -351,28 +352,6 @@ class ScheduleAdmin(actions.SelectionGuard, admin.ModelAdmin):
         obj.refresh_from_db()
         for warning in getattr(form, "warnings", []):
             self.message_user(request, warning, messages.WARNING)
-
-    # A save the service refused is not a success: no "added" message, no LogEntry, and the
-    # page is shown again (the service's error is already on it).
-    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> Any:
-        return (
-            None if getattr(obj, "_refused", False) else super().log_addition(request, obj, message)
-        )
-
-    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> Any:
-        return (
-            None if getattr(obj, "_refused", False) else super().log_change(request, obj, message)
-        )
-
-    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: Any = None) -> Any:
-        if getattr(obj, "_refused", False):
-            return HttpResponseRedirect(request.get_full_path())
-        return super().response_add(request, obj, post_url_continue)
-
-    def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
-        if getattr(obj, "_refused", False):
-            return HttpResponseRedirect(request.get_full_path())
-        return super().response_change(request, obj)
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
         outcome = services.delete_schedule(obj.pk, user=request.user)
