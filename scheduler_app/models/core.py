@@ -102,6 +102,13 @@ class Trigger(models.TextChoices):
     MANUAL = "manual", "manual: run now, outside the rule"
 
 
+class HandoffTarget(models.TextChoices):
+    """Where an occurrence is handed off (docs/guarantees.md, the two targets)."""
+
+    CELERY = "celery", "Celery"
+    DJANGO_TASKS = "django_tasks", "django.tasks"
+
+
 class OccurrenceState(models.TextChoices):
     PENDING = "pending", "pending: in the outbox, not yet handed to Celery"
     DISPATCHED = "dispatched", "dispatched: published to the broker"
@@ -184,7 +191,28 @@ class Schedule(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     task = models.CharField(max_length=200, help_text="Celery task name.")
+    args = models.JSONField(
+        default=list, blank=True, help_text="Positional arguments (a JSON list)."
+    )
     kwargs = models.JSONField(default=dict, blank=True)
+    target = models.CharField(
+        max_length=20,
+        choices=HandoffTarget.choices,
+        default=HandoffTarget.CELERY,
+        help_text="Where occurrences are handed off: a Celery task or a django.tasks task.",
+    )
+    exclude_holidays = models.CharField(
+        max_length=40,
+        blank=True,
+        default="",
+        help_text="Leave out slots on public holidays there (ISO 3166-1, e.g. LV or US-NY).",
+    )
+    ping_url = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="Healthchecks-style URL pinged on start, success (and /fail).",
+    )
     objective = models.CharField(max_length=100, blank=True, default="")
     kind = models.CharField(max_length=10, choices=[(k.value, k.value) for k in Kind])
     rule = models.TextField(help_text="Cron expression, RRULE, interval seconds or ISO instant.")
@@ -425,7 +453,17 @@ class Occurrence(models.Model):
     timezone = models.CharField(max_length=64)
     idempotency_key = models.CharField(max_length=120, unique=True)
     task = models.CharField(max_length=200)
+    args = models.JSONField(default=list)
     kwargs = models.JSONField(default=dict)
+    target = models.CharField(
+        max_length=20, choices=HandoffTarget.choices, default=HandoffTarget.CELERY
+    )
+    handoff_id = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="The target's own id for the handed-off job (a django.tasks result id).",
+    )
     not_before = models.DateTimeField()
     deadline_at = models.DateTimeField(null=True, blank=True)
     state = models.CharField(

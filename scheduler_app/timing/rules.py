@@ -34,6 +34,8 @@ class Kind(enum.StrEnum):
     """Every N seconds on a grid anchored at an instant (absolute time; DST does not apply)."""
     ONCE = "once"
     """One instant, or one local date-time in the zone."""
+    SOLAR = "solar"
+    """A solar event (sunrise, sunset, dawn, dusk, noon) at a latitude and longitude."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,8 @@ def _build_rule(kind: Kind, rule: object, zone: ZoneInfo, anchor: datetime | Non
         if anchor is None:
             raise InvalidRule("anchor", "an interval needs an anchor: the aware instant of slot 0")
         return IntervalRule(every=every, anchor=_instant(anchor, "anchor", zone))
+    if kind is Kind.SOLAR:
+        raise InvalidRule("kind", "solar schedules are not available in this version")
     at = _parse_datetime(rule, "at")  # type: ignore[arg-type]
     if at is None:
         raise InvalidRule("at", "a one-time rule needs a datetime")
