@@ -50,4 +50,19 @@ class Migration(migrations.Migration):
             name='kind',
             field=models.CharField(choices=[('cron', 'cron'), ('rrule', 'rrule'), ('interval', 'interval'), ('once', 'once'), ('solar', 'solar')], max_length=10),
         ),
-    ]
+            # SQLite adds a column by rebuilding the table, which drops the indexes that 0005 made
+        # with raw SQL (they are not in the model state): make them again (a no-op elsewhere).
+        migrations.RunSQL(
+            "CREATE INDEX IF NOT EXISTS occ_slot_idx ON scheduler_app_occurrence (scheduled_for)",
+            reverse_sql=migrations.RunSQL.noop,
+        ),
+        migrations.RunSQL(
+            "CREATE INDEX IF NOT EXISTS occ_skipped_idx ON scheduler_app_occurrence "
+            "(scheduled_for, reason) WHERE state = 'skipped'",
+            reverse_sql=migrations.RunSQL.noop,
+        ),
+        migrations.RunSQL(
+            "CREATE INDEX IF NOT EXISTS sched_next_run_idx ON scheduler_app_schedule (next_run_at)",
+            reverse_sql=migrations.RunSQL.noop,
+        ),
+]
