@@ -53,6 +53,8 @@ def _cron_time(expr: CronExpr, fields: list[str]) -> str:
         return "At " + _list(times)
     if minute.startswith("*/") and hour == "*":
         return f"Every {minute[2:]} minutes"
+    if minute == "0" and hour.startswith("*/"):
+        return f"Every {hour[2:]} hours"
     minute_text = (
         "every minute" if minute == "*" else f"at minute {_list([str(m) for m in expr.minutes])}"
     )
