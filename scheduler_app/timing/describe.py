@@ -18,13 +18,23 @@ def describe(timing: Timing) -> str:
     if isinstance(rule, CronRule):
         text = describe_cron(rule.expr)
     elif isinstance(rule, RRuleRule):
-        text = describe_rrule(rule.spec)
+        text = describe_rrule(rule.spec) + _dates(len(rule.spec.rdates), len(rule.spec.exdates))
     elif isinstance(rule, IntervalRule):
         anchor = rule.anchor.strftime("%Y-%m-%d %H:%M:%S UTC")
         text = f"Every {format_duration(rule.every)} (fixed rate, from {anchor})"
     else:
         text = _describe_once(rule)
     return f"{text}, {timing.zone.key}"
+
+
+def _dates(added: int, removed: int) -> str:
+    """RDATE and EXDATE counts ("plus 2 dates, except 1 date")."""
+    parts = [
+        f"{word} {n} date{'s' if n > 1 else ''}"
+        for word, n in (("plus", added), ("except", removed))
+        if n
+    ]
+    return "".join(", " + part for part in parts)
 
 
 def _describe_once(rule: OnceRule) -> str:
