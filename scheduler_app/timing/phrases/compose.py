@@ -81,6 +81,8 @@ def parse_text(text: str, *, timezone: str = "UTC") -> ParsedText:
                 text, draft.zone, "not an IANA time zone; say e.g. 'in Europe/Riga' or 'in UTC'"
             ) from None
     kind, rule, anchor = _rule(text, draft)
+    if anchor is not None and anchor.tzinfo is None:
+        anchor = anchor.replace(tzinfo=get_zone(zone))  # a wall time in the schedule's zone
     window = _window(text, draft)
     return ParsedText(
         text=text.strip(),

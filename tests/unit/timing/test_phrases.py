@@ -100,7 +100,9 @@ def test_between_is_an_active_window_that_skips() -> None:
 
 def test_start_is_the_anchor() -> None:
     parsed = parse_text("every 3 days at 9:00 starting 4 January 2027")
-    assert parsed.anchor == datetime(2027, 1, 4)
+    assert parsed.anchor == datetime(2027, 1, 4, tzinfo=UTC)
+    riga = parse_text("every 3 days at 9:00 starting 4 January 2027 in Europe/Riga")
+    assert riga.anchor is not None and riga.anchor.isoformat() == "2027-01-04T00:00:00+02:00"
     utc = parse_text("every 90 minutes from 2027-01-04 06:00 UTC")
     assert utc.anchor == datetime(2027, 1, 4, 6, tzinfo=UTC)
     assert parse_text("every weekday at 9:00").anchor is None
