@@ -94,6 +94,9 @@ def _weekdays(days: tuple[int, ...]) -> str:
         return "on Saturday and Sunday"
     if len(days) > 2 and days == tuple(range(days[0], days[-1] + 1)):
         return f"{_DAY_NAMES[days[0]]} through {_DAY_NAMES[days[-1]]}"
+    monday_first = sorted((d - 1) % 7 for d in days)  # FRI-SUN reads Friday through Sunday
+    if len(days) > 2 and monday_first == list(range(monday_first[0], monday_first[-1] + 1)):
+        return f"{_DAY_NAMES[days[1]]} through Sunday"  # a range that wraps ends on Sunday (0)
     return "on " + _list([_DAY_NAMES[d] for d in days])
 
 

@@ -193,3 +193,19 @@ def test_preview_rrule_content_lines() -> None:
     assert "plus 1 date, except 3 dates, Europe/Riga" in text
     assert "Sat 2026-01-10 12:00:00 +02:00" in text
     assert "Wed 2026-01-07" not in text
+
+
+def test_preview_text_table_shows_the_stored_rule_and_window() -> None:
+    text = preview(
+        "--text",
+        "every 15 minutes between 8:00 and 18:00 on weekdays in Europe/Riga",
+        "--after",
+        "2027-03-26T15:30:00Z",
+        "--count",
+        "2",
+    )
+    lines = text.splitlines()
+    assert (
+        lines[1] == "Rule: cron '*/15 * * * MON-FRI', window 'MON-FRI 08:00-18:00' (skip outside)"
+    )
+    assert "Mon 2027-03-29 08:00:00 +03:00" in text

@@ -35,3 +35,13 @@ def text_options(options: dict[str, Any]) -> ParsedText | None:
     rule = parsed.rule if parsed.kind != "interval" else f"{parsed.rule}s"
     options[OPTION_OF_KIND[parsed.kind]] = rule
     return parsed
+
+
+def parsed_text(parsed: ParsedText) -> str:
+    """One line for the table: the structured rule the text means."""
+    line = f"Rule: {parsed.kind} {parsed.rule!r}"
+    if parsed.anchor is not None:
+        line += f", anchor {parsed.anchor.isoformat()}"
+    if parsed.active_window:
+        line += f", window {parsed.active_window!r} ({parsed.window_policy} outside)"
+    return line

@@ -19,7 +19,7 @@ from django.utils import timezone as django_timezone
 from scheduler_app.definitions import timing_for
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.management.commands._oneline import OneLineErrors
-from scheduler_app.management.commands._text_rule import text_options
+from scheduler_app.management.commands._text_rule import parsed_text, text_options
 from scheduler_app.models import Schedule
 from scheduler_app.preview import TICK, PreviewRow, parse_from, policy_text, preview_rows, utc_text
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, Timing, build_timing, describe
@@ -146,7 +146,7 @@ class Command(OneLineErrors):
             output = _as_json(timing, rows, options.get("parsed"))
         else:
             heading = f"Slots {'from' if options.get('start') else 'after'} {_utc(after, options)}"
-            output = _as_table(timing, heading, rows)
+            output = _as_table(timing, heading, rows, options.get("parsed"))
         self.stdout.write(output)
 
 
@@ -278,8 +278,12 @@ def _as_json(timing: Timing, rows: list[PreviewRow], parsed: ParsedText | None =
     return json.dumps(data, indent=2)
 
 
-def _as_table(timing: Timing, heading: str, rows: list[PreviewRow]) -> str:
+def _as_table(
+    timing: Timing, heading: str, rows: list[PreviewRow], parsed: ParsedText | None = None
+) -> str:
     lines = [describe(timing), f"{heading}; {policy_text(timing)}", ""]
+    if parsed is not None:  # --text: the structured rule that would be stored
+        lines.insert(1, parsed_text(parsed))
     if not rows:
         return "\n".join([*lines, "No slots: the rule does not fire after that instant."])
     header = (f"Local ({timing.zone.key})", "UTC", "Note")

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from scheduler_app.errors import InvalidRule
-from scheduler_app.timing import build_timing, parse_cron, slots_between
+from scheduler_app.timing import build_timing, describe, parse_cron, slots_between
 
 
 def _days(expression: str, count: int = 7) -> list[str]:
@@ -59,3 +59,15 @@ def test_other_backward_ranges_are_still_refused(expression: str) -> None:
     with pytest.raises(InvalidRule) as caught:
         parse_cron(expression)
     assert caught.value.field == "cron.day_of_week"
+
+
+@pytest.mark.parametrize(
+    ("expression", "words"),
+    [
+        ("0 10 * * FRI-SUN", "At 10:00, Friday through Sunday, UTC"),
+        ("0 10 * * THU-SUN", "At 10:00, Thursday through Sunday, UTC"),
+        ("0 10 * * SAT,SUN,MON", "At 10:00, on Sunday, Monday and Saturday, UTC"),
+    ],
+)
+def test_ranges_ending_in_sunday_are_described_as_ranges(expression: str, words: str) -> None:
+    assert describe(build_timing(kind="cron", rule=expression)) == words
