@@ -2,7 +2,8 @@
 
     phrase   := clause+
     clause   := every | days | monthly | date | times | count | window | zone | start
-    every    := "every" (N unit | unit | DURATION ["fixed rate"] | days) | "daily" | "hourly"
+    every    := "every" (N unit | "other" unit | unit | DURATION ["fixed rate"] | days)
+              | "daily" | "hourly" | "weekly"
     unit     := minute(s) | hour(s) | day(s) | week(s)
     days     := ["on" | "every"] weekday-list | "weekday(s)" | "weekend(s)"
                 | weekday ("to" | "through" | "-") weekday
@@ -113,7 +114,7 @@ def _read_clause(reader: Reader, draft: Draft) -> None:
 
 def _read_every(reader: Reader, draft: Draft, start: int) -> None:
     reader.take()
-    count = read_number(reader)
+    count = 2 if reader.accept("other") else read_number(reader)  # "every other week"
     word = reader.peek()
     if count is not None or word in UNITS:
         unit = UNITS.get(reader.peek())
@@ -153,7 +154,7 @@ def _duration(word: str) -> timedelta | None:
 def _read_shorthand(reader: Reader, draft: Draft, start: int) -> None:
     word = reader.take()
     draft.mark(reader, "every", start)
-    draft.every = (1, "day" if word == "daily" else "hour")
+    draft.every = (1, {"daily": "day", "hourly": "hour", "weekly": "week"}[word])
 
 
 def _set_days(reader: Reader, draft: Draft, days: frozenset[int], start: int) -> None:
@@ -318,6 +319,7 @@ _CLAUSES: dict[str, Any] = {
     "each": _read_every,
     "daily": _read_shorthand,
     "hourly": _read_shorthand,
+    "weekly": _read_shorthand,
     "on": _read_on,
     "at": _read_at,
     "once": _read_count,

@@ -58,6 +58,12 @@ from scheduler_app.timing.phrases import PhraseError, parse_text
             "rrule",
             "FREQ=WEEKLY;INTERVAL=2;BYDAY=TU;BYHOUR=10;BYMINUTE=0;BYSECOND=0;WKST=MO",
         ),
+        (
+            "every other week on friday at 15:00",
+            "rrule",
+            "FREQ=WEEKLY;INTERVAL=2;BYDAY=FR;BYHOUR=15;BYMINUTE=0;BYSECOND=0;WKST=MO",
+        ),
+        ("weekly on monday at 8:00", "cron", "0 8 * * MON"),
         ("on 5 September 2027 at 14:00", "once", "2027-09-05T14:00:00"),
         ("on September 5, 2027 at 2pm", "once", "2027-09-05T14:00:00"),
         ("on 2027-09-05 at 14:00", "once", "2027-09-05T14:00:00"),
