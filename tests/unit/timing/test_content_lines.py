@@ -4,11 +4,13 @@ policies applied to RDATE/EXDATE slots and the errors."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 from dateutil.rrule import rrulestr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler_app.errors import InvalidRule
 from scheduler_app.timing import build_timing, describe, slots_between
@@ -181,3 +183,44 @@ def test_date_lists_are_capped() -> None:
         kind="rrule", rule=f"DTSTART:20270101T090000\nRRULE:FREQ=YEARLY;COUNT=1\nRDATE:{capped}"
     )
     assert len(slots_between(timing, START, END, 2000)) == MAX_DATES
+
+
+# -- property: any EXDATE/RDATE lists, compared with rrulestr ---------------------------------
+
+HOURS = st.integers(0, 23)
+DAYS_2027 = st.dates(min_value=date(2027, 1, 1), max_value=date(2027, 12, 31))
+
+
+@st.composite
+def content_lines(draw: st.DrawFn) -> str:
+    zone = draw(st.sampled_from(["Europe/Riga", "America/New_York", "UTC"]))
+    hour = draw(HOURS)
+    rrule = draw(
+        st.sampled_from(
+            [
+                f"FREQ=DAILY;BYHOUR={hour};BYMINUTE=30",
+                f"FREQ=WEEKLY;BYDAY=MO,TH;BYHOUR={hour};BYMINUTE=0",
+                f"FREQ=DAILY;INTERVAL=3;BYHOUR={hour};BYMINUTE=15;COUNT=40",
+                f"FREQ=MONTHLY;BYDAY=-1SU;BYHOUR={hour};BYMINUTE=30",
+            ]
+        )
+    )
+    lines = [f"DTSTART;TZID={zone}:20270101T000000", f"RRULE:{rrule}"]
+    for name in ("EXDATE", "RDATE"):
+        for _ in range(draw(st.integers(0, 2))):
+            days = draw(st.lists(DAYS_2027, min_size=1, max_size=5))
+            values = ",".join(
+                f"{d:%Y%m%d}T{draw(HOURS):02d}{draw(st.sampled_from([0, 15, 30])):02d}00"
+                for d in days
+            )
+            lines.append(f"{name};TZID={zone}:{values}")
+    return "\n".join(lines)
+
+
+@settings(max_examples=60, deadline=None)
+@given(content_lines())
+def test_any_exdate_and_rdate_lists_agree_with_rrulestr(text: str) -> None:
+    zone = text.partition("TZID=")[2].partition(":")[0]
+    timing = build_timing(kind="rrule", rule=text, timezone=zone)
+    ours = slots_between(timing, START, END, 200)
+    assert ours == _dateutil(text), text
