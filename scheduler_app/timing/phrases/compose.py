@@ -108,7 +108,9 @@ def _rule(text: str, draft: Draft) -> tuple[str, str, datetime | None]:
 
 
 def _once(text: str, draft: Draft) -> tuple[str, str, datetime | None]:
-    others = _given(draft, "every", "days", "day of the month", "between", "start")
+    others = _given(
+        draft, "every", "days", "day of the month", "between", "start", "how many times a day"
+    )
     if others:
         raise refuse(text, others, "a date runs once; leave out the repetition or the date")
     times = draft.times or ()
@@ -140,6 +142,11 @@ def _monthly(
 
 
 def _sub_daily(text: str, draft: Draft) -> tuple[str, str, datetime | None]:
+    if draft.per_day is not None:
+        raise refuse(
+            text, draft.given["how many times a day"], "a rule every few minutes or hours "
+            "already says how often; leave out how many times a day"
+        )  # fmt: skip
     if draft.times is not None:
         raise refuse(
             text, draft.given["at"], "a rule every few minutes or hours runs all day; "

@@ -6,7 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.timing import build_timing, slots_between
 from scheduler_app.timing.phrases import PhraseError, parse_text
 
@@ -145,6 +148,8 @@ def test_as_json_carries_the_parsed_rule() -> None:
         ("every 15 minutes at 9:00", "'at 9:00'"),
         ("between 18:00 and 8:00 every 15 minutes", "'8:00'"),
         ("every 0 minutes", "'0'"),
+        ("twice a day every 15 minutes", "'twice a day'"),
+        ("on 5 September 2027 twice a day at 9:00 and 17:00", "'twice a day'"),
         ("on the first monday at 9:00", "'at'"),
         ("friday to monday at 9:00", "'monday'"),
         ("", "empty"),
@@ -167,3 +172,70 @@ def test_long_or_multi_line_text_is_refused() -> None:
 
 def _far() -> datetime:
     return datetime(2030, 1, 1, tzinfo=UTC)
+
+
+VOCABULARY = [
+    "every",
+    "on",
+    "at",
+    "the",
+    "of",
+    "month",
+    "day",
+    "days",
+    "week",
+    "weeks",
+    "minutes",
+    "hours",
+    "and",
+    "between",
+    "in",
+    "twice",
+    "a",
+    "monday",
+    "fridays",
+    "weekday",
+    "weekend",
+    "last",
+    "first",
+    "9:00",
+    "17:30",
+    "9am",
+    "noon",
+    "15",
+    "2",
+    "3",
+    "15th",
+    "September",
+    "2027",
+    "2027-09-05",
+    "Europe/Riga",
+    "UTC",
+    "starting",
+    "from",
+    "to",
+    "through",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=60), st.lists(st.sampled_from(VOCABULARY), max_size=9)))
+def test_any_text_is_read_or_refused_never_crashes(words: str | list[str]) -> None:
+    text = words if isinstance(words, str) else " ".join(words)
+    try:
+        parsed = parse_text(text)
+    except ScheduleValidationError as error:
+        assert error.field in ("text", "timezone")
+        return
+    # What it reads is always a rule the engine accepts (or one that is refused as a rule).
+    try:
+        build_timing(
+            kind=parsed.kind,
+            rule=parsed.rule,
+            timezone=parsed.timezone,
+            anchor=parsed.anchor or datetime(2027, 1, 4, tzinfo=UTC),
+            window=parsed.active_window or None,
+            window_policy=parsed.window_policy or "defer",
+        )
+    except ScheduleValidationError as error:
+        assert error.code in ("never", "range"), (text, error)
