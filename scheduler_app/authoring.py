@@ -40,6 +40,25 @@ def fields_from_text(fields: dict[str, Any]) -> dict[str, Any]:
     return {**rest, **parsed.as_fields()}
 
 
+def declared_text(
+    text: object, given: dict[str, Any], timezone: str | None, window_policy: str | None
+) -> ParsedText:
+    """``@scheduled(text=...)``: the text read as the service reads it. ``given`` holds the
+    decorator's other timing parameters; any of them set beside the text is refused."""
+    clash = [name for name, value in given.items() if value is not None]
+    if clash:
+        raise ScheduleValidationError(
+            clash[0],
+            f"text= already says when the schedule runs; leave out {clash[0]}= (or text=)",
+            code="several_rules",
+        )
+    if not isinstance(text, str) or not text.strip():
+        raise ScheduleValidationError("text", f"expected a non-empty string, got {text!r}")
+    parsed = parse_text(text.strip(), timezone=timezone or "UTC")
+    check_agrees(parsed, timezone, window_policy)
+    return parsed
+
+
 def check_agrees(parsed: ParsedText, timezone: Any, window_policy: Any) -> None:
     """Refuse a zone or window policy given beside the text that the text contradicts."""
     if timezone not in (None, "") and str(timezone) != parsed.timezone:

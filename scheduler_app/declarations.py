@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Never, TypeVar, overload
 
-from scheduler_app.authoring import check_agrees
+from scheduler_app.authoring import declared_text
 from scheduler_app.declared_tasks import check_job_type_name, mark_schedulable, task_name_of
 from scheduler_app.errors import InvalidRule, ScheduleValidationError
 from scheduler_app.lateness import check_class
@@ -41,7 +41,6 @@ from scheduler_app.models import (
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, build_timing, ensure_aware
 from scheduler_app.timing.content_lines import dtstart_zone
 from scheduler_app.timing.durations import parse_duration
-from scheduler_app.timing.phrases import ParsedText, parse_text
 
 TaskT = TypeVar("TaskT")
 Duration = timedelta | int | str
@@ -302,7 +301,7 @@ def scheduled(
         _refuse_positional(task)
     if text is not None:  # English text: the structured rule it means replaces it here
         given = {"cron": cron, "rrule": rrule, "every": every, "at": at, "anchor": anchor}
-        parsed = _from_text(text, {**given, "window": window}, timezone, window_policy)
+        parsed = declared_text(text, {**given, "window": window}, timezone, window_policy)
         timing_fields: dict[str, Any] = {"kind": parsed.kind, "rule": parsed.rule}
         if parsed.anchor is not None:
             timing_fields["anchor"] = parsed.anchor.astimezone(UTC)
@@ -414,22 +413,6 @@ def _rule(
         seconds = int(parse_duration(every, "every").total_seconds())
         return {"kind": Kind.INTERVAL.value, "rule": str(seconds), "anchor": checked_anchor}
     return {"kind": Kind.ONCE.value, "rule": _once(at)}
-
-
-def _from_text(
-    text: object, given: dict[str, Any], timezone: str | None, window_policy: str | None
-) -> ParsedText:
-    """``text=`` read as the service reads it; the rule, anchor and window come from it."""
-    clash = [name for name, value in given.items() if value is not None]
-    if clash:
-        raise ScheduleValidationError(
-            clash[0],
-            f"text= already says when the schedule runs; leave out {clash[0]}= (or text=)",
-            code="several_rules",
-        )
-    parsed = parse_text(_text(text, "text"), timezone=_text(timezone, "timezone") or "UTC")
-    check_agrees(parsed, timezone, window_policy)
-    return parsed
 
 
 def _once(value: object) -> str:
