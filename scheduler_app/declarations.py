@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Never, TypeVar, overload
 
+from scheduler_app.authoring import declared_text
 from scheduler_app.declared_tasks import check_job_type_name, mark_schedulable, task_name_of
 from scheduler_app.errors import InvalidRule, ScheduleValidationError
 from scheduler_app.lateness import check_class
@@ -38,6 +39,7 @@ from scheduler_app.models import (
     ScheduleMode,
 )
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, build_timing, ensure_aware
+from scheduler_app.timing.content_lines import dtstart_zone
 from scheduler_app.timing.durations import parse_duration
 
 TaskT = TypeVar("TaskT")
@@ -210,6 +212,7 @@ def scheduled(
     rrule: str | None = None,
     every: Duration | None = None,
     at: datetime | None = None,
+    text: str | None = None,
     anchor: datetime | None = None,
     interval_mode: str | None = None,
     timezone: str | None = None,
@@ -250,6 +253,7 @@ def scheduled(
     rrule: str | None = None,
     every: Duration | None = None,
     at: datetime | None = None,
+    text: str | None = None,
     anchor: datetime | None = None,
     interval_mode: str | None = None,
     timezone: str | None = None,
@@ -283,8 +287,10 @@ def scheduled(
     """Declare a schedule for the Celery task below; stack several for several schedules.
 
     Exactly one rule: ``cron=``, ``rrule=`` (with ``anchor=``), ``every=`` (with ``anchor=``,
-    ``interval_mode=``) or ``at=``. Schedules of one task are told apart by ``objective``
-    (the task reads it from ``current_occurrence().objective``); ``key`` defaults to
+    ``interval_mode=``), ``at=`` or ``text=`` (English, e.g. "every weekday at 9:00": read
+    here, at decoration time, into the structured rule).
+    Schedules of one task are told apart by ``objective`` (the task reads it from
+    ``current_occurrence().objective``); ``key`` defaults to
     ``"<task name>:<objective or 'default'>"``. ``job_type`` declares that this task serves
     that job type (schedule.v1 JOB targets); ``lateness_class`` sets lateness defaults;
     ``payload_ref`` is a reference the task resolves (``current_occurrence().payload_ref``).
@@ -293,9 +299,19 @@ def scheduled(
     """
     if task is not None:
         _refuse_positional(task)
+    if text is not None:  # English text: the structured rule it means replaces it here
+        given = {"cron": cron, "rrule": rrule, "every": every, "at": at, "anchor": anchor}
+        parsed = declared_text(text, {**given, "window": window}, timezone, window_policy)
+        timing_fields: dict[str, Any] = {"kind": parsed.kind, "rule": parsed.rule}
+        if parsed.anchor is not None:
+            timing_fields["anchor"] = parsed.anchor.astimezone(UTC)
+        timezone, window = parsed.timezone, parsed.active_window or None
+        window_policy = parsed.window_policy or window_policy
+    else:
+        timing_fields = _rule(cron=cron, rrule=rrule, every=every, at=at, anchor=anchor)
     options = ScheduleOptions(
-        **_rule(cron=cron, rrule=rrule, every=every, at=at, anchor=anchor),
-        timezone=_text(timezone, "timezone") or "UTC",
+        **timing_fields,
+        timezone=_text(timezone, "timezone") or dtstart_zone(rrule or "") or "UTC",
         objective=_objective(objective),
         kwargs_json=_payload(kwargs),
         dst_nonexistent=_choice(nonexistent, "nonexistent", Nonexistent),

@@ -33,7 +33,7 @@ NUMBER_LIMITS: Mapping[str, tuple[int, int]] = {
 """Inclusive (minimum, maximum) of every whole-number field; seconds unless it is a count.
 The same bounds are database check constraints (``models/core.py``)."""
 
-RULE_LENGTHS: Mapping[str, int] = {"cron": 200, "rrule": 2_000, "interval": 50, "once": 64}
+RULE_LENGTHS: Mapping[str, int] = {"cron": 200, "rrule": 40_000, "interval": 50, "once": 64}
 """Longest accepted rule per kind, in characters."""
 
 TEXT_LENGTHS: Mapping[str, int] = {

@@ -223,7 +223,13 @@ def _cron_times(minute: str, hour: str) -> tuple[tuple[int, int], ...] | None:
 def _cron_days(text: str) -> tuple[str, ...] | None:
     days = set()
     for item in text.upper().split(","):
-        if _NUMBER.match(item) and int(item) <= 7:
+        first, dash, last = item.partition("-")
+        if dash and first in _FROM_CRON_DAY and last in _FROM_CRON_DAY:  # MON-FRI, FRI-SUN
+            start, end = _ORDER.index(_FROM_CRON_DAY[first]), _ORDER.index(_FROM_CRON_DAY[last])
+            if start > end:
+                return None
+            days.update(_ORDER[start : end + 1])
+        elif _NUMBER.match(item) and int(item) <= 7:
             days.add(_FROM_CRON_NUMBER[int(item)])
         elif item in _FROM_CRON_DAY:
             days.add(_FROM_CRON_DAY[item])

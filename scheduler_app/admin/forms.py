@@ -27,6 +27,7 @@ from scheduler_app.admin.builder import (
     parse_times,
     to_rule,
 )
+from scheduler_app.admin.words import WORDS_HELP, timing_values
 from scheduler_app.definitions import _check_min_interval as check_min_interval
 from scheduler_app.definitions import timing_for, validate_definition
 from scheduler_app.errors import ScheduleValidationError
@@ -36,9 +37,11 @@ from scheduler_app.safety.payloads import check_payload
 from scheduler_app.targets import allowed_tasks, check_target
 from scheduler_app.tenancy import allowed_tenants
 from scheduler_app.timing import Kind, Timing, next_after
+from scheduler_app.timing.phrases import MAX_TEXT_LENGTH, ParsedText, parse_text
 
 EDITABLE = ("name", "tenant", "owner", *SEMANTIC_FIELDS)
 BUILDER_FIELDS = (
+    "words",
     "repeat",
     "every",
     "at_times",
@@ -139,6 +142,8 @@ def error_target(field: str, fields: Any, *, built: bool) -> str | None:
     """The form field that shows an engine error on ``field`` (``cron.hour`` -> ``rule``)."""
     head = field.split(".")[0]
     target = FIELD_OF_ERROR.get(head, head)
+    if target == "text":
+        return "words" if "words" in fields else None
     if target == "rule" and built:
         target = "repeat"
     return target if target in fields else None
@@ -156,6 +161,13 @@ class ScheduleForm(forms.ModelForm):
     """Validates the whole definition with the same rules as the API, field by field."""
 
     expected_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    words = forms.CharField(
+        required=False,
+        max_length=MAX_TEXT_LENGTH,
+        label="Describe it in words",
+        help_text=WORDS_HELP,
+        widget=forms.TextInput(attrs={"size": 60}),
+    )
     repeat = forms.ChoiceField(
         choices=REPEATS,
         initial="daily",
@@ -184,6 +196,8 @@ class ScheduleForm(forms.ModelForm):
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
     )
 
+    parsed: ParsedText | None = None
+    """The text in words, read (set by ``clean`` when the field is filled)."""
     preview_only = False
     """Set by the live preview: check only what the timing depends on, keep the ``Timing``."""
     timing: Timing | None = None
@@ -348,6 +362,8 @@ class ScheduleForm(forms.ModelForm):
         """Write ``kind``/``rule`` from the builder; False in the advanced mode."""
         if "repeat" not in self.fields:
             return False
+        if (cleaned.get("words") or "").strip():
+            return self._apply_words(cleaned)
         repeat = cleaned.get("repeat") or "advanced"
         if repeat == "advanced":
             for name in ("kind", "rule"):
@@ -373,6 +389,17 @@ class ScheduleForm(forms.ModelForm):
             self.add_error(exc.field if exc.field in self.fields else "repeat", exc.message)
             return True
         cleaned["kind"], cleaned["rule"] = kind, rule
+        return True
+
+    def _apply_words(self, cleaned: dict[str, Any]) -> bool:
+        """The text in words replaces the builder's choices (the page's script has usually
+        copied them into the builder already): the structured rule is what is saved."""
+        try:
+            self.parsed = parse_text(cleaned["words"], timezone=cleaned.get("timezone") or "UTC")
+        except ScheduleValidationError as exc:
+            self.add_error("words", forms.ValidationError(exc.message, code=exc.code))
+            return True
+        cleaned.update(timing_values(self.parsed))
         return True
 
     def _default_anchor(self, cleaned: dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryD
 from django.utils import timezone
 
 from scheduler_app.admin.forms import BUILDER_FIELDS, TIMING_FIELDS
+from scheduler_app.admin.words import builder_fill
 from scheduler_app.models import Schedule, ScheduleOrigin
 from scheduler_app.preview import TICK, PreviewRow, parse_from, preview_rows
 from scheduler_app.tenancy import scope
@@ -79,6 +80,7 @@ def preview(model_admin: Any, request: HttpRequest) -> HttpResponse:
             "timezone": timing.zone.key,
             "from": _shown(start, timing),
             "slots": [row.as_display() | {"utc_iso": row.as_json()["utc"]} for row in rows],
+            **({"fill": builder_fill(form.parsed)} if form.parsed is not None else {}),
         }
     )
 

@@ -20,6 +20,7 @@ from scheduler_app.access import (
     check_tenant,
 )
 from scheduler_app.actors import actor_name, is_system
+from scheduler_app.authoring import fields_from_text
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definitions import (
     is_uuid,
@@ -116,13 +117,16 @@ def create_schedule(
 ) -> Schedule:
     """Validate and store a new schedule (version 1); ``next_run_at`` is its first slot >= now.
 
-    Required: ``task``, ``kind`` (cron|rrule|interval|once), ``rule``. See docs/api.md for the
-    rest. ``user`` is the person creating it: the owner defaults to them, and only a user
-    allowed to assign owners may name another. Raises ``ScheduleValidationError`` and stores
-    nothing when anything is wrong. Everything is validated before a transaction opens.
+    Required: ``task``, ``kind`` (cron|rrule|interval|once), ``rule``, or instead of the
+    timing fields ``text`` (an English phrase, see ``scheduler_app.authoring``). See
+    docs/api.md for the rest. ``user`` is the person creating it: the owner defaults to
+    them, and only a user allowed to assign owners may name another. Raises
+    ``ScheduleValidationError`` and stores nothing when anything is wrong. Everything is
+    validated before a transaction opens.
     """
     now = _clock(clock).now()
     authorize(user, ADD)
+    fields = fields_from_text(fields)  # text="every weekday at 9:00" -> kind, rule, timezone
     _refuse_unknown(fields, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *CREATE_ONLY_FIELDS))
     for required in ("task", "kind", "rule"):
         if fields.get(required) in (None, ""):

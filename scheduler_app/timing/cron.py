@@ -221,6 +221,8 @@ def _parse_item(item: str, spec: _FieldSpec, field: str) -> range:
         low_text, _, high_text = base.partition("-")
         low = _parse_value(low_text, spec, field)
         high = _parse_value(high_text, spec, field)
+        if high == 0 < low and spec.name == "day_of_week" and high_text.upper() == "SUN":
+            high = 7  # MON-SUN, FRI-SUN: Sunday by name ends a range as 7 (croniter's reading)
         if low > high:
             raise InvalidRule(
                 field,

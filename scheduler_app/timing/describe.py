@@ -18,13 +18,23 @@ def describe(timing: Timing) -> str:
     if isinstance(rule, CronRule):
         text = describe_cron(rule.expr)
     elif isinstance(rule, RRuleRule):
-        text = describe_rrule(rule.spec)
+        text = describe_rrule(rule.spec) + _dates(len(rule.spec.rdates), len(rule.spec.exdates))
     elif isinstance(rule, IntervalRule):
         anchor = rule.anchor.strftime("%Y-%m-%d %H:%M:%S UTC")
         text = f"Every {format_duration(rule.every)} (fixed rate, from {anchor})"
     else:
         text = _describe_once(rule)
     return f"{text}, {timing.zone.key}"
+
+
+def _dates(added: int, removed: int) -> str:
+    """RDATE and EXDATE counts ("plus 2 dates, except 1 date")."""
+    parts = [
+        f"{word} {n} date{'s' if n > 1 else ''}"
+        for word, n in (("plus", added), ("except", removed))
+        if n
+    ]
+    return "".join(", " + part for part in parts)
 
 
 def _describe_once(rule: OnceRule) -> str:
@@ -53,6 +63,8 @@ def _cron_time(expr: CronExpr, fields: list[str]) -> str:
         return "At " + _list(times)
     if minute.startswith("*/") and hour == "*":
         return f"Every {minute[2:]} minutes"
+    if minute == "0" and hour.startswith("*/"):
+        return f"Every {hour[2:]} hours"
     minute_text = (
         "every minute" if minute == "*" else f"at minute {_list([str(m) for m in expr.minutes])}"
     )
@@ -82,6 +94,9 @@ def _weekdays(days: tuple[int, ...]) -> str:
         return "on Saturday and Sunday"
     if len(days) > 2 and days == tuple(range(days[0], days[-1] + 1)):
         return f"{_DAY_NAMES[days[0]]} through {_DAY_NAMES[days[-1]]}"
+    monday_first = sorted((d - 1) % 7 for d in days)  # FRI-SUN reads Friday through Sunday
+    if len(days) > 2 and monday_first == list(range(monday_first[0], monday_first[-1] + 1)):
+        return f"{_DAY_NAMES[days[1]]} through Sunday"  # a range that wraps ends on Sunday (0)
     return "on " + _list([_DAY_NAMES[d] for d in days])
 
 

@@ -256,7 +256,10 @@ def _calendar(timing: Timing, after: datetime) -> Iterator[Resolved]:
     try:
         for item in merge_locals(local_times, zone, timing.effective_dst):
             if until is not None and item[0] > until:
-                return
+                if not rule.spec.rdates:  # type: ignore[union-attr]  # until: an RRuleRule
+                    return
+                if item[1] not in rule.spec.rdates:  # type: ignore[union-attr]
+                    continue  # UNTIL bounds the RRULE's slots, not the RDATEs (RFC 5545)
             if item[0] > after:
                 yield item
     except OverflowError:  # a wall time of 9999-12-31 is past the last UTC instant: the end

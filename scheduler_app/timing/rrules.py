@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from typing import Any
@@ -20,6 +20,12 @@ from zoneinfo import ZoneInfo
 from dateutil import rrule as du
 
 from scheduler_app.errors import InvalidRule
+from scheduler_app.timing.content_lines import (
+    dates_gap,
+    is_content_lines,
+    parse_content_lines,
+    with_dates,
+)
 from scheduler_app.timing.cron import CronExpr
 from scheduler_app.timing.gaps import DAY_PARTS, calendar_gap, never_reason, subdaily_pattern
 
@@ -72,6 +78,10 @@ class RRuleSpec:
     resolved slots. ``until_local`` is then only a loose wall-time bound that ends the walk."""
     min_gap: int | None = None
     """A lower bound on the wall-clock seconds between two slots (None: at most one slot)."""
+    rdates: tuple[datetime, ...] = ()
+    """RDATE wall times, sorted: slots added to the rule's (RFC 5545 content lines)."""
+    exdates: frozenset[datetime] = frozenset()
+    """EXDATE wall times: the rule's or RDATE's slots at these wall times are left out."""
 
     @property
     def freq_name(self) -> str:
@@ -79,6 +89,12 @@ class RRuleSpec:
 
     def iter_local(self, start: datetime) -> Iterator[datetime]:
         """Every occurrence (naive wall time) at or after ``start``, in order."""
+        if self.rdates or self.exdates:
+            return with_dates(self._rule_local(start), start, self.rdates, self.exdates)
+        return self._rule_local(start)
+
+    def _rule_local(self, start: datetime) -> Iterator[datetime]:
+        """The RRULE's own occurrences (without RDATE and EXDATE) at or after ``start``."""
         if self.walker is not None:
             first = max(start, self.anchor)
             if self.until_local is None:
@@ -168,14 +184,35 @@ def _as_walker(
     )
 
 
-def parse_rrule(text: str, anchor: datetime, zone: ZoneInfo) -> RRuleSpec:
+def parse_rrule(text: str, anchor: datetime | None, zone: ZoneInfo) -> RRuleSpec:
     """Parse ``text`` (with or without an ``RRULE:`` prefix) anchored at ``anchor``.
 
     ``anchor`` is DTSTART: an aware datetime (converted to the zone's wall time) or a naive
-    wall time in ``zone``.
+    wall time in ``zone``. ``text`` may also be RFC 5545 content lines (``content_lines.py``);
+    their DTSTART line, when there is one, is the anchor.
     """
     if not isinstance(text, str):
         raise InvalidRule("rrule", f"expected a string, got {type(text).__name__}")
+    lines = parse_content_lines(text, zone) if is_content_lines(text) else None
+    if lines is not None:
+        anchor = lines.dtstart or anchor
+    if anchor is None:
+        raise InvalidRule(
+            "anchor", "an RRULE needs an anchor (DTSTART): an aware datetime or local time"
+        )
+    spec = _parse_body(lines.rrule if lines else text, anchor, zone)
+    if lines is None or not (lines.rdates or lines.exdates):
+        return replace(spec, source=text.strip())
+    return replace(
+        spec,
+        source=text.strip(),
+        rdates=lines.rdates,
+        exdates=lines.exdates,
+        min_gap=dates_gap(spec.min_gap, lines.rdates, spec.iter_local),
+    )
+
+
+def _parse_body(text: str, anchor: datetime, zone: ZoneInfo) -> RRuleSpec:
     if len(text) > MAX_RULE_LENGTH:
         raise InvalidRule("rrule", f"rule is longer than {MAX_RULE_LENGTH} characters")
     body = text.strip()

@@ -168,10 +168,6 @@ def _build_rule(kind: Kind, rule: object, zone: ZoneInfo, anchor: datetime | Non
     if kind is Kind.RRULE:
         if not isinstance(rule, str):
             raise InvalidRule("rrule", "an RRULE string is required, e.g. 'FREQ=DAILY;BYHOUR=9'")
-        if anchor is None:
-            raise InvalidRule(
-                "anchor", "an RRULE needs an anchor (DTSTART): an aware datetime or local time"
-            )
         return RRuleRule(parse_rrule(rule, anchor, zone))
     if kind is Kind.INTERVAL:
         every = parse_duration(rule, "every")  # type: ignore[arg-type]

@@ -19,9 +19,11 @@ from django.utils import timezone as django_timezone
 from scheduler_app.definitions import timing_for
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.management.commands._oneline import OneLineErrors
+from scheduler_app.management.commands._text_rule import parsed_text, text_options
 from scheduler_app.models import Schedule
 from scheduler_app.preview import TICK, PreviewRow, parse_from, policy_text, preview_rows, utc_text
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, Timing, build_timing, describe
+from scheduler_app.timing.phrases import ParsedText
 from scheduler_app.timing.zones import get_zone
 
 MAX_COUNT = 10_000
@@ -29,7 +31,7 @@ OUT_OF_RANGE = (
     "a date is out of range: keep --after, --anchor, --at and the slots within years 1-9999 "
     "(in UTC and in --tz)"
 )
-RULE_OPTIONS = ("cron", "rrule", "every", "at")
+RULE_OPTIONS = ("cron", "rrule", "every", "at", "text")
 BOUND_OPTIONS = ("starts_at", "ends_at", "max_count", "window")
 # Engine field names (before the first dot) -> the option a user of this command typed.
 OPTION_OF_FIELD = {
@@ -45,6 +47,7 @@ OPTION_OF_FIELD = {
     "max_count": "--max-count",
     "window": "--window",
     "active_window": "--window",
+    "text": "--text",
 }
 _TICK = timedelta(microseconds=1)
 
@@ -57,11 +60,19 @@ class Command(OneLineErrors):
         rule = parser.add_mutually_exclusive_group()  # none: --schedule
         rule.add_argument("--cron", metavar="EXPR", help="five-field cron expression or @macro")
         rule.add_argument(
-            "--rrule", metavar="RULE", help="RFC 5545 RRULE, e.g. FREQ=DAILY;BYHOUR=9"
+            "--rrule",
+            metavar="RULE",
+            help="RFC 5545 RRULE, e.g. FREQ=DAILY;BYHOUR=9, or content lines separated by "
+            "newlines: DTSTART;TZID=..., RRULE:..., EXDATE[;TZID=...]:..., RDATE[;TZID=...]:...",
         )
         rule.add_argument("--every", metavar="DURATION", help="fixed-rate interval: 90s, 15m, 6h")
         rule.add_argument(
             "--at", metavar="ISO", help="one time: with offset an instant, else local"
+        )
+        rule.add_argument(
+            "--text",
+            metavar="WORDS",
+            help="English, e.g. 'every weekday at 9:00 in Europe/Riga': shows the rule it means",
         )
         parser.add_argument(
             "--schedule",
@@ -73,7 +84,11 @@ class Command(OneLineErrors):
             metavar="ISO",
             help="DTSTART of --rrule / grid origin of --every (default: --from or --after)",
         )
-        parser.add_argument("--tz", default="UTC", metavar="ZONE", help="IANA zone (default UTC)")
+        parser.add_argument(
+            "--tz",
+            metavar="ZONE",
+            help="IANA zone (default: the zone --text or a DTSTART line names, else UTC)",
+        )
         parser.add_argument("--nonexistent", default="auto", choices=[c.value for c in Nonexistent])
         parser.add_argument("--ambiguous", default="auto", choices=[c.value for c in Ambiguous])
         parser.add_argument(
@@ -128,16 +143,17 @@ class Command(OneLineErrors):
         except OverflowError:  # datetime arithmetic beyond year 1 or 9999
             raise CommandError(OUT_OF_RANGE, returncode=2) from None
         if options["json"]:
-            output = _as_json(timing, rows)
+            output = _as_json(timing, rows, options.get("parsed"))
         else:
             heading = f"Slots {'from' if options.get('start') else 'after'} {_utc(after, options)}"
-            output = _as_table(timing, heading, rows)
+            output = _as_table(timing, heading, rows, options.get("parsed"))
         self.stdout.write(output)
 
 
 def _timing_and_after(options: dict[str, Any]) -> tuple[Timing, datetime]:
     """The timing to preview and the instant its slots come strictly after."""
     _check_start(options)
+    options["parsed"] = text_options(options)
     if options.get("schedule"):
         timing, after = _stored(options)
         if options.get("start"):
@@ -254,19 +270,20 @@ def _slots(timing: Timing, after: datetime, count: int) -> list[PreviewRow]:
     return preview_rows(timing, after, count)
 
 
-def _as_json(timing: Timing, rows: list[PreviewRow]) -> str:
-    return json.dumps(
-        {
-            "description": describe(timing),
-            "timezone": timing.zone.key,
-            "slots": [row.as_json() for row in rows],
-        },
-        indent=2,
-    )
+def _as_json(timing: Timing, rows: list[PreviewRow], parsed: ParsedText | None = None) -> str:
+    data: dict[str, Any] = {"description": describe(timing), "timezone": timing.zone.key}
+    if parsed is not None:  # --text: the structured rule it means, as it would be stored
+        data.update({key: value for key, value in parsed.as_json().items() if key != "timezone"})
+    data["slots"] = [row.as_json() for row in rows]
+    return json.dumps(data, indent=2)
 
 
-def _as_table(timing: Timing, heading: str, rows: list[PreviewRow]) -> str:
+def _as_table(
+    timing: Timing, heading: str, rows: list[PreviewRow], parsed: ParsedText | None = None
+) -> str:
     lines = [describe(timing), f"{heading}; {policy_text(timing)}", ""]
+    if parsed is not None:  # --text: the structured rule that would be stored
+        lines.insert(1, parsed_text(parsed))
     if not rows:
         return "\n".join([*lines, "No slots: the rule does not fire after that instant."])
     header = (f"Local ({timing.zone.key})", "UTC", "Note")

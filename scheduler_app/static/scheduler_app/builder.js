@@ -1,7 +1,10 @@
 /* The schedule form's builder and live preview: plain JavaScript, no framework, no build step.
    Shows the builder fields that the chosen "repeat" needs, and POSTs the form (unsaved) to
    the admin's preview view whenever it changes, then draws the next slots it answers. The
-   "Preview from" input starts the slots at a chosen local date instead of now. */
+   "Preview from" input starts the slots at a chosen local date instead of now. The "describe
+   it in words" input is read by the server when it changes (Enter or leaving it); the
+   builder's fields are then set from the structured rule it means and the input is emptied:
+   what is saved is the rule, never the text. */
 (function () {
   "use strict";
   var SHOWN = {
@@ -70,8 +73,25 @@
     box.setAttribute("data-state", answer.ok ? "ok" : "error");
   }
 
-  function refresh(form, box) {
+  function fill(form, values) {
+    Object.keys(values).forEach(function (name) {
+      var value = values[name];
+      form.querySelectorAll("[name='" + name + "']").forEach(function (input) {
+        if (input.type === "checkbox") {
+          input.checked = Array.isArray(value) && value.indexOf(input.value) !== -1;
+        } else {
+          input.value = value === null ? "" : String(value);
+        }
+      });
+    });
+    var words = form.querySelector("[name=words]");
+    if (words) { words.value = ""; }
+    showBuilder(form);
+  }
+
+  function refresh(form, box, readWords) {
     var data = new FormData(form);
+    if (!readWords) { data.delete("words"); }  // while typing, the preview follows the builder
     data.append("_object_id", box.getAttribute("data-object-id") || "");
     var start = box.querySelector("#sched-preview-from");
     data.set("_preview_from", start ? start.value : "");  // the box may sit outside the form
@@ -85,7 +105,14 @@
         if (!response.ok) { throw new Error(body.error || "HTTP " + response.status); }
         return body;
       });
-    }).then(function (answer) { draw(box, answer); })
+    }).then(function (answer) {
+      if (readWords && answer.ok && answer.fill) {
+        fill(form, answer.fill);
+        refresh(form, box, false);  // the builder now says it: preview what will be saved
+        return;
+      }
+      draw(box, answer);
+    })
       .catch(function (error) {
         draw(box, {ok: false, errors: {preview: [String(error)]}});
       });
@@ -101,14 +128,24 @@
     var when = repeat && repeat.closest("fieldset");
     if (when) { when.parentNode.insertBefore(box, when.nextSibling); }  // next to the builder
     var timer = null;
-    function later() {
+    function later(event) {
+      var inWords = event && event.target && event.target.name === "words";
+      if (inWords && event.type === "input") { return; }  // read when the text is complete
       showBuilder(form);
       clearTimeout(timer);
-      timer = setTimeout(function () { refresh(form, box); }, 250);
+      timer = setTimeout(function () { refresh(form, box, inWords); }, 250);
+    }
+    var words = form.querySelector("[name=words]");
+    if (words) {
+      words.addEventListener("keydown", function (event) {
+        if (event.key !== "Enter") { return; }
+        event.preventDefault();  // Enter reads the text; it does not save the form
+        later({type: "change", target: words});
+      });
     }
     form.addEventListener("input", later);
     form.addEventListener("change", later);
     if (!form.contains(box)) { box.addEventListener("change", later); }
-    refresh(form, box);
+    refresh(form, box, false);
   });
 }());
