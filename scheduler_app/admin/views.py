@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from scheduler_app.admin.forms import BUILDER_FIELDS, TIMING_FIELDS
 from scheduler_app.models import Schedule, ScheduleOrigin
-from scheduler_app.preview import TICK, PreviewRow, parse_from, preview_rows
+from scheduler_app.preview import TICK, PreviewRow, calendar_notes, parse_from, preview_rows
 from scheduler_app.tenancy import scope
 from scheduler_app.timing import Timing, describe
 
@@ -79,6 +79,7 @@ def preview(model_admin: Any, request: HttpRequest) -> HttpResponse:
             "timezone": timing.zone.key,
             "from": _shown(start, timing),
             "slots": [row.as_display() | {"utc_iso": row.as_json()["utc"]} for row in rows],
+            "skipped": calendar_notes(timing, start - TICK, rows),
         }
     )
 
