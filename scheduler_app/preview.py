@@ -95,6 +95,8 @@ def policy_text(timing: Timing) -> str:
         isinstance(rule, OnceRule) and rule.at.tzinfo is not None
     ):
         return "absolute times (DST does not move them)"
+    if isinstance(rule, SolarRule):
+        return "computed instants, one per local date (DST moves only the clock reading)"
     dst = timing.effective_dst
     return f"DST: nonexistent={dst.nonexistent.value}, ambiguous={dst.ambiguous.value}"
 

@@ -303,7 +303,7 @@ def _as_json(timing: Timing, rows: list[PreviewRow], notes: list[str]) -> str:
             "description": describe(timing),
             "timezone": timing.zone.key,
             "slots": [row.as_json() for row in rows],
-            "skipped": notes,
+            **({"skipped": notes} if notes else {}),
         },
         indent=2,
     )
