@@ -213,8 +213,12 @@ def _off_holidays(
     items: Iterable[Resolved], calendar: HolidayCalendar, zone: ZoneInfo
 ) -> Iterator[Resolved]:
     """Leave out the slots whose local date (in the schedule's zone) is a public holiday."""
+    day, holiday = None, False  # slots come in order: one look-up per local date
     for item in items:
-        if calendar.name_on(item[0].astimezone(zone).date()) is None:
+        local_day = item[0].astimezone(zone).date()
+        if local_day != day:
+            day, holiday = local_day, calendar.name_on(local_day) is not None
+        if not holiday:
             yield item
 
 
