@@ -238,6 +238,8 @@ def _check_min_interval(timing: Timing) -> None:
         what, fix = f"interval {gap}s", "use a longer interval"
     elif timing.kind == Kind.CRON:
         what, fix = "cron expression", "list fewer minutes or hours"
+    elif timing.kind == Kind.SOLAR:
+        what, fix = "solar rule", "use a cron rule"
     else:
         what, fix = "RRULE", "raise INTERVAL, use a coarser FREQ or list fewer BY values"
     raise ScheduleValidationError(

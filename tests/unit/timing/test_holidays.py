@@ -114,3 +114,13 @@ def test_unknown_codes_are_refused_with_how_to_list_them(code: str, words: str |
 
 def test_the_data_version_is_the_packages() -> None:
     assert data_version() == holidays.__version__
+
+
+def test_without_the_package_the_error_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("scheduler_app.timing.calendars.public_holidays._holidays", None)
+    with pytest.raises(ScheduleValidationError) as caught:
+        parse_holidays("LV")
+    assert caught.value.code == "missing_dependency"
+    assert "django-durable-scheduler[holidays]" in caught.value.message

@@ -155,3 +155,13 @@ def test_bad_solar_rules_name_the_part(rule: str, field: str, words: str) -> Non
         build_timing(kind="solar", rule=rule, timezone="Europe/Riga")
     assert caught.value.field == field
     assert words in caught.value.message
+
+
+def test_without_astral_the_error_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("scheduler_app.timing.calendars.solar._sun", None)
+    with pytest.raises(ScheduleValidationError) as caught:
+        parse_solar("sunrise 56.9 24.1")
+    assert caught.value.code == "missing_dependency"
+    assert "django-durable-scheduler[solar]" in caught.value.message
