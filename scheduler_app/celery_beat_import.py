@@ -35,14 +35,17 @@ BEAT_PREFIX = "celery-beat:"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """Interval grids start here: slots fall on whole multiples of the interval since the Unix
 epoch (a 15-minute interval fires at :00, :15, ...), so re-running the import is stable."""
+SOLAR_EVENTS = {
+    "sunrise": "sunrise",
+    "sunset": "sunset",
+    "dawn_civil": "dawn",
+    "dusk_civil": "dusk",
+    "solar_noon": "noon",
+}
+"""Celery's (and django-celery-beat's) solar events -> this scheduler's (civil twilight)."""
 SOLAR_REFUSAL = (
-    "solar schedules (sunrise, sunset, dusk ... at a latitude/longitude) move every day and have "
-    "no rule kind here; replace the entry with a cron at a fixed local time in the place's zone "
-    "(e.g. '30 6 * * *' in Europe/Riga), or create 'once' schedules for computed instants"
-)
-ARGS_REFUSAL = (
-    "positional args {args} cannot be carried over: occurrences call the task with keyword "
-    "arguments only; give the task keyword parameters and move the values into kwargs"
+    "solar event {event} has no equivalent here (nautical and astronomical twilight are not "
+    "offered); use one of {choices} (civil dawn and dusk), or a cron at a fixed local time"
 )
 ROUTING = {"queue": str, "routing_key": str, "exchange": str, "priority": int}
 """Per-entry routing options kept in ``Schedule.options`` (the schedule.v1 ``target.options``)."""
@@ -190,10 +193,10 @@ def _beat_entry(label: str, name: Any, entry: Any, app_timezone: str) -> Mapping
     schedule_value = entry.get("schedule")
     timing = _beat_timing(schedule_value, app_timezone)
     source = f"{_describe_source(schedule_value)} {task}"
-    _check_args(entry.get("args"))
+    args = beat_args(entry.get("args"))
     kwargs = beat_kwargs(entry.get("kwargs"))
     fields, notes = _options(entry.get("options"))
-    fields.update(timing, task=task, kwargs=kwargs, key=label, name=name)
+    fields.update(timing, task=task, args=args, kwargs=kwargs, key=label, name=name)
     return Mapping(label, source, Desired(label=label, fields=fields), notes=tuple(notes))
 
 
@@ -222,13 +225,29 @@ def _task(entry: Any) -> str:
     return task
 
 
-def _check_args(args: Any) -> None:
+def beat_args(args: Any) -> list[Any]:
+    """The entry's positional args as JSON will carry them (tuples become lists)."""
     if args is None:
-        return
+        return []
     if not isinstance(args, list | tuple):
         raise Refused(f"args must be a list or tuple, got {type(args).__name__} {shown(args)}")
-    if args:
-        raise Refused(ARGS_REFUSAL.format(args=shown(tuple(args))))
+    return list(_as_json(args, "args", 1))
+
+
+def solar_timing(event: Any, latitude: Any, longitude: Any, zone: str) -> dict[str, Any]:
+    """A Celery ``solar(event, lat, lon)`` as a ``solar`` schedule; slots fall on local dates
+    of ``zone`` (one event a day whichever zone: it decides only where a day begins)."""
+    mapped = SOLAR_EVENTS.get(str(event))
+    if mapped is None:
+        choices = ", ".join(SOLAR_EVENTS)
+        raise Refused(SOLAR_REFUSAL.format(event=shown(event), choices=choices))
+    try:
+        rule = f"{mapped} {float(latitude):g} {float(longitude):g}"
+    except (TypeError, ValueError):
+        raise Refused(
+            f"solar latitude/longitude {shown(latitude)}, {shown(longitude)} are not numbers"
+        ) from None
+    return {"kind": "solar", "rule": rule, "timezone": zone}
 
 
 def beat_kwargs(value: Any) -> dict[str, Any]:
@@ -292,7 +311,7 @@ def _beat_timing(value: Any, app_timezone: str) -> dict[str, Any]:
             "timezone": _crontab_zone(value, app_timezone),
         }
     if isinstance(value, solar):
-        raise Refused(SOLAR_REFUSAL)
+        return solar_timing(value.event, value.lat, value.lon, app_timezone)
     if isinstance(value, schedule):
         return interval_timing(_run_every(value))
     if isinstance(value, timedelta | int | float) and not isinstance(value, bool):

@@ -15,18 +15,18 @@ from django.db import connection
 from django.utils.dateparse import parse_datetime
 
 from scheduler_app.celery_beat_import import (
-    ARGS_REFUSAL,
     CONTENT_ERRORS,
     PERIODS,
-    SOLAR_REFUSAL,
     Mapping,
     Refused,
     aware,
+    beat_args,
     beat_kwargs,
     interval_timing,
     one_line,
     routing_options,
     shown,
+    solar_timing,
     unreadable,
 )
 from scheduler_app.importing import Desired
@@ -86,12 +86,12 @@ def _periodic_task(label: str, row: dict[str, Any], rules: Rules, now: datetime)
     args = _json_value(row.get("args"), "args", [])
     if not isinstance(args, list):
         raise Refused(f"args must be a JSON list, got {shown(args)}")
-    if args:
-        raise Refused(ARGS_REFUSAL.format(args=shown(tuple(args))))
     kwargs = beat_kwargs(_json_value(row.get("kwargs"), "kwargs", {}))
     fields, notes, keep = _row_extras(row, timing, now)
     name = str(row["name"])[: TEXT_LENGTHS["name"]]
-    fields.update(timing, task=row["task"], kwargs=kwargs, key=label[:200], name=name)
+    fields.update(
+        timing, task=row["task"], args=beat_args(args), kwargs=kwargs, key=label[:200], name=name
+    )
     status = "active" if row.get("enabled", True) else "paused"
     desired = Desired(label=label, fields=fields, status=status, keep_existing=keep)
     return Mapping(label, source, desired, notes=tuple(notes))
@@ -99,7 +99,11 @@ def _periodic_task(label: str, row: dict[str, Any], rules: Rules, now: datetime)
 
 def _row_timing(row: dict[str, Any], rules: Rules) -> tuple[dict[str, Any], str]:
     if row.get("solar_id") is not None:
-        raise Refused(SOLAR_REFUSAL)
+        sun = _linked(rules, "solar_id", row)
+        # The table has no zone: local dates are UTC dates (the place's zone changes only
+        # where a day begins; set it on the schedule afterwards if that matters).
+        timing = solar_timing(sun["event"], sun["latitude"], sun["longitude"], "UTC")
+        return timing, f"solar({sun['event']}, {sun['latitude']}, {sun['longitude']})"
     if row.get("crontab_id") is not None:
         cron = _linked(rules, "crontab_id", row)
         rule = " ".join(

@@ -49,7 +49,7 @@ Duration = timedelta | int | str
 MAX_KEY_LENGTH = 150  # the column holds 200: room for the suffix a replaced retired key gets
 MAX_OBJECTIVE_LENGTH = 100
 MAX_PAYLOAD_REF_LENGTH = 500
-RULE_PARAMETERS = ("cron", "rrule", "every", "at")
+RULE_PARAMETERS = ("cron", "rrule", "every", "at", "solar")
 # Only to validate an RRULE or interval without an anchor at import time; the stored anchor of
 # such a schedule is the instant it is first synced (see docs/decorator.md).
 _PLACEHOLDER_ANCHOR = datetime(2000, 1, 3, tzinfo=UTC)
@@ -95,10 +95,18 @@ class ScheduleOptions:
     lateness_class: str | None = None
     job_type: str | None = None
     payload_ref: str | None = None
+    exclude_holidays: str | None = None
+    args_json: str = "[]"
+    """The positional arguments as canonical JSON."""
 
     @property
     def kwargs(self) -> dict[str, Any]:
         loaded: dict[str, Any] = json.loads(self.kwargs_json)
+        return loaded
+
+    @property
+    def args(self) -> list[Any]:
+        loaded: list[Any] = json.loads(self.args_json)
         return loaded
 
     def schedule_fields(self) -> dict[str, Any]:
@@ -107,11 +115,14 @@ class ScheduleOptions:
             name: getattr(self, name) for name in _OPTION_FIELDS if getattr(self, name) is not None
         }
         values["kwargs"] = self.kwargs
+        values["args"] = self.args
         return values
 
 
 _OPTION_FIELDS = tuple(
-    name for name in ScheduleOptions.__dataclass_fields__ if name not in ("kwargs_json",)
+    name
+    for name in ScheduleOptions.__dataclass_fields__
+    if name not in ("kwargs_json", "args_json")
 )
 
 
@@ -213,12 +224,15 @@ def scheduled(
     every: Duration | None = None,
     at: datetime | None = None,
     text: str | None = None,
+    solar: str | None = None,
     anchor: datetime | None = None,
     interval_mode: str | None = None,
     timezone: str | None = None,
     objective: str = "",
     key: str | None = None,
     kwargs: dict[str, Any] | None = None,
+    args: list[Any] | None = None,
+    exclude_holidays: str | None = None,
     nonexistent: str | None = None,
     ambiguous: str | None = None,
     starts_at: datetime | None = None,
@@ -254,12 +268,15 @@ def scheduled(
     every: Duration | None = None,
     at: datetime | None = None,
     text: str | None = None,
+    solar: str | None = None,
     anchor: datetime | None = None,
     interval_mode: str | None = None,
     timezone: str | None = None,
     objective: str = "",
     key: str | None = None,
     kwargs: dict[str, Any] | None = None,
+    args: list[Any] | None = None,
+    exclude_holidays: str | None = None,
     nonexistent: str | None = None,
     ambiguous: str | None = None,
     starts_at: datetime | None = None,
@@ -287,10 +304,11 @@ def scheduled(
     """Declare a schedule for the Celery task below; stack several for several schedules.
 
     Exactly one rule: ``cron=``, ``rrule=`` (with ``anchor=``), ``every=`` (with ``anchor=``,
-    ``interval_mode=``), ``at=`` or ``text=`` (English, e.g. "every weekday at 9:00": read
-    here, at decoration time, into the structured rule).
-    Schedules of one task are told apart by ``objective`` (the task reads it from
-    ``current_occurrence().objective``); ``key`` defaults to
+    ``interval_mode=``), ``at=``, ``solar=`` ("sunrise 56.9496 24.1052") or ``text=``
+    (English, e.g. "every weekday at 9:00": read here, at decoration time, into the structured
+    rule). ``args=`` are positional arguments, ``exclude_holidays=`` a country code ("LV",
+    "US-NY"). Schedules of one task are told apart by ``objective``
+    (the task reads it from ``current_occurrence().objective``); ``key`` defaults to
     ``"<task name>:<objective or 'default'>"``. ``job_type`` declares that this task serves
     that job type (schedule.v1 JOB targets); ``lateness_class`` sets lateness defaults;
     ``payload_ref`` is a reference the task resolves (``current_occurrence().payload_ref``).
@@ -300,7 +318,8 @@ def scheduled(
     if task is not None:
         _refuse_positional(task)
     if text is not None:  # English text: the structured rule it means replaces it here
-        given = {"cron": cron, "rrule": rrule, "every": every, "at": at, "anchor": anchor}
+        given = {"cron": cron, "rrule": rrule, "every": every, "at": at, "solar": solar}
+        given["anchor"] = anchor
         parsed = declared_text(text, {**given, "window": window}, timezone, window_policy)
         timing_fields: dict[str, Any] = {"kind": parsed.kind, "rule": parsed.rule}
         if parsed.anchor is not None:
@@ -308,12 +327,16 @@ def scheduled(
         timezone, window = parsed.timezone, parsed.active_window or None
         window_policy = parsed.window_policy or window_policy
     else:
-        timing_fields = _rule(cron=cron, rrule=rrule, every=every, at=at, anchor=anchor)
+        timing_fields = _rule(
+            cron=cron, rrule=rrule, every=every, at=at, solar=solar, anchor=anchor
+        )
     options = ScheduleOptions(
         **timing_fields,
         timezone=_text(timezone, "timezone") or dtstart_zone(rrule or "") or "UTC",
         objective=_objective(objective),
         kwargs_json=_payload(kwargs),
+        args_json=_positional(args),
+        exclude_holidays=_text(exclude_holidays, "exclude_holidays").upper() or None,
         dst_nonexistent=_choice(nonexistent, "nonexistent", Nonexistent),
         dst_ambiguous=_choice(ambiguous, "ambiguous", Ambiguous),
         starts_at=_instant(starts_at, "starts_at"),
@@ -386,17 +409,15 @@ def _rule(
     every: Duration | None,
     at: datetime | None,
     anchor: datetime | None,
+    solar: str | None = None,
 ) -> dict[str, Any]:
-    given = {
-        name: value
-        for name, value in (("cron", cron), ("rrule", rrule), ("every", every), ("at", at))
-        if value is not None
-    }
+    rules = (("cron", cron), ("rrule", rrule), ("every", every), ("at", at), ("solar", solar))
+    given = {name: value for name, value in rules if value is not None}
     if len(given) != 1:
         problem = "no rule" if not given else f"{len(given)} rules ({', '.join(given)})"
         raise ScheduleValidationError(
             "rule",
-            f"@scheduled got {problem}; pass exactly one of cron=, rrule=, every=, at=",
+            f"@scheduled got {problem}; pass exactly one of cron=, rrule=, every=, at=, solar=",
             code="missing_rule" if not given else "several_rules",
         )
     [name] = given
@@ -407,6 +428,8 @@ def _rule(
     checked_anchor = _instant(anchor, "anchor")
     if cron is not None:
         return {"kind": Kind.CRON.value, "rule": _text(cron, "cron")}
+    if solar is not None:
+        return {"kind": Kind.SOLAR.value, "rule": " ".join(_text(solar, "solar").lower().split())}
     if rrule is not None:
         return {"kind": Kind.RRULE.value, "rule": _text(rrule, "rrule"), "anchor": checked_anchor}
     if every is not None:
@@ -455,6 +478,19 @@ def _payload(kwargs: object) -> str:
     except (TypeError, ValueError) as exc:
         raise ScheduleValidationError(
             "kwargs", f"the payload is not JSON-serializable ({exc}); pass plain JSON values"
+        ) from None
+
+
+def _positional(args: object) -> str:
+    if args is None:
+        return "[]"
+    if not isinstance(args, list | tuple):
+        raise ScheduleValidationError("args", 'args= must be a list, e.g. args=[1, "eu"]')
+    try:
+        return json.dumps(list(args), separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ScheduleValidationError(
+            "args", f"args= is not JSON-serializable ({exc}); pass plain JSON values"
         ) from None
 
 
@@ -530,6 +566,7 @@ def _check_timing(options: ScheduleOptions) -> None:
         max_count=options.max_count,
         window=options.active_window,
         window_policy=options.window_policy or "defer",
+        exclude_holidays=options.exclude_holidays,
     )
 
 

@@ -31,6 +31,9 @@ from scheduler_app.policies import MisfireRules
 from scheduler_app.routing import checked_options
 from scheduler_app.targets import check_target, is_allowed_name, registered_tasks
 from scheduler_app.timing import Kind, Timing, build_timing, parse_duration
+from scheduler_app.timing.calendars.public_holidays import (
+    data_version as holidays_data_version,
+)
 from scheduler_app.timing.rules import IntervalRule
 
 _OCCURRENCE_NAMESPACE = uuid.UUID("6f1d3c1e-1b7e-4d55-9a55-2f5b8f0a7c11")
@@ -50,6 +53,7 @@ def timing_for(schedule: Schedule) -> Timing:
         schedule.max_count,
         schedule.active_window,
         schedule.window_policy,
+        schedule.exclude_holidays,
     )
 
 
@@ -66,6 +70,7 @@ def _timing(
     max_count: int | None,
     active_window: str = "",
     window_policy: str = "defer",
+    exclude_holidays: str = "",
 ) -> Timing:
     raw_rule: str | timedelta = parse_duration(rule, "rule") if kind == Kind.INTERVAL else rule
     return build_timing(
@@ -80,6 +85,7 @@ def _timing(
         max_count=max_count,
         window=active_window or None,
         window_policy=window_policy or "defer",
+        exclude_holidays=exclude_holidays or None,
     )
 
 
@@ -152,7 +158,7 @@ def validate_definition(values: dict[str, Any]) -> Timing:
     for field in TEXT_FIELDS:
         check_text(field, values.get(field))
     _check_task(values.get("task"))
-    _check_payload(values.get("kwargs", {}))
+    _check_payload(values.get("kwargs", {}), values.get("args", []))
     _check_options(values.get("options"))
     for field, choices in CHOICE_FIELDS.items():
         if field in values and values[field] not in choices.values:
@@ -211,6 +217,7 @@ def validate_definition(values: dict[str, Any]) -> Timing:
         values.get("max_count"),
         str(values.get("active_window") or ""),
         str(values.get("window_policy") or "defer"),
+        _holidays_code(values.get("exclude_holidays")),
     )
     _check_min_interval(timing)
     return timing
@@ -231,6 +238,8 @@ def _check_min_interval(timing: Timing) -> None:
         what, fix = f"interval {gap}s", "use a longer interval"
     elif timing.kind == Kind.CRON:
         what, fix = "cron expression", "list fewer minutes or hours"
+    elif timing.kind == Kind.SOLAR:
+        what, fix = "solar rule", "use a cron rule"
     else:
         what, fix = "RRULE", "raise INTERVAL, use a coarser FREQ or list fewer BY values"
     raise ScheduleValidationError(
@@ -264,13 +273,46 @@ def _check_task(task: object) -> None:
         )
 
 
-def _check_payload(kwargs: object) -> None:
+def calendar_data_versions(schedule: Schedule) -> dict[str, str]:
+    """The calendar data a version's slots depend on (``{"holidays_data": "0.109"}``), stored
+    in its definition: an update of the data shows as a difference between versions."""
+    if not schedule.exclude_holidays:
+        return {}
+    return {"holidays_data": holidays_data_version()}
+
+
+def _holidays_code(value: object) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ScheduleValidationError(
+            "exclude_holidays", f"expected a code such as 'LV' or 'US-NY', got {value!r}"
+        )
+    check_text("exclude_holidays", value)
+    return value
+
+
+def _check_args(args: object) -> list[Any]:
+    if not isinstance(args, list | tuple):
+        raise ScheduleValidationError(
+            "args", 'positional arguments must be a JSON list, e.g. [1, "eu"]'
+        )
+    return list(args)
+
+
+def _check_payload(kwargs: object, args: object = ()) -> None:
+    """kwargs (a JSON object) and args (a JSON list): strict JSON, and their size counted
+    together against ``SCHEDULER_MAX_PAYLOAD_BYTES`` (both travel in every message)."""
     if not isinstance(kwargs, dict):
         raise ScheduleValidationError(
             "kwargs", "the payload must be a JSON object of keyword arguments"
         )
+    positional = _check_args(args)
+    if positional:
+        check_json("args", positional)
     try:
         size = len(json.dumps(kwargs, separators=(",", ":")).encode())
+        size += len(json.dumps(positional, separators=(",", ":")).encode()) if positional else 0
     except RecursionError:
         raise ScheduleValidationError(
             "kwargs", f"is nested deeper than {MAX_JSON_DEPTH} levels; flatten it", code="too_deep"
@@ -284,7 +326,7 @@ def _check_payload(kwargs: object) -> None:
     if size > limit:
         raise ScheduleValidationError(
             "kwargs",
-            f"the payload is {size} bytes, more than the limit of {limit} "
+            f"the payload (kwargs and args) is {size} bytes, more than the limit of {limit} "
             "(SCHEDULER_MAX_PAYLOAD_BYTES); store large data elsewhere and pass its id",
             code="payload_too_large",
         )

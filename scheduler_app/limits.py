@@ -33,7 +33,13 @@ NUMBER_LIMITS: Mapping[str, tuple[int, int]] = {
 """Inclusive (minimum, maximum) of every whole-number field; seconds unless it is a count.
 The same bounds are database check constraints (``models/core.py``)."""
 
-RULE_LENGTHS: Mapping[str, int] = {"cron": 200, "rrule": 40_000, "interval": 50, "once": 64}
+RULE_LENGTHS: Mapping[str, int] = {
+    "cron": 200,
+    "rrule": 40_000,
+    "interval": 50,
+    "once": 64,
+    "solar": 64,
+}
 """Longest accepted rule per kind, in characters."""
 
 TEXT_LENGTHS: Mapping[str, int] = {
@@ -46,6 +52,7 @@ TEXT_LENGTHS: Mapping[str, int] = {
     "job_type": 200,
     "payload_ref": 500,
     "lateness_class": 20,
+    "exclude_holidays": 40,
 }
 """Longest accepted text per field (the column's length: SQLite does not enforce it)."""
 

@@ -13,6 +13,8 @@ from itertools import islice
 from zoneinfo import ZoneInfo
 
 from scheduler_app.timing import Ambiguous, Timing, describe, iter_annotated
+from scheduler_app.timing.calendars.solar import SolarRule, missing_days
+from scheduler_app.timing.engine import holiday_skips
 from scheduler_app.timing.rules import EARLIEST, LATEST, IntervalRule, OnceRule
 from scheduler_app.timing.zones import FOLD_FIRST, FOLD_LAST, GAP_NEXT_VALID, GAP_SHIFT
 
@@ -93,6 +95,8 @@ def policy_text(timing: Timing) -> str:
         isinstance(rule, OnceRule) and rule.at.tzinfo is not None
     ):
         return "absolute times (DST does not move them)"
+    if isinstance(rule, SolarRule):
+        return "computed instants, one per local date (DST moves only the clock reading)"
     dst = timing.effective_dst
     return f"DST: nonexistent={dst.nonexistent.value}, ambiguous={dst.ambiguous.value}"
 
@@ -104,7 +108,33 @@ def preview_payload(timing: Timing, after: datetime, count: int) -> dict[str, ob
         "description": describe(timing),
         "timezone": timing.zone.key,
         "slots": [row.as_json() for row in rows],
+        "skipped": calendar_notes(timing, after, rows),
     }
+
+
+NOTES_HORIZON = timedelta(days=366)
+"""How far past ``after`` the notes look when no slot bounds them (a rule without slots)."""
+MAX_NOTES = 50
+
+
+def calendar_notes(timing: Timing, after: datetime, rows: list[PreviewRow]) -> list[str]:
+    """What the calendar left out between ``after`` and the last row: public holidays
+    ("skips Fri 2027-12-24: Christmas Eve (LV)") and days without a solar event
+    ("2026-11-27 to 2027-01-15: no sunrise (polar night: the sun stays below the horizon)")."""
+    until = rows[-1].utc if rows else min(after + NOTES_HORIZON, LATEST)
+    notes = []
+    if timing.holidays is not None:
+        code = timing.holidays.code
+        for slot, name in holiday_skips(timing, after, until)[:MAX_NOTES]:
+            local = slot.astimezone(timing.zone)
+            notes.append(f"skips {local:%a} {local:%Y-%m-%d}: {name} ({code})")
+    rule = timing.rule
+    if isinstance(rule, SolarRule):
+        start, end = (value.astimezone(timing.zone).date() for value in (after, until))
+        for first, last, reason in missing_days(rule, timing.zone, start, end)[:MAX_NOTES]:
+            days = f"{first}" if first == last else f"{first} to {last}"
+            notes.append(f"{days}: no {rule.event.value} ({reason})")
+    return notes
 
 
 FROM_EXAMPLE = "e.g. 2027-03-20 or 2027-03-20T08:00 (local), or 2027-03-20T06:00:00Z"

@@ -109,7 +109,8 @@ class OccurrenceTask(Task):
             # Handed to the broker before the switch went on: recorded, never run.
             self._end(claim, OccurrenceState.SKIPPED, killswitch.REASON)
             raise Ignore()
-        if args or kwargs != claim.occurrence.kwargs:
+        stored_args = list(claim.occurrence.args or [])
+        if list(args) != stored_args or kwargs != claim.occurrence.kwargs:
             logger.warning(
                 "the message's arguments differ from the stored payload; running the stored one",
                 extra={"action": "occurrence.payload_mismatch", "occurrence_id": occurrence_id},
@@ -117,7 +118,7 @@ class OccurrenceTask(Task):
         context = OccurrenceContext.from_occurrence(claim.occurrence, claim.attempt)
         with use_occurrence(context), Heartbeat(context.occurrence_id, claim, lease, self.clock):
             try:
-                result = super().__call__(**claim.occurrence.kwargs)
+                result = super().__call__(*stored_args, **claim.occurrence.kwargs)
             except OccurrenceCancelled:
                 self._end(claim, OccurrenceState.CANCELLED, "cancel_requested")
                 raise Ignore() from None

@@ -130,3 +130,10 @@ def digest(topic: str) -> str:
     window = occurrence.window if occurrence else None
     logger.info("demo.digest: changes to %s during %s", topic, window)
     return f"digest of {topic}"
+
+
+@shared_task(name="demo.echo", schedulable=True)
+def echo(*args: object, **kwargs: object) -> dict[str, Any]:
+    """Return the positional and keyword arguments it ran with (positional-args tests)."""
+    logger.info("demo.echo ran with %s %s", args, kwargs)
+    return {"args": list(args), "kwargs": kwargs}

@@ -5,6 +5,7 @@ Everything goes through ``format_html``: values are escaped.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -202,14 +203,17 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def preview_table(rows: list[dict[str, str | None]]) -> SafeString:
+def preview_table(rows: list[dict[str, str | None]], notes: Sequence[str] = ()) -> SafeString:
+    """The slots, then what the calendar left out ("skips Fri 2027-12-24: Christmas Eve")."""
     body = format_html_join(
         "",
         "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
         ((row["local"], row["utc"], row["note"] or "") for row in rows),
     )
+    skipped = format_html_join("", '<li class="sched-note">{}</li>', ((note,) for note in notes))
     return format_html(
         '<table class="sched-preview"><thead><tr><th>local</th><th>UTC</th><th>DST</th></tr>'
-        "</thead><tbody>{}</tbody></table>",
+        "</thead><tbody>{}</tbody></table>{}",
         body,
+        format_html('<ul class="sched-skipped">{}</ul>', skipped) if notes else "",
     )

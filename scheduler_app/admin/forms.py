@@ -53,7 +53,8 @@ BUILDER_FIELDS = (
     "once_at",
 )
 POSITIONAL_HINT = (
-    'positional args are not supported: pass keyword arguments in kwargs, e.g. {"n": 1}'
+    'kwargs is a JSON object of keyword arguments, e.g. {"n": 1}; put positional arguments '
+    'in args, e.g. [1, "eu"]'
 )
 TIMING_FIELDS = (
     "kind",
@@ -67,6 +68,7 @@ TIMING_FIELDS = (
     "max_count",
     "active_window",
     "window_policy",
+    "exclude_holidays",
 )
 # Engine field (before the first dot) -> the form field that shows its error.
 FIELD_OF_ERROR = {
@@ -74,6 +76,7 @@ FIELD_OF_ERROR = {
     "rrule": "rule",
     "at": "rule",
     "every": "rule",
+    "solar": "rule",
     "window": "active_window",
     "dst": "dst_nonexistent",
     "range": "rule",
@@ -205,7 +208,11 @@ class ScheduleForm(forms.ModelForm):
     class Meta:
         model = Schedule
         fields = (*EDITABLE, "cost_estimate")
-        field_classes = {"kwargs": PayloadJSONField, "options": PayloadJSONField}
+        field_classes = {
+            "kwargs": PayloadJSONField,
+            "options": PayloadJSONField,
+            "args": PayloadJSONField,
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.request = kwargs.pop("request", None)
@@ -313,6 +320,20 @@ class ScheduleForm(forms.ModelForm):
             raise forms.ValidationError(exc.message, code=exc.code) from None
         return kwargs
 
+    def clean_args(self) -> Any:
+        args = self.cleaned_data.get("args")
+        if args in (None, ""):
+            return []
+        if not isinstance(args, list):
+            raise forms.ValidationError(
+                'positional arguments must be a JSON list, e.g. [1, "eu"]', code="invalid"
+            )
+        try:
+            check_payload(args, "args")
+        except ScheduleValidationError as exc:
+            raise forms.ValidationError(exc.message, code=exc.code) from None
+        return args
+
     def clean_owner(self) -> Any:
         """The owner rules of the service, as a field error (the service applies them again
         when saving)."""
@@ -336,8 +357,6 @@ class ScheduleForm(forms.ModelForm):
         if "options" in cleaned:
             cleaned["options"] = cleaned["options"] or {}
         self._check_version(cleaned)
-        if "args" in self.data and "kwargs" in self.fields:
-            self.add_error("kwargs", forms.ValidationError(POSITIONAL_HINT, code="positional"))
         built = self._apply_builder(cleaned)
         blocking = (*TIMING_FIELDS, *BUILDER_FIELDS) if self.preview_only else SEMANTIC_FIELDS
         if any(name in self.errors for name in (*blocking, *BUILDER_FIELDS)):
@@ -421,6 +440,7 @@ class ScheduleForm(forms.ModelForm):
             return
         values = {name: cleaned.get(name) for name in SEMANTIC_FIELDS if name in cleaned}
         values["kwargs"] = values.get("kwargs") or {}
+        values["args"] = values.get("args") or []
         now = self._now()
         try:
             timing = validate_definition(

@@ -36,7 +36,7 @@ from scheduler_app.models import (
     ScheduleStatus,
 )
 from scheduler_app.permissions import RUN_PERMISSION
-from scheduler_app.preview import preview_rows
+from scheduler_app.preview import calendar_notes, preview_rows
 from scheduler_app.tenancy import scope
 from scheduler_app.timing import Kind
 
@@ -47,14 +47,15 @@ PAUSE_PERMISSION = "scheduler_app.pause_schedule"
 FIELDSETS_BUILDER = (
     (
         "What",
-        {"fields": ("name", "task", "kwargs", "objective", "tenant", "owner")},
+        {"fields": ("name", "task", "kwargs", "args", "objective", "tenant", "owner")},
     ),
     (
         "When",
         {
-            "fields": (*BUILDER_FIELDS, "kind", "rule", "timezone"),
+            "fields": (*BUILDER_FIELDS, "kind", "rule", "timezone", "exclude_holidays"),
             "description": "Build the rule, or choose Advanced to type cron, RRULE, an "
-            "interval or an instant. The preview below follows your changes.",
+            "interval, an instant or a solar event ('sunrise 56.9496 24.1052'). The preview "
+            "below follows your changes.",
         },
     ),
     (
@@ -427,10 +428,12 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
         if obj.pk is None or obj.next_run_at is None:
             return "-"
         try:
-            rows = preview_rows(timing_for(obj), obj.next_run_at - _TICK, PREVIEW_COUNT)
+            timing = timing_for(obj)
+            rows = preview_rows(timing, obj.next_run_at - _TICK, PREVIEW_COUNT)
+            notes = calendar_notes(timing, obj.next_run_at - _TICK, rows)
         except (SchedulerError, ArithmeticError, ValueError) as exc:
             return str(exc)
-        return display.preview_table([row.as_display() for row in rows])
+        return display.preview_table([row.as_display() for row in rows], notes)
 
     @admin.display(description="owner check")
     def owner_warning(self, obj: Schedule) -> str:

@@ -27,7 +27,7 @@ from django.utils import timezone
 from scheduler_app.admin.forms import BUILDER_FIELDS, TIMING_FIELDS
 from scheduler_app.admin.words import builder_fill
 from scheduler_app.models import Schedule, ScheduleOrigin
-from scheduler_app.preview import TICK, PreviewRow, parse_from, preview_rows
+from scheduler_app.preview import TICK, PreviewRow, calendar_notes, parse_from, preview_rows
 from scheduler_app.tenancy import scope
 from scheduler_app.timing import Timing, describe
 
@@ -81,6 +81,7 @@ def preview(model_admin: Any, request: HttpRequest) -> HttpResponse:
             "from": _shown(start, timing),
             "slots": [row.as_display() | {"utc_iso": row.as_json()["utc"]} for row in rows],
             **({"fill": builder_fill(form.parsed)} if form.parsed is not None else {}),
+            "skipped": calendar_notes(timing, start - TICK, rows),
         }
     )
 

@@ -118,6 +118,7 @@ def _target(schedule: Schedule, style: Style) -> dict[str, Any]:
         "payload_ref": schedule.payload_ref,
         "kwargs": _sorted(schedule.kwargs),
         "options": _sorted(schedule.options),
+        "args": _sorted(schedule.args or []),
     }
 
 

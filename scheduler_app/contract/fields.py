@@ -34,6 +34,7 @@ TIMING_FIELDS = {  # document name under "timing" -> model field
     "interval_mode": "interval_mode",
     "active_window": "active_window",
     "window_policy": "window_policy",
+    "exclude_holidays": "exclude_holidays",
 }
 DST_FIELDS = {"nonexistent": "dst_nonexistent", "ambiguous": "dst_ambiguous"}
 POLICY_FIELDS = {  # document name under "policies" -> model field
@@ -63,6 +64,7 @@ TARGET_FIELDS = {  # document name under "target" -> model field
     "payload_ref": "payload_ref",
     "kwargs": "kwargs",
     "options": "options",
+    "args": "args",
 }
 SECONDS_POLICIES = (
     "max_lateness",
@@ -90,7 +92,13 @@ ENUM_FIELDS = (  # model fields whose values are enumerations: any case on impor
     "lateness_class",
 )
 KIND_ALIASES = {"recurrence": "rrule"}
-SPEC_KINDS = {"rrule": "RECURRENCE", "cron": "CRON", "interval": "INTERVAL", "once": "ONCE"}
+SPEC_KINDS = {
+    "rrule": "RECURRENCE",
+    "cron": "CRON",
+    "interval": "INTERVAL",
+    "once": "ONCE",
+    "solar": "SOLAR",
+}
 INFORMATIONAL = ("version", "next_run_at", "created_at", "updated_at")
 """Read-only: computed by the database. Ignored on import unless the importer is asked to
 check ``version`` (optimistic concurrency, docs/contract.md)."""
@@ -124,6 +132,7 @@ FIELD_PATHS = {
     "rrule": "timing.rule",
     "every": "timing.rule",
     "at": "timing.rule",
+    "solar": "timing.rule",
     "dst": "timing.dst",
     "window": "timing.active_window",
     "tenant": "tenant_id",

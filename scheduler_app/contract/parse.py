@@ -41,6 +41,7 @@ from scheduler_app.definitions import CHOICE_FIELDS, validate_definition
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
 from scheduler_app.importing import Desired, Problem
 from scheduler_app.lateness import apply_class_defaults
+from scheduler_app.limits import check_text
 from scheduler_app.models import SEMANTIC_FIELDS, LatenessClass
 from scheduler_app.services import DEFAULTS, normalize_definition
 from scheduler_app.targets import check_target
@@ -233,6 +234,10 @@ def _target(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> Non
         out.add("target.kwargs", "must be a JSON object of keyword arguments")
     fields["kwargs"] = kwargs
     fields["options"] = _options(target.get("options", {}), out)
+    args = target.get("args", [])
+    if not isinstance(args, list):
+        out.add("target.args", 'must be a JSON list of positional arguments, e.g. [1, "eu"]')
+    fields["args"] = args
 
 
 def _job_task(target: dict[str, Any], out: _Collector) -> str | None:
@@ -305,9 +310,11 @@ def _timing(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> Non
     for name in ("kind", "rule"):
         if timing.get(name) in (None, ""):
             out.add(f"timing.{name}", "required")
-    for name in ("kind", "rule", "timezone", "interval_mode", "active_window", "window_policy"):
+    strings = ("kind", "rule", "timezone", "interval_mode", "active_window", "window_policy")
+    for name in (*strings, "exclude_holidays"):
         value = timing.get(name)
-        nullable = name in ("kind", "rule", "active_window")  # required, or "" means none
+        # required, or "" means none
+        nullable = name in ("kind", "rule", "active_window", "exclude_holidays")
         if (value is not None or (name in timing and not nullable)) and not (
             isinstance(value, str) or (name == "rule" and _is_int(value))
         ):
@@ -327,8 +334,9 @@ def _timing(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> Non
         if name in timing and model not in fields:
             value = timing[name]
             fields[model] = str(value) if name == "rule" else value
-    if fields.get("active_window") is None and "active_window" in fields:
-        fields["active_window"] = ""
+    for name in ("active_window", "exclude_holidays"):
+        if fields.get(name) is None and name in fields:
+            fields[name] = ""
     dst = out.section(timing, "dst", DST_FIELDS) if "dst" in timing else {}
     for name, model in DST_FIELDS.items():
         if name in dst:
@@ -474,6 +482,11 @@ def _identity(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> U
             out.add("key", f"{key!r} disagrees with schedule_id {raw_id!r}, which is the key")
         else:
             key = str(raw_id)
+    try:  # NUL or a lone surrogate: no database can look it up, let alone store it
+        check_text("key", key)
+    except ScheduleValidationError as exc:
+        out.add("schedule_id" if key == raw_id else "key", exc.message)
+        key = None
     fields["key"] = key or None
     return schedule_id
 

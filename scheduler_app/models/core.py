@@ -175,6 +175,8 @@ SEMANTIC_FIELDS = (
     "pause_after_failures",
     "max_per_day",
     "archive_on_completion",
+    "args",
+    "exclude_holidays",
 )
 
 

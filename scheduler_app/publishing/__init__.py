@@ -144,6 +144,7 @@ class CeleryPublisher:
         call = TaskCall.of(occurrence, now)
         self.app.send_task(
             call.name,
+            args=call.args or None,
             kwargs=call.kwargs,
             task_id=call.task_id,
             headers=call.headers,

@@ -27,6 +27,8 @@ class TaskCall:
 
     name: str
     task_id: str
+    args: list[Any]
+    """The stored positional arguments (usually none)."""
     kwargs: dict[str, Any]
     headers: dict[str, Any]
     expires: datetime | None
@@ -43,6 +45,7 @@ class TaskCall:
         return cls(
             name=occurrence.task,
             task_id=str(occurrence.id),
+            args=occurrence.args or [],
             kwargs=occurrence.kwargs,
             headers={HEADER: context_headers(occurrence)},
             expires=occurrence.deadline_at,

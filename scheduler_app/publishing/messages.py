@@ -65,7 +65,7 @@ class MessageBuilder:
     def build(self, call: TaskCall) -> Prepared:
         """The message exactly as ``send_task`` would hand it to the channel's
         ``basic_publish``: (prepared message, exchange, routing key)."""
-        if not self.fill_in:
+        if not self.fill_in or call.args:  # templates are of messages without positional args
             return self._build_full(call)
         key = (call.name, tuple(call.routing.items()), call.eta is None, call.expires is None)
         template = self.templates.get(key, _NOT_YET)
@@ -143,7 +143,7 @@ class MessageBuilder:
         message = amqp.create_task_message(
             call.task_id,
             call.name,
-            None,
+            call.args or None,
             call.kwargs,
             eta=call.eta,
             expires=call.expires,
@@ -152,7 +152,7 @@ class MessageBuilder:
             soft_time_limit=limits[1],
             create_sent_event=False,
             ignore_result=ignore_result,
-            argsrepr=self.argsrepr,
+            argsrepr=None if call.args else self.argsrepr,  # None: Celery writes the repr
             origin=self.origin,
             **options,
         )
@@ -173,7 +173,8 @@ class MessageBuilder:
 
     def _route(self, call: TaskCall, options: dict[str, Any]) -> dict[str, Any]:
         task_type = self.task_defaults[call.name][0]
-        args: Any = None  # what send_task hands routers when a call has no positional args
+        # What send_task hands routers: None when a call has no positional args.
+        args: Any = call.args or None
         options = self.app.amqp.router.route(options, call.name, args, call.kwargs, task_type)
         if call.expires is not None:
             options["expiration"] = max((call.expires - self.now).total_seconds(), 0)

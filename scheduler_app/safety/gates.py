@@ -23,5 +23,6 @@ def before_write(schedule: Schedule, *, creating: bool, now: datetime) -> None:
     ``ScheduleValidationError`` (a secret in the payload, a quota) to refuse the write.
     """
     check_payload(schedule.kwargs)
+    check_payload(schedule.args, "args")
     hold_for_approval(schedule)
     check_active_quota(schedule)

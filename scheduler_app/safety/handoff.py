@@ -79,10 +79,12 @@ def why_not_runnable(row: Occurrence, asked: dict[str, bool] | None = None) -> s
 
 
 def matches_version(row: Occurrence) -> bool:
-    """The row runs the task and payload of the version it names (a row whose task or kwargs
-    were changed past the services does not run under that version's approval)."""
+    """The row runs the task and payload of the version it names (a row whose task, kwargs or
+    args were changed past the services does not run under that version's approval)."""
     definition = row.schedule_version.definition or {}
     if "task" in definition and definition["task"] != row.task:
+        return False
+    if "args" in definition and definition["args"] != (row.args or []):
         return False
     return "kwargs" not in definition or definition["kwargs"] == row.kwargs
 

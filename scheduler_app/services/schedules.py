@@ -23,6 +23,7 @@ from scheduler_app.actors import actor_name, is_system
 from scheduler_app.authoring import fields_from_text
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definitions import (
+    calendar_data_versions,
     is_uuid,
     misfire_rules,
     timing_for,
@@ -105,6 +106,8 @@ DEFAULTS: dict[str, Any] = {
     "pause_after_failures": None,
     "max_per_day": None,
     "archive_on_completion": False,
+    "args": [],
+    "exclude_holidays": "",
 }
 
 
@@ -190,14 +193,8 @@ def _refuse_unknown(fields: dict[str, Any], allowed: tuple[str, ...]) -> None:
     unknown = set(fields) - set(allowed)
     if unknown:
         name = sorted(unknown)[0]
-        hint = (
-            "; positional args are not supported: pass keyword arguments in kwargs, "
-            'e.g. kwargs={"n": 1}'
-            if name == "args"
-            else ""
-        )
         raise ScheduleValidationError(
-            name, f"unknown schedule field {name!r}{hint}", code="unknown_field"
+            name, f"unknown schedule field {name!r}", code="unknown_field"
         )
 
 
@@ -540,6 +537,7 @@ def _snapshot(schedule: Schedule, now: datetime) -> ScheduleVersion:
     definition = {name: _jsonable(getattr(schedule, name)) for name in SEMANTIC_FIELDS}
     # Who and what it is called are versioned too: an edit of them is a new version.
     definition.update(name=schedule.name, tenant=schedule.tenant, owner_id=schedule.owner_id)
+    definition.update(calendar_data_versions(schedule))
     return ScheduleVersion.objects.create(
         id=version_id(schedule.id, schedule.version),
         schedule=schedule,
@@ -593,4 +591,14 @@ def normalize_definition(values: dict[str, Any], now: datetime) -> dict[str, Any
             result[name] = int(value.total_seconds())
     if result.get("kwargs") is None:
         result["kwargs"] = {}
+    if result.get("args") is None:
+        result["args"] = []
+    elif isinstance(result["args"], tuple):
+        result["args"] = list(result["args"])
+    if isinstance(result.get("exclude_holidays"), str):
+        result["exclude_holidays"] = result["exclude_holidays"].strip().upper()
+    elif result.get("exclude_holidays") is None:
+        result["exclude_holidays"] = ""
+    if kind == Kind.SOLAR and isinstance(result["rule"], str):
+        result["rule"] = " ".join(result["rule"].lower().split())
     return result

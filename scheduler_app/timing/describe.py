@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import calendar
 
+from scheduler_app.timing.calendars.solar import SolarEvent, SolarRule
 from scheduler_app.timing.cron import CronExpr
 from scheduler_app.timing.durations import format_duration
 from scheduler_app.timing.rrule_words import describe_rrule
@@ -22,8 +23,12 @@ def describe(timing: Timing) -> str:
     elif isinstance(rule, IntervalRule):
         anchor = rule.anchor.strftime("%Y-%m-%d %H:%M:%S UTC")
         text = f"Every {format_duration(rule.every)} (fixed rate, from {anchor})"
+    elif isinstance(rule, SolarRule):
+        text = describe_solar(rule)
     else:
         text = _describe_once(rule)
+    if timing.holidays is not None:
+        text = f"{text}, except public holidays in {timing.holidays.code}"
     return f"{text}, {timing.zone.key}"
 
 
@@ -35,6 +40,14 @@ def _dates(added: int, removed: int) -> str:
         if n
     ]
     return "".join(", " + part for part in parts)
+
+
+def describe_solar(rule: SolarRule) -> str:
+    """``At sunrise at 56.9496, 24.1052`` (civil dawn/dusk, solar noon)."""
+    event = {SolarEvent.DAWN: "civil dawn", SolarEvent.DUSK: "civil dusk"}.get(
+        rule.event, "solar noon" if rule.event is SolarEvent.NOON else rule.event.value
+    )
+    return f"At {event} at {rule.latitude:g}, {rule.longitude:g}"
 
 
 def _describe_once(rule: OnceRule) -> str:

@@ -9,6 +9,7 @@ no later wall time can produce an earlier one.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from itertools import islice
 from zoneinfo import ZoneInfo
 
 from scheduler_app.errors import InvalidRule
+from scheduler_app.timing.calendars.public_holidays import HolidayCalendar
+from scheduler_app.timing.calendars.solar import SolarRule, solar_items
 from scheduler_app.timing.rules import CronRule, IntervalRule, OnceRule, RRuleRule, Timing
 from scheduler_app.timing.windows import ActiveWindows, apply_windows
 from scheduler_app.timing.zones import (
@@ -114,7 +117,12 @@ def previous_slot(timing: Timing, instant: datetime, *, inclusive: bool = True) 
     if timing.ends_at is not None and end > timing.ends_at:
         end = timing.ends_at  # nothing later can be a slot; do not walk the years after it
     rule = timing.rule
-    if isinstance(rule, IntervalRule) and timing.window is None and timing.max_count is None:
+    if (
+        isinstance(rule, IntervalRule)
+        and timing.window is None
+        and timing.max_count is None
+        and timing.holidays is None
+    ):
         return _interval_at_or_before(rule, timing.starts_at, end)
     span = timedelta(hours=1)
     while True:
@@ -190,10 +198,45 @@ def _counted(timing: Timing, after: datetime, budget: _Budget | None) -> Iterato
 
 
 def _effective(timing: Timing, after: datetime, budget: _Budget | None) -> Iterator[Resolved]:
-    """The rule's slots, passed through the active windows when the timing has some."""
+    """The rule's slots, passed through the active windows and the holidays, when the timing
+    has some."""
     if timing.window is None:
-        return _raw(timing, after, budget)
-    return _windowed(timing, timing.window, after, budget)
+        items = _raw(timing, after, budget)
+    else:
+        items = _windowed(timing, timing.window, after, budget)
+    if timing.holidays is None:
+        return items
+    return _off_holidays(items, timing.holidays, timing.zone)
+
+
+def _off_holidays(
+    items: Iterable[Resolved], calendar: HolidayCalendar, zone: ZoneInfo
+) -> Iterator[Resolved]:
+    """Leave out the slots whose local date (in the schedule's zone) is a public holiday."""
+    day, holiday = None, False  # slots come in order: one look-up per local date
+    for item in items:
+        local_day = item[0].astimezone(zone).date()
+        if local_day != day:
+            day, holiday = local_day, calendar.name_on(local_day) is not None
+        if not holiday:
+            yield item
+
+
+def holiday_skips(timing: Timing, after: datetime, until: datetime) -> list[tuple[datetime, str]]:
+    """The slots in ``(after, until]`` that ``exclude_holidays`` leaves out, each with the
+    holiday's name: what a preview says it skips."""
+    calendar = timing.holidays
+    if calendar is None:
+        return []
+    plain = dataclasses.replace(timing, holidays=None)
+    skipped = []
+    for slot, _, _ in iter_annotated(plain, after):
+        if slot > until:
+            break
+        name = calendar.name_on(slot.astimezone(timing.zone).date())
+        if name is not None:
+            skipped.append((slot, name))
+    return skipped
 
 
 def _windowed(
@@ -231,6 +274,8 @@ def _rule_items(timing: Timing, after: datetime) -> Iterator[Resolved]:
         return _interval(rule, timing.zone, after)
     if isinstance(rule, OnceRule):
         return _once(rule, timing.zone, timing.effective_dst, after)
+    if isinstance(rule, SolarRule):
+        return solar_items(rule, timing.zone, min(after, _LATEST))
     return _calendar(timing, after)
 
 

@@ -10,6 +10,8 @@ from functools import cached_property
 from zoneinfo import ZoneInfo
 
 from scheduler_app.errors import InvalidRule
+from scheduler_app.timing.calendars.public_holidays import HolidayCalendar, parse_holidays
+from scheduler_app.timing.calendars.solar import SolarRule, parse_solar
 from scheduler_app.timing.cron import CronExpr, parse_cron
 from scheduler_app.timing.durations import parse_duration
 from scheduler_app.timing.rrules import RRuleSpec, parse_rrule
@@ -59,7 +61,7 @@ class OnceRule:
     at: datetime  # aware UTC instant, or naive local wall time in the zone
 
 
-Rule = CronRule | RRuleRule | IntervalRule | OnceRule
+Rule = CronRule | RRuleRule | IntervalRule | OnceRule | SolarRule
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +76,8 @@ class Timing:
     max_count: int | None = None
     window: ActiveWindows | None = None
     """Active windows: slots outside are deferred to the next opening or skipped."""
+    holidays: HolidayCalendar | None = None
+    """Slots whose local date is a public holiday there are left out."""
 
     @property
     def kind(self) -> Kind:
@@ -82,6 +86,7 @@ class Timing:
             RRuleRule: Kind.RRULE,
             IntervalRule: Kind.INTERVAL,
             OnceRule: Kind.ONCE,
+            SolarRule: Kind.SOLAR,
         }[type(self.rule)]
 
     @cached_property
@@ -105,6 +110,8 @@ class Timing:
             return rule.spec.min_gap
         if isinstance(rule, IntervalRule):
             return int(rule.every.total_seconds())
+        if isinstance(rule, SolarRule):
+            return SOLAR_MIN_GAP
         return None
 
     @property
@@ -130,13 +137,16 @@ def build_timing(
     max_count: int | None = None,
     window: str | None = None,
     window_policy: str = "defer",
+    exclude_holidays: str | None = None,
 ) -> Timing:
     """Validate raw inputs and build a ``Timing``; every problem is a ``ScheduleValidationError``.
 
     ``rule`` is a cron expression, an RRULE string, an interval (seconds, a ``timedelta`` or a
     duration such as ``"15m"``) or, for ``once``, a datetime (aware = an instant, naive = a
     local wall time in ``timezone``) or an ISO string. ``anchor`` is DTSTART for rrule and the
-    grid origin for interval (aware; rrule also accepts a naive local wall time).
+    grid origin for interval (aware; rrule also accepts a naive local wall time). For
+    ``solar`` it is ``"EVENT LATITUDE LONGITUDE"`` (``calendars/solar.py``).
+    ``exclude_holidays`` is ``CC`` or ``CC-SUBDIV`` (``calendars/public_holidays.py``).
     """
     zone = get_zone(timezone)
     try:
@@ -153,6 +163,7 @@ def build_timing(
         ends_at=_instant(ends_at, "ends_at", zone) if ends_at is not None else None,
         max_count=_check_max_count(max_count),
         window=parse_windows(window, window_policy) if window else None,
+        holidays=parse_holidays(exclude_holidays),
     )
     _check_bounds(timing)
     return timing
@@ -175,7 +186,7 @@ def _build_rule(kind: Kind, rule: object, zone: ZoneInfo, anchor: datetime | Non
             raise InvalidRule("anchor", "an interval needs an anchor: the aware instant of slot 0")
         return IntervalRule(every=every, anchor=_instant(anchor, "anchor", zone))
     if kind is Kind.SOLAR:
-        raise InvalidRule("kind", "solar schedules are not available in this version")
+        return parse_solar(rule)
     at = _parse_datetime(rule, "at")  # type: ignore[arg-type]
     if at is None:
         raise InvalidRule("at", "a one-time rule needs a datetime")
@@ -186,6 +197,9 @@ def _build_rule(kind: Kind, rule: object, zone: ZoneInfo, anchor: datetime | Non
     return OnceRule(at=at.replace(microsecond=0))
 
 
+SOLAR_MIN_GAP = 3600
+"""A lower bound on the seconds between two solar slots: one a local day, each moving by
+minutes a day, by hours near the polar circles (never by a whole day)."""
 EARLIEST = datetime(1, 1, 3, tzinfo=UTC)
 LATEST = datetime(9999, 12, 30, tzinfo=UTC)
 _RANGE_MESSAGE = (

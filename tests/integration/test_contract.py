@@ -90,6 +90,7 @@ def test_export_is_stable_and_documented_shape() -> None:
         "payload_ref": "",
         "kwargs": {"a": {"z": 1}, "b": [1, 2]},
         "options": {},
+        "args": [],
     }
     assert first["timing"]["dst"] == {"nonexistent": "skip", "ambiguous": "auto"}
     assert first["policies"]["misfire"] == "fire_once" and first["policies"]["mode"] == "shadow"

@@ -85,6 +85,8 @@ def world(settings: Any) -> None:
 @example(path=("policies",), value=None)  # was a TypeError
 @example(path=("target", "kwargs"), value={"note": "\x00"})
 @example(path=("target", "kwargs"), value={"note": "\ud800"})
+@example(path=("schedule_id",), value="\ud800")
+@example(path=("key",), value="\ud800")
 def test_one_garbage_field_is_accepted_or_refused_cleanly(
     world: None, path: tuple[str, ...], value: Any
 ) -> None:

@@ -61,6 +61,8 @@ CALENDAR: dict[str, Any] = {
     "pause_after_failures": 3,
     "max_per_day": 4,
     "archive_on_completion": True,
+    "args": [7, "eu", {"deep": [None]}],
+    "exclude_holidays": "US-NY",
 }
 INTERVAL: dict[str, Any] = {
     "kind": "interval",
@@ -288,3 +290,27 @@ def _same_but_id(before: dict[str, tuple[Any, ...]]) -> bool:
     [new] = snapshot().values()
     position = COMPARED.index("id")
     return old[:position] + old[position + 1 :] == new[:position] + new[position + 1 :]
+
+
+def test_a_solar_schedule_with_holidays_and_args_survives_export_and_import() -> None:
+    clock = FakeClock(START)
+    create_schedule(
+        clock=clock,
+        task="demo.echo",
+        key="solar",
+        kind="solar",
+        rule="dusk 56.9496 24.1052",
+        timezone="Europe/Riga",
+        exclude_holidays="LV",
+        args=[1, "two"],
+    )
+    for style in STYLES:
+        before = snapshot()
+        exported = export_all(style=style)  # type: ignore[arg-type]
+        [document] = json.loads(exported)["schedules"]
+        assert document["timing"]["exclude_holidays"] == "LV"
+        assert document["target"]["args"] == [1, "two"]
+        assert document["timing"]["kind"] == ("SOLAR" if style == "spec" else "solar")
+        wipe()
+        import_text(exported, clock=clock)
+        assert snapshot() == before

@@ -105,6 +105,7 @@ def test_the_spec_style_export_is_the_example_plus_extensions(world: FakeClock) 
         **original["target"],
         "kwargs": {},
         "options": {},
+        "args": [],
     }
     assert {k: document["timing"][k] for k in original["timing"]} == original["timing"]
     assert document["version"] == 1  # ours, not the example's 3

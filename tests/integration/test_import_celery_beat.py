@@ -31,10 +31,10 @@ from tests.integration.support import START, TASK
 pytestmark = pytest.mark.django_db
 
 
-def sunrise() -> solar:
+def sunrise(event: str = "sunrise") -> solar:
     """A ``solar`` entry without the optional ``ephem`` package: the importer only reads it."""
     entry = solar.__new__(solar)
-    entry.event, entry.lat, entry.lon = "sunrise", 56.95, 24.1
+    entry.event, entry.lat, entry.lon = event, 56.95, 24.1
     return entry
 
 
@@ -54,7 +54,8 @@ BEAT_SCHEDULE: dict[str, Any] = {
         ),
     },
     "sunrise": {"task": TASK, "schedule": sunrise()},
-    "positional": {"task": TASK, "schedule": 3600, "args": (1, 2)},
+    "positional": {"task": TASK, "schedule": 3600, "args": (1, (2, "x"))},
+    "nautical": {"task": TASK, "schedule": sunrise("dawn_nautical")},
 }
 
 
@@ -86,15 +87,20 @@ def test_beat_schedule_entries_map_to_schedules_or_are_refused_with_a_reason() -
     assert (every.kind, every.rule, every.anchor) == ("interval", "900", EPOCH)
     assert stored["celery-beat:every-minute"].rule == "60"
     assert stored["celery-beat:riga-noon"].timezone == "Europe/Riga"
+    sun = stored["celery-beat:sunrise"]
+    assert (sun.kind, sun.rule, sun.timezone) == ("solar", "sunrise 56.95 24.1", "Europe/Paris")
+    assert stored["celery-beat:positional"].args == [1, [2, "x"]]  # as Celery's JSON sends it
     assert set(stored) == {
         "celery-beat:weekday-report",
         "celery-beat:every-15m",
         "celery-beat:every-minute",
         "celery-beat:riga-noon",
+        "celery-beat:sunrise",
+        "celery-beat:positional",
     }
     refused = migration.refused
-    assert "solar schedules" in refused["celery-beat:sunrise"]
-    assert "positional args (1, 2)" in refused["celery-beat:positional"]
+    assert set(refused) == {"celery-beat:nautical"}
+    assert "solar event 'dawn_nautical' has no equivalent" in refused["celery-beat:nautical"]
     [weekday] = [m for m in mappings if m.label == "celery-beat:weekday-report"]
     assert report.options == {"queue": "reports"}  # per-task routing is kept, not dropped
     assert not any("queue" in note for note in weekday.notes)
@@ -232,14 +238,18 @@ def beat_tables() -> Iterator[None]:
         cursor.execute("INSERT INTO django_celery_beat_intervalschedule VALUES (1, 5, 'minutes')")
         cursor.execute("INSERT INTO django_celery_beat_clockedschedule VALUES (1, %s), (2, %s)",
                        [FUTURE, START - timedelta(days=1)])  # fmt: skip
-        cursor.execute("INSERT INTO django_celery_beat_solarschedule VALUES (1, 'dusk', 1, 2)")
+        cursor.execute(
+            "INSERT INTO django_celery_beat_solarschedule VALUES "
+            "(1, 'dusk_civil', 56.9496, 24.1052), (2, 'dusk_nautical', 1, 2)"
+        )
         periodic_task(cursor, 1, "ny-morning", crontab_id=1, kwargs='{"city": "NYC"}',
                       queue="slow", expire_seconds=120)  # fmt: skip
         periodic_task(cursor, 2, "five-minutes", interval_id=1, enabled=False)
         periodic_task(cursor, 3, "reminder", clocked_id=1, one_off=True)
         periodic_task(cursor, 4, "gone", clocked_id=2, one_off=True, enabled=False)
         periodic_task(cursor, 5, "dusk", solar_id=1)
-        periodic_task(cursor, 6, "with-args", interval_id=1, args="[42]")
+        periodic_task(cursor, 6, "with-args", interval_id=1, args='[42, "eu"]')
+        periodic_task(cursor, 9, "nautical", solar_id=2)
         periodic_task(cursor, 7, "ghost", task="no.such.task", crontab_id=1)
         periodic_task(cursor, 8, "once-at-start", interval_id=1, one_off=True,
                       start_time=FUTURE, expires=FUTURE + timedelta(days=30))  # fmt: skip
@@ -261,16 +271,17 @@ def test_periodic_tasks_map_to_schedules() -> None:
     once = stored["django-celery-beat:once-at-start"]
     assert (once.max_count, once.starts_at) == (1, FUTURE)
     assert once.ends_at == FUTURE + timedelta(days=30)
+    dusk = stored["django-celery-beat:dusk"]
+    assert (dusk.kind, dusk.rule, dusk.timezone) == ("solar", "dusk 56.9496 24.1052", "UTC")
+    assert stored["django-celery-beat:with-args"].args == [42, "eu"]
     refused = migration.refused
     assert set(refused) == {
         "django-celery-beat:gone",
-        "django-celery-beat:dusk",
-        "django-celery-beat:with-args",
+        "django-celery-beat:nautical",
         "django-celery-beat:ghost",
     }
     assert "no slot at or after now" in refused["django-celery-beat:gone"]
-    assert "solar" in refused["django-celery-beat:dusk"]
-    assert "positional args (42,)" in refused["django-celery-beat:with-args"]
+    assert "'dusk_nautical' has no equivalent" in refused["django-celery-beat:nautical"]
     assert "unknown task" in refused["django-celery-beat:ghost"]
     [ny_mapping] = [m for m in migration.mappings if m.label.endswith("ny-morning")]
     assert ny_mapping.notes == ()
@@ -332,7 +343,7 @@ def test_no_tables_no_rows() -> None:
 
 @pytest.fixture
 def app_beat_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
-    entries = {k: BEAT_SCHEDULE[k] for k in ("weekday-report", "sunrise")}
+    entries = {k: BEAT_SCHEDULE[k] for k in ("weekday-report", "nautical")}
     monkeypatch.setitem(current_app.conf, "beat_schedule", entries)
 
 
@@ -351,8 +362,8 @@ def run(*args: str) -> tuple[str, str]:
 def test_command_dry_run_shows_the_refused_and_says_what_would_be_done() -> None:
     out, err = run("--dry-run")
     assert not Schedule.objects.exists()
-    assert "celery-beat:sunrise\n    from: solar(sunrise" in out
-    assert "NOT IMPORTED: solar schedules" in out
+    assert "celery-beat:nautical\n    from: solar(dawn_nautical" in out
+    assert "NOT IMPORTED: solar event 'dawn_nautical' has no equivalent" in out
     assert "weekday-report" not in out  # imported cleanly: only listed with -v 2
     assert out.endswith(
         "dry run, nothing written: to create 1, to update 0, unchanged 0, not imported 1\n"
@@ -392,7 +403,7 @@ def test_command_json_and_progress_bar() -> None:
     assert document["counts"] == {"create": 1, "update": 0, "unchanged": 0, "refused": 1}
     refused = {e["key"]: e["refused"] for e in document["entries"]}
     assert refused["celery-beat:weekday-report"] is None
-    assert "solar" in refused["celery-beat:sunrise"]
+    assert "solar" in refused["celery-beat:nautical"]
     assert "importing: 100%" in err.getvalue() and "1/1" in err.getvalue()
 
 

@@ -392,9 +392,9 @@ def test_ignore_is_still_what_a_refused_claim_raises() -> None:
     assert issubclass(Ignore, Exception)
 
 
-def test_positional_args_get_a_hint() -> None:
-    with pytest.raises(ScheduleValidationError, match="keyword arguments in kwargs"):
-        schedule(FakeClock(START), kind="interval", rule="60s", args=[1])
+def test_positional_args_in_the_wrong_shape_get_a_hint() -> None:
+    with pytest.raises(ScheduleValidationError, match="must be a JSON list"):
+        schedule(FakeClock(START), kind="interval", rule="60s", args={"n": 1})
 
 
 def test_a_large_backfill_is_written_in_chunks_rechecked_each_time(

@@ -90,6 +90,7 @@ def occurrence(
     eta: bool,
     expires: bool,
     options: dict[str, Any] | None = None,
+    args: list[Any] | None = None,
 ) -> Occurrence:
     """An unsaved occurrence: publishing reads it, never writes it."""
     scheduled = datetime(2026, 3, 29, 0, 30, tzinfo=UTC)
@@ -105,6 +106,7 @@ def occurrence(
         timezone="Europe/Riga",
         idempotency_key=f"key-{uuid.uuid4().hex}",
         task=task,
+        args=args or [],
         kwargs=kwargs,
         not_before=datetime.now(UTC) + timedelta(hours=1) if eta else scheduled,
         deadline_at=datetime.now(UTC) + timedelta(hours=1) if expires else None,
@@ -126,6 +128,8 @@ def cases() -> list[Occurrence]:
         occurrence("tests.urgent", {"n": 3}, eta=False, expires=True),
         occurrence("tests.exchanged", {"n": 4}, eta=True, expires=True),
         occurrence("tests.limited", {"n": 5}, eta=False, expires=False),
+        occurrence("demo.echo", {"n": 6}, eta=False, expires=True, args=[1, "eu", [2]]),
+        occurrence("demo.echo", {"n": 7}, eta=False, expires=True, args=["second"]),
     ]
 
 
@@ -190,6 +194,10 @@ def test_the_pipeline_writes_the_envelopes_send_task_writes(
     assert piped[ids[0]][0] == f"{prefix}-default"
     assert by_task["tests.urgent"][0] == f"{prefix}-urgent\x06\x166"
     assert by_task["tests.exchanged"][0] == f"{prefix}-bound"
+    echoed = [piped[str(row.id)][1] for row in batch if row.task == "demo.echo"]
+    bodies = [json.loads(base64.b64decode(envelope["body"]))[:2] for envelope in echoed]
+    assert bodies == [[[1, "eu", [2]], {"n": 6}], [["second"], {"n": 7}]]
+    assert echoed[0]["headers"]["argsrepr"] == "[1, 'eu', [2]]"
     limited = by_task["tests.limited"]
     assert limited[0] == f"{prefix}-limited"
     assert limited[1]["headers"]["timelimit"] == [30, 20]

@@ -21,7 +21,15 @@ from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._text_rule import parsed_text, text_options
 from scheduler_app.models import Schedule
-from scheduler_app.preview import TICK, PreviewRow, parse_from, policy_text, preview_rows, utc_text
+from scheduler_app.preview import (
+    TICK,
+    PreviewRow,
+    calendar_notes,
+    parse_from,
+    policy_text,
+    preview_rows,
+    utc_text,
+)
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, Timing, build_timing, describe
 from scheduler_app.timing.phrases import ParsedText
 from scheduler_app.timing.zones import get_zone
@@ -31,8 +39,8 @@ OUT_OF_RANGE = (
     "a date is out of range: keep --after, --anchor, --at and the slots within years 1-9999 "
     "(in UTC and in --tz)"
 )
-RULE_OPTIONS = ("cron", "rrule", "every", "at", "text")
-BOUND_OPTIONS = ("starts_at", "ends_at", "max_count", "window")
+RULE_OPTIONS = ("cron", "rrule", "every", "at", "solar", "text")
+BOUND_OPTIONS = ("starts_at", "ends_at", "max_count", "window", "exclude_holidays")
 # Engine field names (before the first dot) -> the option a user of this command typed.
 OPTION_OF_FIELD = {
     "cron": "--cron",
@@ -48,6 +56,8 @@ OPTION_OF_FIELD = {
     "window": "--window",
     "active_window": "--window",
     "text": "--text",
+    "exclude_holidays": "--exclude-holidays",
+    "solar": "--solar/--latitude/--longitude",
 }
 _TICK = timedelta(microseconds=1)
 
@@ -73,6 +83,19 @@ class Command(OneLineErrors):
             "--text",
             metavar="WORDS",
             help="English, e.g. 'every weekday at 9:00 in Europe/Riga': shows the rule it means",
+        )
+        parser.add_argument(
+            "--solar",
+            metavar="EVENT",
+            help="sunrise, sunset, dawn, dusk or noon at --latitude/--longitude, each day",
+        )
+        parser.add_argument("--latitude", metavar="LAT", help="--solar: decimal degrees, north +")
+        parser.add_argument("--longitude", metavar="LON", help="--solar: decimal degrees, east +")
+        parser.add_argument(
+            "--exclude-holidays",
+            dest="exclude_holidays",
+            metavar="CC",
+            help="leave out slots on public holidays there: LV, DE, US-NY ...",
         )
         parser.add_argument(
             "--schedule",
@@ -142,11 +165,13 @@ class Command(OneLineErrors):
             raise CommandError(_one_line(str(error)), returncode=2) from None
         except OverflowError:  # datetime arithmetic beyond year 1 or 9999
             raise CommandError(OUT_OF_RANGE, returncode=2) from None
+        notes = calendar_notes(timing, after, rows)
         if options["json"]:
-            output = _as_json(timing, rows, options.get("parsed"))
+            output = _as_json(timing, rows, notes, options.get("parsed"))
         else:
             heading = f"Slots {'from' if options.get('start') else 'after'} {_utc(after, options)}"
-            output = _as_table(timing, heading, rows, options.get("parsed"))
+            table = _as_table(timing, heading, rows, options.get("parsed"))
+            output = "\n".join([table, *notes])
         self.stdout.write(output)
 
 
@@ -237,9 +262,16 @@ def _build(options: dict[str, Any], *, default_anchor: datetime) -> Timing:
     chosen = [name for name in RULE_OPTIONS if options.get(name) is not None]
     if len(chosen) != 1:
         raise ValueError(
-            "one of the arguments --cron --rrule --every --at is required (or --schedule ID)"
+            "one of the arguments --cron --rrule --every --at --solar is required "
+            "(or --schedule ID)"
         )
-    kind = {"cron": Kind.CRON, "rrule": Kind.RRULE, "every": Kind.INTERVAL, "at": Kind.ONCE}
+    kind = {
+        "cron": Kind.CRON,
+        "rrule": Kind.RRULE,
+        "every": Kind.INTERVAL,
+        "at": Kind.ONCE,
+        "solar": Kind.SOLAR,
+    }
     anchor = options["anchor"]
     if anchor is not None and chosen[0] not in ("rrule", "every"):
         raise ValueError(f"--anchor: only --rrule and --every take an anchor, not --{chosen[0]}")
@@ -253,7 +285,7 @@ def _build(options: dict[str, Any], *, default_anchor: datetime) -> Timing:
         raise ValueError("--max-count: counts slots from --starts-at; give --starts-at too")
     return build_timing(
         kind=kind[chosen[0]],
-        rule=options[chosen[0]],
+        rule=_solar_rule(options) if chosen[0] == "solar" else options[chosen[0]],
         timezone=options["tz"],
         anchor=anchor,
         nonexistent=options["nonexistent"],
@@ -263,18 +295,34 @@ def _build(options: dict[str, Any], *, default_anchor: datetime) -> Timing:
         max_count=max_count,
         window=options.get("window") or None,
         window_policy=options.get("window_policy") or "defer",
+        exclude_holidays=options.get("exclude_holidays") or None,
     )
+
+
+def _solar_rule(options: dict[str, Any]) -> str:
+    """``--solar EVENT --latitude LAT --longitude LON`` as the stored rule text."""
+    missing = [f"--{name}" for name in ("latitude", "longitude") if options.get(name) is None]
+    if missing:
+        raise ValueError(
+            f"--solar: needs {' and '.join(missing)}, e.g. --solar sunrise "
+            "--latitude 56.9496 --longitude 24.1052"
+        )
+    return f"{options['solar']} {options['latitude']} {options['longitude']}"
 
 
 def _slots(timing: Timing, after: datetime, count: int) -> list[PreviewRow]:
     return preview_rows(timing, after, count)
 
 
-def _as_json(timing: Timing, rows: list[PreviewRow], parsed: ParsedText | None = None) -> str:
+def _as_json(
+    timing: Timing, rows: list[PreviewRow], notes: list[str], parsed: ParsedText | None = None
+) -> str:
     data: dict[str, Any] = {"description": describe(timing), "timezone": timing.zone.key}
     if parsed is not None:  # --text: the structured rule it means, as it would be stored
         data.update({key: value for key, value in parsed.as_json().items() if key != "timezone"})
     data["slots"] = [row.as_json() for row in rows]
+    if notes:
+        data["skipped"] = notes
     return json.dumps(data, indent=2)
 
 

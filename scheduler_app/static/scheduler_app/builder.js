@@ -70,6 +70,13 @@
       tr.appendChild(text("td", slot.note || "", slot.note ? "sched-note" : ""));
       body.appendChild(tr);
     });
+    (answer.skipped || []).forEach(function (note) {  // holidays left out, polar days
+      var tr = document.createElement("tr");
+      tr.appendChild(text("td", ""));
+      tr.appendChild(text("td", ""));
+      tr.appendChild(text("td", note, "sched-note"));
+      body.appendChild(tr);
+    });
     box.setAttribute("data-state", answer.ok ? "ok" : "error");
   }
 

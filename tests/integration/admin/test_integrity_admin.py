@@ -351,11 +351,15 @@ def test_a_lone_surrogate_in_json_is_a_field_error(field: str, text: str) -> Non
     assert not Schedule.objects.exclude(pk=schedule.pk).exists()
 
 
-def test_positional_args_get_a_hint() -> None:
+def test_a_list_in_kwargs_points_at_args_and_args_are_saved() -> None:
     browser = client_for(User.objects.create_superuser("root", "root@example.com", "pw"))
-    for data in (admin_form(kwargs="[1]"), admin_form(args="[1]")):
-        response = browser.post(ADD, data)
-        assert response.status_code == 200
-        error = response.context["adminform"].form.errors["kwargs"][0]
-        assert "positional args are not supported" in error and '{"n": 1}' in error
+    response = browser.post(ADD, admin_form(kwargs="[1]"))
+    assert response.status_code == 200
+    error = response.context["adminform"].form.errors["kwargs"][0]
+    assert "put positional arguments in args" in error and '{"n": 1}' in error
+    refused = browser.post(ADD, admin_form(args='{"n": 1}'))
+    assert "must be a JSON list" in refused.context["adminform"].form.errors["args"][0]
     assert not Schedule.objects.exists()
+    saved = browser.post(ADD, admin_form(args='[1, "eu"]'))
+    assert saved.status_code == 302
+    assert Schedule.objects.get().args == [1, "eu"]
