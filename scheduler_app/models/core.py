@@ -175,6 +175,7 @@ SEMANTIC_FIELDS = (
     "pause_after_failures",
     "max_per_day",
     "archive_on_completion",
+    "ping_url",
 )
 
 

@@ -104,6 +104,7 @@ DEFAULTS: dict[str, Any] = {
     "pause_after_failures": None,
     "max_per_day": None,
     "archive_on_completion": False,
+    "ping_url": "",
 }
 
 

@@ -3,7 +3,9 @@ each message's headers, and a worker-side delivery that carries them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import opentelemetry.trace as api
@@ -74,3 +76,69 @@ def of_occurrence(spans: Sequence[ReadableSpan], occurrence: Occurrence) -> list
 
 def named(spans: Sequence[ReadableSpan], name: str) -> list[ReadableSpan]:
     return [span for span in spans if span.name == name]
+
+
+class PingServer:
+    """A local HTTP server in a thread that records the paths it was asked for; ``hang``
+    makes it accept connections and never answer."""
+
+    def __init__(self, *, hang: bool = False) -> None:
+        self.paths: list[str] = []
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+        self.hang = hang
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                server.paths.append(self.path)
+                server.arrived.set()
+                if server.hang:
+                    server.release.wait(30)
+                    return
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"OK")
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def ping_server() -> Iterator[PingServer]:
+    server = PingServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def hanging_server() -> Iterator[PingServer]:
+    server = PingServer(hang=True)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def committed(django_capture_on_commit_callbacks: Any) -> Callable[..., Any]:
+    """Run ``call``, then what it left for after the commit (a test's transaction never
+    commits: pings and check-ins wait for it)."""
+
+    def run_and_commit(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            return call(*args, **kwargs)
+
+    return run_and_commit
