@@ -86,8 +86,8 @@ class SchedulerSettings:
 
     # Observability where teams already look (docs/operations.md).
     PING_TIMEOUT: float = 5.0
-    """Seconds a ping request (``Schedule.ping_url``, the beat's ping) may take; sent off the
-    task's thread, so a hanging ping server never holds a run up."""
+    """Seconds a ping request (``Schedule.ping_url``, the beat's ping) may wait to connect and
+    for each read; sent off the task's thread, so a hanging ping server never holds a run up."""
     PING_ALLOWED_HOSTS: tuple[str, ...] = ()
     """Host names pinged even when they resolve to a private, loopback or link-local address."""
     PING_ALLOW_CREDENTIALS: bool = False
