@@ -22,6 +22,7 @@ class SchedulerAppConfig(AppConfig):
             receivers,
             workers,
         )
+        from scheduler_app.observability import checks as observability_checks  # noqa: F401
 
         # Every process that loads the app (web, beat, worker) counts metrics, pauses after
         # failures and archives finished one-time schedules.

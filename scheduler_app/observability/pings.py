@@ -29,7 +29,8 @@ from urllib.parse import urlsplit
 from django.db import transaction
 
 from scheduler_app.conf import get_settings
-from scheduler_app.observability.urls import with_suffix
+from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.observability.urls import check_ping_url, with_suffix
 
 logger = logging.getLogger("scheduler_app.pings")
 
@@ -112,6 +113,7 @@ def request(
     url: str, *, timeout: float, allowed_hosts: Collection[str] = (), check_address: bool = True
 ) -> int:
     """GET ``url`` (checked as the module says); the response's status code."""
+    check_ping_url(url, allow_credentials=True)  # a row stored past the services, too
     parts = urlsplit(url)
     host = parts.hostname or ""
     https = parts.scheme.lower() == "https"
@@ -203,7 +205,7 @@ def deliver(ping: Ping) -> None:
             allowed_hosts=settings.PING_ALLOWED_HOSTS,
             check_address=ping.check_address,
         )
-    except PingRefused as exc:
+    except (PingRefused, ScheduleValidationError) as exc:
         logger.warning(
             "ping refused: %s", exc, extra={"action": "ping.refused", "url": _safe(ping.url)}
         )

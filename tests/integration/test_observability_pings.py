@@ -20,6 +20,7 @@ from scheduler_app.declarations import scheduled
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule
 from scheduler_app.observability import pings
+from scheduler_app.observability.checks import check_observability
 from tests.integration.admin.support import client_for
 from tests.integration.observability_support import (
     PingServer,
@@ -185,3 +186,20 @@ def test_a_failed_tick_does_not_ping(ping_server: PingServer, committed: Any) ->
         committed(beat.tick)
     sent()
     assert ping_server.paths == []
+
+
+def test_a_bad_beat_ping_url_is_a_startup_error() -> None:
+    with override_settings(SCHEDULER_BEAT_PING_URL="hc-ping.com/abc"):
+        [error] = check_observability()
+    assert error.id == "scheduler_app.E020" and "http://" in error.msg
+    with override_settings(SCHEDULER_BEAT_PING_URL="https://hc-ping.com/abc"):
+        assert check_observability() == []
+
+
+def test_a_url_stored_past_the_services_is_refused_when_sent(
+    ping_server: PingServer, committed: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="scheduler_app.pings"):
+        committed(pings.ping, "gopher://127.0.0.1/x")
+        sent()
+    assert [r.action for r in caplog.records if hasattr(r, "action")] == ["ping.refused"]
