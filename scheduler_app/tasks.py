@@ -153,6 +153,7 @@ class OccurrenceTask(Task):
                 "reason": claim.reason,
             },
         )
+        observability.run_refused(claim.reason)
         if duplicate:
             events.duplicate_prevented.send(
                 sender=None,
@@ -195,6 +196,10 @@ class OccurrenceTask(Task):
         """Run an outcome write; a dropped connection or a locked database gets a few more
         tries on a fresh connection. Each write is a fenced compare-and-set, so a try that
         committed before its connection dropped makes the next one a no-op."""
+        with observability.step("outcome"):
+            return self._write(write)
+
+    def _write(self, write: Callable[[], T]) -> T:
         for attempt in range(1, RECORD_ATTEMPTS + 1):
             try:
                 return write()

@@ -14,7 +14,7 @@ from typing import Any
 from scheduler_app.observability import pings, sentry, tracing
 from scheduler_app.observability.tracing import running
 
-__all__ = ["run_finished", "run_started", "running", "step"]
+__all__ = ["run_finished", "run_refused", "run_started", "running", "step"]
 
 SUCCEEDED = "succeeded"
 FAILED = "failed"
@@ -25,6 +25,11 @@ RETRYING = "retrying"
 def step(name: str) -> Any:
     """A child span (``scheduler.<name>``) of the current run, or nothing without one."""
     return tracing.current_run().step(name)
+
+
+def run_refused(reason: str) -> None:
+    """The claim refused the delivery: nothing runs, nothing is pinged."""
+    tracing.current_run().refused(reason)
 
 
 def run_started(occurrence: Any, attempt: int) -> None:

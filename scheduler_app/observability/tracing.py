@@ -219,13 +219,14 @@ class Run:
         if self.span is not None:
             self.span.set_attributes(attributes(occurrence, attempt))
 
+    def refused(self, reason: str) -> None:
+        """The claim refused the delivery (a duplicate, expired, forbidden ...): not run."""
+        if self.span is not None:
+            self.span.set_attributes({OUTCOME: "refused", REASON: reason})
+
     def ended(self, state: str, reason: str, error: BaseException | None = None) -> None:
         if self.span is None:
             return
-        with self.step("outcome") as span:
-            span.set_attribute(OUTCOME, state)
-            if reason:
-                span.set_attribute(REASON, reason)
         self.span.set_attribute(OUTCOME, state)
         if reason:
             self.span.set_attribute(REASON, reason)

@@ -164,3 +164,17 @@ def test_fill_in_messages_carry_their_own_traceparent(provider: object) -> None:
         spans.end(rows)
     for row, (message, _, _) in zip(rows, built, strict=True):
         assert message["headers"]["traceparent"].startswith(f"00-{row.pk.hex}-")
+
+
+def test_a_refused_delivery_says_why(exporter: InMemorySpanExporter) -> None:
+    clock = FakeClock(START)
+    broker = HeaderPublisher(clock)
+    occurrence = due(clock, broker)
+    headers = broker.headers[str(occurrence.pk)]
+    deliver(ping, occurrence, clock, headers)
+    assert deliver(ping, occurrence, clock, headers).state == "IGNORED"  # a duplicate
+    first, second = named(exporter.get_finished_spans(), "scheduler.run")
+    assert second.attributes is not None
+    assert second.attributes["scheduler.outcome"] == "refused"
+    assert second.attributes["scheduler.reason"] == "already_succeeded"
+    assert second.context.trace_id == first.context.trace_id == occurrence.pk.int
