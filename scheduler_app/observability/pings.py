@@ -147,6 +147,16 @@ class Sender:
         self._lock = threading.Lock()
         self._idle = threading.Condition()
         self._open = 0
+        # A prefork child starts with none of the parent's threads, and with its locks in
+        # whatever state a parent thread left them: fresh ones, and threads on first use.
+        os.register_at_fork(after_in_child=self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        self._queue = queue.Queue(QUEUE_SIZE)
+        self._pid = 0
+        self._lock = threading.Lock()
+        self._idle = threading.Condition()
+        self._open = 0
 
     def send(self, ping: Ping) -> None:
         self._start()
@@ -172,8 +182,6 @@ class Sender:
         with self._lock:
             if self._pid == os.getpid():
                 return
-            self._queue = queue.Queue(QUEUE_SIZE)  # a forked child: the parent's threads are gone
-            self._open = 0
             for number in range(THREADS):
                 threading.Thread(
                     target=self._work, name=f"scheduler-ping-{number}", daemon=True

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import warnings
+
 import pytest
 
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.observability.pings import PingRefused, checked_addresses, forbidden
+from scheduler_app.observability.pings import (
+    Ping,
+    PingRefused,
+    Sender,
+    checked_addresses,
+    forbidden,
+)
 from scheduler_app.observability.urls import MAX_LENGTH, check_ping_url, with_suffix
 
 
@@ -81,3 +90,21 @@ def test_a_name_with_one_private_answer_is_refused_unless_allowed() -> None:
     with pytest.raises(PingRefused, match="SCHEDULER_PING_ALLOWED_HOSTS"):
         checked_addresses("localhost", 80, allowed_hosts=())
     assert checked_addresses("localhost", 80, allowed_hosts={"localhost"})
+
+
+def test_a_forked_child_gets_its_own_sender_threads() -> None:
+    sent: list[str] = []
+    sender = Sender(lambda ping: sent.append(ping.url))
+    sender.send(Ping("https://hc-ping.com/parent"))
+    assert sender.wait(5)
+    reader, writer = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12+: fork() with threads running warns
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: the parent's threads did not come along
+        sender.send(Ping("https://hc-ping.com/child"))
+        os.write(writer, b"1" if sender.wait(5) and sent[-1].endswith("child") else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(reader, 1) == b"1"
+    assert sent == ["https://hc-ping.com/parent"]
