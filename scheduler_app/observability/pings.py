@@ -50,6 +50,8 @@ class Ping:
     url: str
     check_address: bool = True
     """False for the beat's own ping, which the operator configured in the settings."""
+    check: str = ""
+    """The check pinged (the URL without suffix): its pings are sent in order, by one thread."""
 
 
 def forbidden(address: str) -> bool:
@@ -138,11 +140,13 @@ def request(
 
 
 class Sender:
-    """A bounded queue and a few daemon threads per process (started again after a fork)."""
+    """A few daemon threads per process, each with a bounded queue (started again after a
+    fork). The pings of one check always go to the same thread, so that they arrive in the
+    order they were made (``/start`` before the success)."""
 
     def __init__(self, send: Callable[[Ping], None] | None = None) -> None:
         self.send_one = send or deliver
-        self._queue: queue.Queue[Ping] = queue.Queue(QUEUE_SIZE)
+        self._queues = _queues()
         self._pid = 0
         self._lock = threading.Lock()
         self._idle = threading.Condition()
@@ -152,7 +156,7 @@ class Sender:
         os.register_at_fork(after_in_child=self._forget_parent)
 
     def _forget_parent(self) -> None:
-        self._queue = queue.Queue(QUEUE_SIZE)
+        self._queues = _queues()
         self._pid = 0
         self._lock = threading.Lock()
         self._idle = threading.Condition()
@@ -163,7 +167,7 @@ class Sender:
         with self._idle:
             self._open += 1
         try:
-            self._queue.put_nowait(ping)
+            self._queues[hash(ping.check or ping.url) % THREADS].put_nowait(ping)
         except queue.Full:
             self._done()
             logger.warning(
@@ -182,14 +186,13 @@ class Sender:
         with self._lock:
             if self._pid == os.getpid():
                 return
-            for number in range(THREADS):
+            for number, pings in enumerate(self._queues):
                 threading.Thread(
-                    target=self._work, name=f"scheduler-ping-{number}", daemon=True
+                    target=self._work, args=(pings,), name=f"scheduler-ping-{number}", daemon=True
                 ).start()
             self._pid = os.getpid()
 
-    def _work(self) -> None:
-        pings = self._queue
+    def _work(self, pings: queue.Queue[Ping]) -> None:
         while True:
             ping = pings.get()
             try:
@@ -201,6 +204,10 @@ class Sender:
         with self._idle:
             self._open -= 1
             self._idle.notify_all()
+
+
+def _queues() -> list[queue.Queue[Ping]]:
+    return [queue.Queue(QUEUE_SIZE // THREADS) for _ in range(THREADS)]
 
 
 def deliver(ping: Ping) -> None:
@@ -252,5 +259,5 @@ sender = Sender()
 def ping(url: str, suffix: str = "", *, check_address: bool = True) -> None:
     """Queue ``<url>/<suffix>`` once the current transaction commits (at once outside one)."""
     if url:
-        message = Ping(with_suffix(url, suffix), check_address)
+        message = Ping(with_suffix(url, suffix), check_address, check=url)
         transaction.on_commit(partial(sender.send, message))
