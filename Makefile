@@ -12,7 +12,7 @@ BENCH_ARGS ?=
 
 DIST_DIR ?= dist
 
-.PHONY: install dist test-adoption test-matrix test-matrix-ends test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak demo bench bench-timing docs clean
+.PHONY: install dist test-adoption test-matrix test-matrix-ends test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak demo bench bench-timing bench-tracing docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -95,6 +95,13 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 bench: $(VENV)/.installed-bench
 	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
 		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.scale $(BENCH_ARGS)
+	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
+		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.tracing
+
+# The burst of 1,000 with and without an OpenTelemetry SDK configured (also run by `make bench`).
+bench-tracing: $(VENV)/.installed-bench
+	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
+		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.tracing $(TRACING_ARGS)
 
 bench-timing: install
 	$(PY) -m bench.timing

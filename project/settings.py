@@ -140,6 +140,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 if os.environ.get("SCHEDULER_WORKER_LEASE"):
     # The end-to-end tests kill a worker and want its lease to run out in seconds.
     SCHEDULER_WORKER_LEASE = float(os.environ["SCHEDULER_WORKER_LEASE"])
+if os.environ.get("SCHEDULER_WORKER_METRICS_PORT"):
+    # A worker's own /metrics (the sum over its prefork pool); the acceptance tests scrape it.
+    SCHEDULER_WORKER_METRICS_PORT = int(os.environ["SCHEDULER_WORKER_METRICS_PORT"])
 
 # One handler, on the root logger: scheduler_app's records propagate to it once. Celery's
 # worker and beat replace the root handlers with their own (worker_hijack_root_logger), so

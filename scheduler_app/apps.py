@@ -18,7 +18,11 @@ class SchedulerAppConfig(AppConfig):
             logs,
             signals,
         )
-        from scheduler_app.monitoring import receivers
+        from scheduler_app.monitoring import (  # noqa: F401 - workers: the worker's metrics
+            receivers,
+            workers,
+        )
+        from scheduler_app.observability import checks as observability_checks  # noqa: F401
 
         # Every process that loads the app (web, beat, worker) counts metrics, pauses after
         # failures and archives finished one-time schedules.

@@ -84,6 +84,28 @@ class SchedulerSettings:
     METRICS_TOKEN: str = ""
     """Bearer token for the Django metrics view; empty: staff users only."""
 
+    # Observability where teams already look (docs/operations.md).
+    PING_TIMEOUT: float = 5.0
+    """Seconds a ping request (``Schedule.ping_url``, the beat's ping) may wait to connect and
+    for each read; sent off the task's thread, so a hanging ping server never holds a run up."""
+    PING_ALLOWED_HOSTS: tuple[str, ...] = ()
+    """Host names pinged even when they resolve to a private, loopback or link-local address."""
+    PING_ALLOW_CREDENTIALS: bool = False
+    """Accept ``user:password@`` in a ping URL (refused by default: it would be shown and
+    exported with the schedule)."""
+    BEAT_PING_URL: str = ""
+    """Pinged by every beat after a tick that reached the database (an external dead-man's
+    switch for the beat and the database); empty: off."""
+    BEAT_PING_EVERY: int = 12
+    """Ticks between two beat pings (the first tick pings at once)."""
+    SENTRY_CRONS: bool = False
+    """Send a Sentry Crons check-in per occurrence (sentry-sdk installed and initialised)."""
+    WORKER_METRICS: bool = True
+    """A prefork worker prepares a multiprocess directory for its children's metrics when
+    ``PROMETHEUS_MULTIPROC_DIR`` is not set (see docs/operations.md)."""
+    WORKER_METRICS_PORT: int = 0
+    """Port of the worker's own /metrics endpoint (the sum over its pool); 0: off."""
+
 
 _current: SchedulerSettings | None = None
 

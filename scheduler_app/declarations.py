@@ -38,6 +38,7 @@ from scheduler_app.models import (
     PauseBehaviour,
     ScheduleMode,
 )
+from scheduler_app.observability.urls import check_ping_url
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, build_timing, ensure_aware
 from scheduler_app.timing.content_lines import dtstart_zone
 from scheduler_app.timing.durations import parse_duration
@@ -98,6 +99,7 @@ class ScheduleOptions:
     exclude_holidays: str | None = None
     args_json: str = "[]"
     """The positional arguments as canonical JSON."""
+    ping_url: str | None = None
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -256,6 +258,7 @@ def scheduled(
     lateness_class: str | None = None,
     job_type: str | None = None,
     payload_ref: str | None = None,
+    ping_url: str | None = None,
 ) -> Callable[[TaskT], TaskT]: ...
 
 
@@ -300,6 +303,7 @@ def scheduled(
     lateness_class: str | None = None,
     job_type: str | None = None,
     payload_ref: str | None = None,
+    ping_url: str | None = None,
 ) -> Any:
     """Declare a schedule for the Celery task below; stack several for several schedules.
 
@@ -312,6 +316,7 @@ def scheduled(
     ``"<task name>:<objective or 'default'>"``. ``job_type`` declares that this task serves
     that job type (schedule.v1 JOB targets); ``lateness_class`` sets lateness defaults;
     ``payload_ref`` is a reference the task resolves (``current_occurrence().payload_ref``).
+    ``ping_url`` is pinged when a run starts, succeeds and fails (Healthchecks.io conventions).
     The task is marked schedulable (the allowlist accepts it). Every parameter is described in
     docs/decorator.md. Raises ``ScheduleValidationError`` at once when an option is wrong.
     """
@@ -361,6 +366,8 @@ def scheduled(
         lateness_class=check_class(lateness_class) or None,
         job_type=check_job_type_name(job_type) if job_type is not None else None,
         payload_ref=_payload_ref(payload_ref),
+        # Credentials are checked against SCHEDULER_PING_ALLOW_CREDENTIALS when it is synced.
+        ping_url=check_ping_url(ping_url, allow_credentials=True) or None,
     )
     _check_timing(options)
     if key is not None:

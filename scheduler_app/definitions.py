@@ -27,6 +27,7 @@ from scheduler_app.models import (
     Schedule,
     ScheduleMode,
 )
+from scheduler_app.observability.urls import check_ping_url
 from scheduler_app.policies import MisfireRules
 from scheduler_app.routing import checked_options
 from scheduler_app.targets import check_target, is_allowed_name, registered_tasks
@@ -157,6 +158,7 @@ def validate_definition(values: dict[str, Any]) -> Timing:
     check_rule(values.get("kind"), values.get("rule"))
     for field in TEXT_FIELDS:
         check_text(field, values.get(field))
+    check_ping_url(values.get("ping_url"), allow_credentials=get_settings().PING_ALLOW_CREDENTIALS)
     _check_task(values.get("task"))
     _check_payload(values.get("kwargs", {}), values.get("args", []))
     _check_options(values.get("options"))

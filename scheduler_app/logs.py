@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from scheduler_app.observability.tracing import current_ids
+
 PREFIX = "scheduler_app"
 
 IDS = ("schedule_id", "occurrence_id", "attempt_id", "attempt", "version", "tenant", "owner")
@@ -49,6 +51,9 @@ TEMPLATES: Mapping[str, str] = {
     "outbox.publish_failed": "{pending} occurrence(s) still pending",
 }
 """Phrases for frequent actions; any other action gets ``key=value`` pairs."""
+TRACE_FIELDS = ("trace_id", "span_id")
+"""The OpenTelemetry ids a record carries while a span is active (JSON output only: the
+one-line message leaves them out)."""
 
 
 def extras(record: logging.LogRecord) -> dict[str, Any]:
@@ -62,7 +67,11 @@ def extras(record: logging.LogRecord) -> dict[str, Any]:
 
 def render(message: str, fields: Mapping[str, Any]) -> str:
     """``message`` followed by what ``fields`` say, in words when the action is known."""
-    fields = {key: value for key, value in fields.items() if value not in (None, "")}
+    fields = {
+        key: value
+        for key, value in fields.items()
+        if value not in (None, "") and key not in TRACE_FIELDS
+    }
     action = fields.pop("action", None)
     if not fields:
         return message
@@ -105,7 +114,9 @@ _installed: Callable[..., logging.LogRecord] | None = None
 def install() -> None:
     """Make ``scheduler_app.*`` records render their extras; other records are untouched.
 
-    Chains to the record factory in place (installing twice is a no-op)."""
+    Every record made while an OpenTelemetry span is active gets its ``trace_id`` and
+    ``span_id`` (hex), which ``JsonFormatter`` writes. Chains to the record factory in place
+    (installing twice is a no-op)."""
     global _installed
     current = logging.getLogRecordFactory()
     if _installed is not None and current is _installed:
@@ -114,6 +125,9 @@ def install() -> None:
 
     def factory(name: str, *args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(name, *args, **kwargs)
+        ids = current_ids()
+        if ids is not None and not hasattr(record, "trace_id"):
+            record.trace_id, record.span_id = ids
         if (name == PREFIX or name.startswith(PREFIX + ".")) and type(record) is logging.LogRecord:
             record.__class__ = SchedulerLogRecord
         return record

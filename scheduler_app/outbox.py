@@ -21,6 +21,7 @@ from django.db.models.functions import Coalesce
 from scheduler_app.locking import update_in_order
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.monitoring import instruments
+from scheduler_app.observability import tracing
 from scheduler_app.safety.handoff import park_unpublishable, screen
 
 logger = logging.getLogger("scheduler_app.outbox")
@@ -170,18 +171,9 @@ def hand_off(
     rows = _screened(claimed, now)
     if not rows:
         return DispatchResult(len(claimed), 0, False)
-    failed = False
-    try:
-        published = publisher.publish(rows)
-    except PublishError as exc:
-        published, failed = _broker_failed(exc, rows), True
-    except Exception as exc:  # a row the transport cannot encode, not the broker
-        logger.warning(
-            "batch could not be published (%s); publishing it one by one",
-            f"{type(exc).__name__}: {exc}",
-            extra={"action": "outbox.batch_unpublishable", "count": len(rows)},
-        )
-        published, failed = _one_by_one(rows, publisher, now)
+    with tracing.handing_off(rows) as spans:
+        published, failed = _publish(rows, publisher, now)
+        spans.end(published)
     dispatched_at = clock_now()
     mark_dispatched(published, dispatched_at)
     instruments.observe_handoff(published, dispatched_at)
@@ -191,6 +183,24 @@ def hand_off(
     if failed:
         instruments.HANDOFF_FAILURES.inc(len(rows) - len(published))
     return DispatchResult(len(claimed), len(published), failed)
+
+
+def _publish(
+    rows: Sequence[Occurrence], publisher: Publisher, now: datetime
+) -> tuple[list[Occurrence], bool]:
+    """(published, whether the broker failed): the batch, or row by row when a row of it
+    cannot be encoded."""
+    try:
+        return publisher.publish(rows), False
+    except PublishError as exc:
+        return _broker_failed(exc, rows), True
+    except Exception as exc:  # a row the transport cannot encode, not the broker
+        logger.warning(
+            "batch could not be published (%s); publishing it one by one",
+            f"{type(exc).__name__}: {exc}",
+            extra={"action": "outbox.batch_unpublishable", "count": len(rows)},
+        )
+        return _one_by_one(rows, publisher, now)
 
 
 def _screened(claimed: Sequence[Occurrence], now: datetime) -> list[Occurrence]:

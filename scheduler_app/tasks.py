@@ -31,7 +31,7 @@ from celery import Task
 from celery.exceptions import Ignore
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
-from scheduler_app import events, lifecycle
+from scheduler_app import events, lifecycle, observability
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
 from scheduler_app.context import (
@@ -91,14 +91,24 @@ class OccurrenceTask(Task):
         # occurrence, its payload, schedule and owner are read from the database. A forged
         # header or body cannot pick another occurrence, payload or owner.
         occurrence_id = str(self.request.id)
+        with observability.running(occurrence_id, self.request):
+            return self._run_scheduled(occurrence_id, args, kwargs)
+
+    def _run_scheduled(self, occurrence_id: str, args: Any, kwargs: Any) -> Any:
+        """Claim, run and record one scheduled delivery (inside its ``scheduler.run`` span)."""
         if not self.request.is_eager:
             # A worker between tasks: drop a connection that died or aged out. Never when
             # run eagerly, where the caller's transaction may be open on this connection.
             close_old_connections()
         lease = timedelta(seconds=get_settings().WORKER_LEASE)
-        claim = lifecycle.claim(
-            occurrence_id, owner=worker_owner(), now=self.clock.now(), lease=lease, task=self.name
-        )
+        with observability.step("claim"):
+            claim = lifecycle.claim(
+                occurrence_id,
+                owner=worker_owner(),
+                now=self.clock.now(),
+                lease=lease,
+                task=self.name,
+            )
         if not claim.claimed or claim.occurrence is None:
             self._refused(occurrence_id, claim)
             raise Ignore()
@@ -116,9 +126,11 @@ class OccurrenceTask(Task):
                 extra={"action": "occurrence.payload_mismatch", "occurrence_id": occurrence_id},
             )
         context = OccurrenceContext.from_occurrence(claim.occurrence, claim.attempt)
+        observability.run_started(claim.occurrence, claim.attempt)
         with use_occurrence(context), Heartbeat(context.occurrence_id, claim, lease, self.clock):
             try:
-                result = super().__call__(*stored_args, **claim.occurrence.kwargs)
+                with observability.step("execute"):
+                    result = super().__call__(*stored_args, **claim.occurrence.kwargs)
             except OccurrenceCancelled:
                 self._end(claim, OccurrenceState.CANCELLED, "cancel_requested")
                 raise Ignore() from None
@@ -142,6 +154,7 @@ class OccurrenceTask(Task):
                 "reason": claim.reason,
             },
         )
+        observability.run_refused(claim.reason)
         if duplicate:
             events.duplicate_prevented.send(
                 sender=None,
@@ -150,7 +163,14 @@ class OccurrenceTask(Task):
                 occurrence_id=occurrence_id,
             )
 
-    def _end(self, claim: lifecycle.Claim, state: str, reason: str, error: str = "") -> None:
+    def _end(
+        self,
+        claim: lifecycle.Claim,
+        state: str,
+        reason: str,
+        error: str = "",
+        exception: BaseException | None = None,
+    ) -> None:
         if claim.occurrence is None:
             return
         occurrence_id = claim.occurrence.pk
@@ -170,11 +190,17 @@ class OccurrenceTask(Task):
                 "outcome not recorded: the attempt lost its lease",
                 extra={"action": "occurrence.fenced", "occurrence_id": str(claim.occurrence.pk)},
             )
+            return
+        observability.run_finished(claim.occurrence, state, reason, exception)
 
     def _record(self, write: Callable[[], T]) -> T:
         """Run an outcome write; a dropped connection or a locked database gets a few more
         tries on a fresh connection. Each write is a fenced compare-and-set, so a try that
         committed before its connection dropped makes the next one a no-op."""
+        with observability.step("outcome"):
+            return self._write(write)
+
+    def _write(self, write: Callable[[], T]) -> T:
         for attempt in range(1, RECORD_ATTEMPTS + 1):
             try:
                 return write()
@@ -214,6 +240,9 @@ class OccurrenceTask(Task):
                     occurrence_id, token=claim.token, at=at, now=now, error=error
                 )
             )
+            observability.run_finished(
+                claim.occurrence, OccurrenceState.RETRYING, decision.reason, exc
+            )
             logger.info(
                 "attempt failed; retrying",
                 extra={
@@ -223,7 +252,7 @@ class OccurrenceTask(Task):
                 },
             )
             raise Ignore() from exc
-        self._end(claim, OccurrenceState.FAILED, decision.reason, error)
+        self._end(claim, OccurrenceState.FAILED, decision.reason, error, exc)
 
 
 def _renew(occurrence_id: str, token: int, now: datetime, lease: timedelta) -> bool:

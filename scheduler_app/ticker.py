@@ -34,6 +34,8 @@ from scheduler_app.monitoring.heartbeat import Heartbeat
 from scheduler_app.monitoring.monitor import run_monitor
 from scheduler_app.monitoring.retention import DEFAULT_BATCH, parse_age, prune
 from scheduler_app.monitoring.skew import check_skew
+from scheduler_app.observability import tracing
+from scheduler_app.observability.beat import BeatPing
 from scheduler_app.outbox import Publisher, dispatch_batch, hand_off, has_publishable
 from scheduler_app.probe import probe
 from scheduler_app.reconcile import reconcile
@@ -105,6 +107,7 @@ class Ticker:
         self._pruning = False
         self._error = ""
         self._metrics_started = False
+        self.beat_ping = BeatPing(self.settings)
 
     @property
     def needs_lease(self) -> bool:
@@ -127,6 +130,7 @@ class Ticker:
         metrics.TICK_DURATION.observe(max(self.monotonic() - started, 0.0))
         metrics.TICK_BATCH.observe(result.created + result.published)
         self.maintain(now, result)
+        self.beat_ping.ticked()
         return result
 
     def _tick(self, now: datetime) -> TickResult:
@@ -207,15 +211,17 @@ class Ticker:
             # The lease starts when the batch is written, not when the tick began: a long
             # burst must not hand out leases that have already run out.
             lease_until = None if broker_down else self.clock.now() + lease
-            batch = materialize_batch(
-                now, self.settings.BATCH_SIZE, self.revoke, lease_until=lease_until
-            )
-            created += batch.created
-            claimed += batch.claimed
-            if batch.fresh:
-                result = hand_off(batch.fresh, now, self.publisher, self.clock.now)
-                published += result.published
-                broker_down = result.failed
+            with tracing.materializing() as span:
+                batch = materialize_batch(
+                    now, self.settings.BATCH_SIZE, self.revoke, lease_until=lease_until
+                )
+                span.created(batch.claimed, batch.created, batch.fresh)
+                created += batch.created
+                claimed += batch.claimed
+                if batch.fresh:
+                    result = hand_off(batch.fresh, now, self.publisher, self.clock.now)
+                    published += result.published
+                    broker_down = result.failed
             if batch.claimed < self.settings.BATCH_SIZE:
                 break
         return created, claimed, published, broker_down

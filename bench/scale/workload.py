@@ -130,12 +130,13 @@ def _insert_from_templates(next_run_at: datetime | None, dcb_last_run_at: dateti
             [next_run_at],
         )
         cursor.execute(
-            f'INSERT INTO "{version_table}" (id, schedule_id, version, definition, created_at)'
+            f'INSERT INTO "{version_table}"'
+            " (id, schedule_id, version, definition, created_at, approved_at, approved_by)"
             " SELECT b.vid, b.sid, 1, v.definition"
             " || jsonb_build_object('kwargs', jsonb_build_object('n', b.i))"
             " || CASE WHEN b.anchor IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('anchor',"
             " to_char(b.anchor AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '+00:00')"
-            " END, v.created_at"
+            " END, v.created_at, v.approved_at, v.approved_by"
             f' FROM bench_ids b JOIN "{version_table}" v ON v.schedule_id = b.tid'
         )
         if dcb_last_run_at is None:

@@ -96,6 +96,7 @@ FIELDSETS_BUILDER = (
                 "max_per_day",
                 "pause_after_failures",
                 "archive_on_completion",
+                "ping_url",
                 "job_type",
                 "payload_ref",
                 "options",

@@ -55,6 +55,7 @@ POLICY_FIELDS = {  # document name under "policies" -> model field
     "pause_after_failures": "pause_after_failures",
     "max_per_day": "max_per_day",
     "archive_on_completion": "archive_on_completion",
+    "ping_url": "ping_url",
 }
 SPEC_TOP_POLICIES = {"misfire": "misfire", "max_lateness_s": "max_lateness"}
 """The specification's top-level policy fields -> their name under ``policies``."""

@@ -177,6 +177,7 @@ SEMANTIC_FIELDS = (
     "archive_on_completion",
     "args",
     "exclude_holidays",
+    "ping_url",
 )
 
 

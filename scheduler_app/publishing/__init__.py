@@ -23,6 +23,7 @@ from kombu.exceptions import KombuError
 
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.models import Occurrence
+from scheduler_app.observability import tracing
 from scheduler_app.outbox import PartialPublish
 from scheduler_app.publishing.amqp import AMQP_ERRORS, AmqpConfirmPublisher, is_amqp_broker
 from scheduler_app.publishing.calls import (
@@ -134,7 +135,8 @@ class CeleryPublisher:
         try:
             with self.app.producer_or_acquire() as producer:
                 for occurrence in occurrences:
-                    self._send(occurrence, producer, now)
+                    with tracing.publishing(occurrence):
+                        self._send(occurrence, producer, now)
                     published.append(occurrence)
         except AMQP_ERRORS as exc:  # the broker errors of every transport, py-amqp's too
             raise PartialPublish(published=published, cause=repr(exc)) from exc

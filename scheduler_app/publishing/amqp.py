@@ -23,6 +23,7 @@ from kombu.exceptions import KombuError
 from kombu.transport import pyamqp
 
 from scheduler_app.models import Occurrence
+from scheduler_app.observability import tracing
 from scheduler_app.outbox import PartialPublish
 from scheduler_app.publishing.calls import BROKER_ERRORS, TaskCall
 from scheduler_app.publishing.messages import MessageBuilder, Prepared
@@ -150,7 +151,8 @@ class AmqpConfirmPublisher:
                 builder = MessageBuilder(self.app, producer)
                 for occurrence in occurrences:
                     try:
-                        built.append(builder.build(TaskCall.of(occurrence, self.now)))
+                        with tracing.publishing(occurrence):
+                            built.append(builder.build(TaskCall.of(occurrence, self.now)))
                     except KombuError as exc:  # e.g. the serializer refuses the kwargs
                         refused = exc
                         break

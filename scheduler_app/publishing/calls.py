@@ -9,6 +9,7 @@ from typing import Any
 from kombu.exceptions import KombuError
 
 from scheduler_app.models import Occurrence
+from scheduler_app.observability import tracing
 from scheduler_app.outbox import HEADER, context_headers
 from scheduler_app.routing import ROUTING_OPTIONS, checked_options
 
@@ -47,7 +48,7 @@ class TaskCall:
             task_id=str(occurrence.id),
             args=occurrence.args or [],
             kwargs=occurrence.kwargs,
-            headers={HEADER: context_headers(occurrence)},
+            headers={HEADER: context_headers(occurrence), **tracing.message_headers(occurrence)},
             expires=occurrence.deadline_at,
             eta=eta_of(occurrence, now),
             routing=routing_options(occurrence.schedule.options),

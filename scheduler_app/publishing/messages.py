@@ -32,6 +32,7 @@ from celery.utils.saferepr import saferepr
 from kombu import Producer, serialization
 from kombu.serialization import dumps as serialize
 
+from scheduler_app.observability.tracing import TRACE_HEADERS
 from scheduler_app.outbox import HEADER
 from scheduler_app.publishing.calls import TaskCall
 
@@ -119,6 +120,11 @@ class MessageBuilder:
             self.reprs[body] = kwargsrepr
         headers["kwargsrepr"] = kwargsrepr
         headers[HEADER] = call.headers[HEADER]
+        for name in TRACE_HEADERS:  # the occurrence's own trace context, or none
+            if name in call.headers:
+                headers[name] = call.headers[name]
+            else:
+                headers.pop(name, None)
         properties = dict(args["properties"])
         properties["correlation_id"] = task_id
         if call.expires is not None:

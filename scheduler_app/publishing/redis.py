@@ -13,6 +13,7 @@ from kombu.exceptions import KombuError
 from kombu.utils.json import dumps
 
 from scheduler_app.models import Occurrence
+from scheduler_app.observability import tracing
 from scheduler_app.outbox import PartialPublish
 from scheduler_app.publishing.calls import BROKER_ERRORS, TaskCall, Unsupported
 from scheduler_app.publishing.messages import MessageBuilder
@@ -67,9 +68,9 @@ class RedisPipelinePublisher:
                 for occurrence in occurrences:
                     try:
                         call = TaskCall.of(occurrence, self.now)
-                        commands = redis_commands(
-                            builder.channel, *builder.build(call), destinations
-                        )
+                        with tracing.publishing(occurrence):
+                            prepared = builder.build(call)
+                        commands = redis_commands(builder.channel, *prepared, destinations)
                         built.append((occurrence, commands))
                     except KombuError as exc:  # e.g. the serializer refuses the kwargs
                         refused = exc

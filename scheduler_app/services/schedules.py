@@ -108,6 +108,7 @@ DEFAULTS: dict[str, Any] = {
     "archive_on_completion": False,
     "args": [],
     "exclude_holidays": "",
+    "ping_url": "",
 }
 
 

@@ -63,6 +63,7 @@ CALENDAR: dict[str, Any] = {
     "archive_on_completion": True,
     "args": [7, "eu", {"deep": [None]}],
     "exclude_holidays": "US-NY",
+    "ping_url": "https://hc-ping.com/5a1e4d0c-6b1f-4f43-9d53-4d8b2f1e0c11",
 }
 INTERVAL: dict[str, Any] = {
     "kind": "interval",
@@ -213,6 +214,7 @@ def documents(draw: Any) -> dict[str, Any]:
         "max_per_day": draw(st.none() | COUNTS),
         "pause_after_failures": draw(st.none() | COUNTS),
         "archive_on_completion": draw(st.booleans()),
+        "ping_url": draw(st.sampled_from(["", "https://hc-ping.com/abc", "http://10.0.0.5/p"])),
     }
     for name in ("max_lateness", "catch_up_window", "jitter", "retry_delay", "cancel_grace"):
         if draw(st.booleans()):

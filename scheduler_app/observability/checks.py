@@ -1,0 +1,41 @@
+"""System checks of the observability settings (run by ``manage.py check`` and when a beat or
+a worker starts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core import checks
+
+from scheduler_app.conf import get_settings
+from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.observability import sentry
+from scheduler_app.observability.urls import check_ping_url
+from scheduler_app.startup import TAG
+
+
+@checks.register(TAG)
+def check_observability(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``scheduler_app.E020``: ``SCHEDULER_BEAT_PING_URL`` is not a ping URL;
+    ``scheduler_app.W020``: ``SCHEDULER_SENTRY_CRONS`` without sentry-sdk installed."""
+    settings = get_settings()
+    problems: list[checks.CheckMessage] = []
+    try:
+        check_ping_url(settings.BEAT_PING_URL, allow_credentials=True, field="BEAT_PING_URL")
+    except ScheduleValidationError as exc:
+        problems.append(
+            checks.Error(
+                f"SCHEDULER_BEAT_PING_URL {exc.message}",
+                hint='an http(s) URL such as https://hc-ping.com/<uuid>, or "" for none',
+                id="scheduler_app.E020",
+            )
+        )
+    if settings.SENTRY_CRONS and sentry.sentry_sdk is None:
+        problems.append(
+            checks.Warning(
+                "SCHEDULER_SENTRY_CRONS is on but sentry-sdk is not installed: no check-in is sent",
+                hint='pip install "django-durable-scheduler[sentry]" and call sentry_sdk.init()',
+                id="scheduler_app.W020",
+            )
+        )
+    return problems

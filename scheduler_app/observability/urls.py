@@ -1,0 +1,74 @@
+"""Checking a ping URL when it is stored (``Schedule.ping_url``, ``SCHEDULER_BEAT_PING_URL``).
+
+What can be checked without the network: the scheme, the length, the form, credentials. The
+address a host name stands for is checked when the ping is sent (``pings``): a name may
+resolve elsewhere tomorrow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from scheduler_app.errors import ScheduleValidationError
+
+MAX_LENGTH = 500
+"""Longest accepted ping URL, in characters (the column's length)."""
+SCHEMES = ("http", "https")
+
+
+def check_ping_url(value: Any, *, allow_credentials: bool = False, field: str = "ping_url") -> str:
+    """``value`` when it is an acceptable ping URL ("" for none); ``ScheduleValidationError``
+    saying what is wrong and how to fix it otherwise."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str):
+        raise ScheduleValidationError(
+            field, f"must be a URL string, got {type(value).__name__}", code="invalid"
+        )
+    if len(value) > MAX_LENGTH:
+        raise ScheduleValidationError(
+            field, f"is {len(value)} characters long; at most {MAX_LENGTH}", code="too_long"
+        )
+    if any(character.isspace() or ord(character) < 32 for character in value):
+        raise ScheduleValidationError(
+            field, "contains spaces or control characters; percent-encode them", code="invalid"
+        )
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:
+        raise ScheduleValidationError(field, f"is not a URL ({exc})", code="invalid") from exc
+    if parts.scheme.lower() not in SCHEMES:
+        raise ScheduleValidationError(
+            field,
+            f"scheme {parts.scheme or '(none)'!r} is not allowed; use an http:// or https:// URL",
+            code="invalid_scheme",
+        )
+    if not parts.hostname:
+        raise ScheduleValidationError(
+            field, "has no host; write it as https://host/path", code="invalid"
+        )
+    if port == 0:
+        raise ScheduleValidationError(field, "port 0 is not a port", code="invalid")
+    if (parts.username or parts.password) and not allow_credentials:
+        raise ScheduleValidationError(
+            field,
+            "carries credentials (user:password@host); use the check's own secret URL "
+            "(Healthchecks: https://hc-ping.com/<uuid>), or set "
+            "SCHEDULER_PING_ALLOW_CREDENTIALS = True",
+            code="credentials",
+        )
+    if parts.query or parts.fragment:
+        raise ScheduleValidationError(
+            field,
+            "has a query or fragment; /start and /fail are appended to the path, so give "
+            "the URL without ?... and #...",
+            code="invalid",
+        )
+    return value
+
+
+def with_suffix(url: str, suffix: str) -> str:
+    """``<url>/<suffix>`` (Healthchecks.io's conventions), or ``url`` for no suffix."""
+    return f"{url.rstrip('/')}/{suffix}" if suffix else url
