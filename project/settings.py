@@ -55,6 +55,14 @@ INSTALLED_APPS = [
     "project.demo",
 ]
 
+try:  # the [tasks] extra: django.tasks as the second handoff target (tests use both targets)
+    import django_tasks_db  # noqa: F401
+except ImportError:
+    TASKS: dict[str, dict[str, str]] = {}
+else:
+    INSTALLED_APPS += ["django_tasks", "django_tasks_db"]
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -479,6 +479,7 @@ def build_occurrences(
                 timezone=schedule.timezone,
                 idempotency_key=key,
                 task=schedule.task,
+                target=schedule.target,
                 kwargs=schedule.kwargs,
                 not_before=slot + jitter_for(key, schedule.jitter),
                 deadline_at=slot + timedelta(seconds=schedule.deadline)

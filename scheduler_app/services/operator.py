@@ -168,6 +168,7 @@ def _occurrence(
         timezone=schedule.timezone,
         idempotency_key=key,
         task=schedule.task,
+        target=schedule.target,
         kwargs=schedule.kwargs,
         not_before=now if trigger == Trigger.MANUAL else slot + jitter_for(key, schedule.jitter),
         deadline_at=deadline,
