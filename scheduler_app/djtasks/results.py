@@ -22,6 +22,7 @@ APP_LABEL = "django_tasks_database"
 SUPERSEDED = "scheduler_app.djtasks.errors.HandoffSuperseded"
 """The ``exception_class_path`` written on a superseded result row."""
 OPEN = ("READY", "RUNNING")
+RESULT_ADMIN = "admin:django_tasks_database_dbtaskresult_change"
 
 
 def result_model() -> Any:

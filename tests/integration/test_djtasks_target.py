@@ -10,7 +10,8 @@ from datetime import timedelta
 
 import pytest
 from django.db import DatabaseError
-from django.test import override_settings
+from django.test import Client, override_settings
+from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
 from scheduler_app.clock import FakeClock
@@ -280,3 +281,19 @@ def test_the_immediate_backend_runs_the_body_in_the_tick(clock: FakeClock) -> No
     assert occurrence.handoff_id
     assert support.RUNS[0]["kwargs"] == {"n": 3}
     assert support.RUNS[0]["key"] == occurrence.idempotency_key
+
+
+def test_the_occurrence_page_links_the_job_row(clock: FakeClock, admin_client: Client) -> None:
+    schedule = support.schedule(clock)
+    clock.advance(1)
+    support.loop(clock).ticker.tick()
+    support.work(clock)
+    [occurrence] = rows(schedule)
+    page = admin_client.get(
+        reverse("admin:scheduler_app_occurrence_change", args=[occurrence.pk])
+    ).content.decode()
+    job_url = reverse(
+        "admin:django_tasks_database_dbtaskresult_change", args=[occurrence.handoff_id]
+    )
+    assert f'href="{job_url}"' in page
+    assert f"{occurrence.handoff_id} (SUCCESSFUL)" in page
