@@ -95,6 +95,9 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 bench: $(VENV)/.installed-bench
 	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
 		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.scale $(BENCH_ARGS)
+	# The same burst of 1,000 through both handoff targets (Celery, django.tasks/django-tasks-db).
+	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
+		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.djtasks_burst
 
 bench-timing: install
 	$(PY) -m bench.timing

@@ -3,10 +3,12 @@
 django-tasks-db's ``enqueue`` is a plain insert in the current transaction, so the batch's
 jobs are inserted in the same transaction that marks the occurrences dispatched: either both
 commit or neither does (a transactional outbox; a crash between the two leaves the rows in the
-outbox and no job behind). The job's result id is stored on the occurrence
-(``Occurrence.handoff_id``) by the ``task_enqueued`` receiver, inside that transaction too, and
-its kwargs carry the occurrence id under ``SCHEDULER_KWARG``, which the ``task_started``
-receiver takes out again before the body runs.
+outbox and no job behind). The jobs' result ids are stored on their occurrences
+(``Occurrence.handoff_id``) in that transaction too, one statement per batch, and each job's
+kwargs carry its occurrence id under ``SCHEDULER_KWARG``, which the ``task_started`` receiver
+takes out again before the body runs. A backend that runs the job inside ``enqueue`` (the
+``ImmediateBackend``) starts it before that statement: the receiver then finds the handoff in
+``enqueued`` (this process, this batch).
 
 What Celery's message has and a django.tasks job has not, made up here: ``eta`` is
 ``run_after`` (held back in the outbox when the backend cannot defer); ``task_id`` =
@@ -23,10 +25,12 @@ from datetime import datetime
 from typing import Any
 
 from django.db import DatabaseError, transaction
+from django.db.models import Case, Value, When
 
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.djtasks import registry, results
 from scheduler_app.djtasks.errors import UnknownDjangoTask
+from scheduler_app.locking import update_in_order
 from scheduler_app.models import Occurrence
 from scheduler_app.outbox import PartialPublish, mark_dispatched
 
@@ -39,6 +43,9 @@ body: the ``task_started`` receiver replaces the kwargs with the stored payload)
 enqueuing: ContextVar[str | None] = ContextVar("scheduler_enqueuing", default=None)
 """The occurrence this process is enqueuing right now (read by the ``task_enqueued``
 receiver: a job enqueued by anyone else never names an occurrence)."""
+enqueued: ContextVar[dict[str, str] | None] = ContextVar("scheduler_enqueued", default=None)
+"""The batch being enqueued: occurrence id -> result id, filled by the ``task_enqueued``
+receiver before a job that runs inside ``enqueue`` starts."""
 
 
 def run_after_of(occurrence: Occurrence, now: datetime) -> datetime | None:
@@ -55,12 +62,16 @@ class DjangoTasksPublisher:
 
     def publish(self, occurrences: Sequence[Occurrence]) -> list[Occurrence]:
         now = self.clock.now()
+        batch = enqueued.set({})
         try:
             with transaction.atomic():
                 published = [row for row in occurrences if self._enqueue(row, now)]
+                store_handoffs(published)
                 mark_dispatched(published, self.clock.now())
         except DatabaseError as exc:  # nothing of the batch committed: it stays in the outbox
             raise PartialPublish(published=[], cause=f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            enqueued.reset(batch)
         return published
 
     def _enqueue(self, row: Occurrence, now: datetime) -> bool:
@@ -85,6 +96,16 @@ class DjangoTasksPublisher:
         if earlier and earlier != row.handoff_id:
             results.supersede(earlier, row.handoff_id, now)
         return True
+
+
+def store_handoffs(rows: Sequence[Occurrence]) -> int:
+    """``handoff_id`` of every row, in one statement (row locks in primary-key order)."""
+    if not rows:
+        return 0
+    ids = Case(*(When(pk=row.pk, then=Value(row.handoff_id)) for row in rows))
+    return update_in_order(
+        Occurrence.objects.filter(pk__in=[row.pk for row in rows]), handoff_id=ids
+    )
 
 
 def _options(row: Occurrence, run_after: datetime | None) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 ``db_worker`` (and any backend that sends django.tasks' signals), doing what ``OccurrenceTask``
 does for Celery.
 
-- ``task_enqueued`` (in the scheduler, inside the enqueue's transaction): stores the job's
-  result id on the occurrence (``Occurrence.handoff_id``).
+- ``task_enqueued`` (in the scheduler, inside the enqueue's transaction): notes the job's
+  result id for the batch, which the publisher stores on the occurrence
+  (``Occurrence.handoff_id``) in the same transaction.
 - ``task_started`` (in the worker, just before the body): finds the occurrence from the id the
   job carries, checks that this job is its current handoff, and claims it with the Celery
   path's compare-and-set and checks (``lifecycle.claim``: state, deadline, approval, version,
@@ -41,7 +42,7 @@ from scheduler_app.context import (
 )
 from scheduler_app.djtasks import compat
 from scheduler_app.djtasks.errors import HandoffRefused
-from scheduler_app.djtasks.publisher import SCHEDULER_KWARG, enqueuing
+from scheduler_app.djtasks.publisher import SCHEDULER_KWARG, enqueued, enqueuing
 from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.retrying import RetryPolicy, decide_retry
@@ -85,10 +86,11 @@ def worker_owner() -> str:
 
 
 def on_enqueued(sender: Any, task_result: Any, **kwargs: Any) -> None:
-    occurrence_id = enqueuing.get()
-    if occurrence_id is None or task_result.kwargs.get(SCHEDULER_KWARG) != occurrence_id:
+    occurrence_id, batch = enqueuing.get(), enqueued.get()
+    if occurrence_id is None or batch is None:
         return
-    Occurrence.objects.filter(pk=occurrence_id).update(handoff_id=str(task_result.id))
+    if task_result.kwargs.get(SCHEDULER_KWARG) == occurrence_id:
+        batch[occurrence_id] = str(task_result.id)
 
 
 def on_started(sender: Any, task_result: Any, **kwargs: Any) -> None:
@@ -100,7 +102,9 @@ def on_started(sender: Any, task_result: Any, **kwargs: Any) -> None:
     found = list(current[:1])
     if not found:
         _refuse(str(occurrence_id), "unknown_occurrence", None)
-    if found[0] != handoff_id:
+    # The stored handoff, or the one this process is enqueuing right now (a backend that runs
+    # the job inside ``enqueue``, before the batch's handoff ids are written).
+    if handoff_id not in (found[0], (enqueued.get() or {}).get(str(occurrence_id))):
         # An earlier job of a run handed off again (its worker was lost, it never started):
         # the occurrence's current job runs it, this one never does.
         _refuse(str(occurrence_id), "superseded_handoff", None)
