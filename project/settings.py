@@ -60,7 +60,13 @@ try:  # the [tasks] extra: django.tasks as the second handoff target (tests use 
 except ImportError:
     TASKS: dict[str, dict[str, str]] = {}
 else:
-    INSTALLED_APPS += ["django_tasks", "django_tasks_db"]
+    try:  # the django-tasks backport (Django < 6); Django 6 has django.tasks built in
+        import django_tasks  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        INSTALLED_APPS += ["django_tasks"]
+    INSTALLED_APPS += ["django_tasks_db"]
     TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 MIDDLEWARE = [

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django_tasks_db.models import DBTaskResult
 
 from scheduler_app.clock import FakeClock
+from scheduler_app.djtasks import compat
 from scheduler_app.djtasks import publisher as djtasks_publisher
 from scheduler_app.djtasks.results import SUPERSEDED, result_row
 from scheduler_app.errors import ScheduleValidationError
@@ -268,7 +269,9 @@ def test_jitter_becomes_run_after(clock: FakeClock) -> None:
         assert job.run_after.year == 9999
 
 
-IMMEDIATE = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+IMMEDIATE = {
+    "default": {"BACKEND": f"{compat.framework.__name__}.backends.immediate.ImmediateBackend"}
+}
 
 
 @override_settings(TASKS=IMMEDIATE)

@@ -7,13 +7,15 @@ from __future__ import annotations
 import sys
 
 import pytest
-from django_tasks import task
-from django_tasks.base import Task
 
 from scheduler_app.context import current_occurrence
 from scheduler_app.declarations import isolated_registry, scheduled
+from scheduler_app.djtasks import compat
 from scheduler_app.djtasks import registry as djtasks
 from scheduler_app.errors import ScheduleValidationError
+
+task = compat.framework.task  # django.tasks (Django 6) or the django-tasks backport
+Task = compat.Task
 
 
 @task()
