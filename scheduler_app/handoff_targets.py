@@ -43,11 +43,16 @@ class TargetRouter:
                 raise PartialPublish(published=published, cause=str(exc)) from exc
         if missing:
             # Left in the outbox for a process that has the adapter (see docs/django-tasks.md).
-            raise PartialPublish(
-                published=published,
-                cause=f"this process hands off no {' or '.join(missing)} occurrences "
-                "(the Celery beat hands off both targets; run_scheduler only django.tasks')",
+            cause = (
+                f"this process hands off no {' or '.join(missing)} occurrences (the Celery "
+                "beat hands off both targets; run_scheduler only django.tasks')"
             )
+            logger.warning(
+                "%s: they stay in the outbox",
+                cause,
+                extra={"action": "outbox.no_target", "targets": ",".join(missing)},
+            )
+            raise PartialPublish(published=published, cause=cause)
         return published
 
     def revoke(self, occurrence_ids: list[str]) -> None:
