@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Permission, User
 from django.db import DatabaseError
 from django.test import Client, override_settings
 from django.urls import reverse
@@ -300,3 +301,34 @@ def test_the_occurrence_page_links_the_job_row(clock: FakeClock, admin_client: C
     )
     assert f'href="{job_url}"' in page
     assert f"{occurrence.handoff_id} (SUCCESSFUL)" in page
+
+
+def test_the_owner_is_checked_when_the_job_starts(clock: FakeClock) -> None:
+    ann = User.objects.create_user("ann", is_staff=True)
+    ann.user_permissions.add(Permission.objects.get(codename="run_schedule"))
+    schedule = support.schedule(clock, owner=User.objects.get(pk=ann.pk))
+    clock.advance(1)
+    support.loop(clock).ticker.tick()
+    ann.user_permissions.clear()  # the right is taken away after the handoff
+    support.work(clock)
+    assert support.RUNS == []
+    [occurrence] = rows(schedule)
+    assert (occurrence.state, occurrence.reason) == (OccurrenceState.FAILED, "forbidden")
+
+
+def test_a_buffered_slot_is_released_when_the_run_ends(clock: FakeClock) -> None:
+    schedule = support.schedule(clock, overlap_policy="buffer_one")
+    clock.advance(1)
+    loop = support.loop(clock)
+    loop.ticker.tick()
+    clock.advance(60)
+    loop.ticker.tick()  # the first run has not ended: the next slot waits
+    first, second = rows(schedule)
+    assert second.state == OccurrenceState.BUFFERED
+    assert support.work(clock) == 1
+    second.refresh_from_db()
+    assert second.state == OccurrenceState.PENDING  # released by the first run's end
+    loop.ticker.tick()
+    support.work(clock)
+    assert [row.state for row in rows(schedule)] == [OccurrenceState.SUCCEEDED] * 2
+    assert [run["occurrence_id"] for run in support.RUNS] == [str(first.pk), str(second.pk)]
