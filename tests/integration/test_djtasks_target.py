@@ -332,3 +332,15 @@ def test_a_buffered_slot_is_released_when_the_run_ends(clock: FakeClock) -> None
     support.work(clock)
     assert [row.state for row in rows(schedule)] == [OccurrenceState.SUCCEEDED] * 2
     assert [run["occurrence_id"] for run in support.RUNS] == [str(first.pk), str(second.pk)]
+
+
+def test_a_job_the_backend_refuses_is_parked_and_the_batch_goes_on(clock: FakeClock) -> None:
+    refused = support.schedule(clock, options={"priority": 200})  # django.tasks: -100..100
+    fine = support.schedule(clock, options={"queue": "default", "priority": 5})
+    clock.advance(1)
+    assert support.loop(clock).ticker.tick().published == 1
+    [parked] = rows(refused)
+    assert (parked.state, parked.reason) == (OccurrenceState.FAILED, "unpublishable")
+    assert "priority" in parked.last_error.lower()
+    [job] = support.jobs()
+    assert (job.priority, str(job.id)) == (5, rows(fine)[0].handoff_id)
