@@ -97,6 +97,9 @@ bench: $(VENV)/.installed-bench
 		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.scale $(BENCH_ARGS)
 	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
 		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.tracing
+	# The same burst of 1,000 through both handoff targets (Celery, django.tasks/django-tasks-db).
+	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
+		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.djtasks_burst
 
 # The burst of 1,000 with and without an OpenTelemetry SDK configured (also run by `make bench`).
 bench-tracing: $(VENV)/.installed-bench

@@ -55,6 +55,20 @@ INSTALLED_APPS = [
     "project.demo",
 ]
 
+try:  # the [tasks] extra: django.tasks as the second handoff target (tests use both targets)
+    import django_tasks_db  # noqa: F401
+except ImportError:
+    TASKS: dict[str, dict[str, str]] = {}
+else:
+    try:  # the django-tasks backport (Django < 6); Django 6 has django.tasks built in
+        import django_tasks  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        INSTALLED_APPS += ["django_tasks"]
+    INSTALLED_APPS += ["django_tasks_db"]
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -18,6 +18,7 @@ class SchedulerAppConfig(AppConfig):
             logs,
             signals,
         )
+        from scheduler_app.djtasks import worker as djtasks_worker
         from scheduler_app.monitoring import (  # noqa: F401 - workers: the worker's metrics
             receivers,
             workers,
@@ -27,5 +28,7 @@ class SchedulerAppConfig(AppConfig):
         # Every process that loads the app (web, beat, worker) counts metrics, pauses after
         # failures and archives finished one-time schedules.
         receivers.connect()
+        # django.tasks as a handoff target (when installed): claim and record around its jobs.
+        djtasks_worker.connect()
         # Log lines carry their ids and counts in the message, whatever formatter prints them.
         logs.install()

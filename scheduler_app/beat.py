@@ -23,6 +23,10 @@ from django.db import DatabaseError, close_old_connections, connection
 
 from scheduler_app import migrations
 from scheduler_app.conf import get_settings
+from scheduler_app.djtasks import compat as djtasks
+from scheduler_app.djtasks.publisher import DjangoTasksPublisher
+from scheduler_app.handoff_targets import TargetRouter
+from scheduler_app.models import HandoffTarget
 from scheduler_app.publishing import CeleryPublisher
 from scheduler_app.sync import sync_schedules
 from scheduler_app.ticker import Ticker
@@ -112,7 +116,7 @@ class DurableScheduler(Scheduler):
     @property
     def ticker(self) -> Ticker:
         if self._ticker is None:
-            self._ticker = Ticker(CeleryPublisher(self.app))
+            self._ticker = Ticker(handoff_targets(self.app))
         return self._ticker
 
     def setup_schedule(self) -> None:
@@ -286,6 +290,14 @@ class DurableScheduler(Scheduler):
     @property
     def info(self) -> str:
         return f"    . durable scheduler (owner {self.ticker.owner})"
+
+
+def handoff_targets(app: Any) -> TargetRouter:
+    """The beat hands off both targets: Celery's, and django.tasks' when it is installed."""
+    adapters: dict[str, Any] = {HandoffTarget.CELERY: CeleryPublisher(app)}
+    if djtasks.AVAILABLE:
+        adapters[HandoffTarget.DJANGO_TASKS] = DjangoTasksPublisher()
+    return TargetRouter(adapters)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,20 +1,23 @@
 """The occurrence context a scheduled task sees: one frozen object.
 
-Inside a run started by ``OccurrenceTask`` it is built from the stored occurrence (looked up
-by the task id), never from what the message claims; ``context_from_request`` reads the
-message header only to tell a scheduled delivery from an ordinary task call.
+Inside a run started by ``OccurrenceTask`` (Celery) or by the django.tasks adapter's claim
+(``scheduler_app.djtasks.worker``) it is built from the stored occurrence, never from what the
+message claims; ``context_from_request`` reads the Celery message header only to tell a
+scheduled delivery from an ordinary task call.
+
+Target-neutral: nothing here imports Celery. A Celery request is read only when the process
+has imported Celery already (a Celery worker has; a ``db_worker`` need not).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-
-from celery import current_task
 
 from scheduler_app.outbox import HEADER
 
@@ -133,6 +136,16 @@ def context_from_request(request: Any) -> OccurrenceContext | None:
 _CURRENT: ContextVar[OccurrenceContext | None] = ContextVar("scheduler_occurrence", default=None)
 
 
+def enter_occurrence(context: OccurrenceContext) -> Token[OccurrenceContext | None]:
+    """Make ``context`` current until ``leave_occurrence`` (for adapters whose start and end
+    are two callbacks, such as django.tasks' ``task_started`` and ``task_finished``)."""
+    return _CURRENT.set(context)
+
+
+def leave_occurrence(token: Token[OccurrenceContext | None]) -> None:
+    _CURRENT.reset(token)
+
+
 @contextmanager
 def use_occurrence(context: OccurrenceContext) -> Iterator[OccurrenceContext]:
     """Make ``context`` the current occurrence (set by the task base class while it runs)."""
@@ -146,13 +159,17 @@ def use_occurrence(context: OccurrenceContext) -> Iterator[OccurrenceContext]:
 def current_occurrence() -> OccurrenceContext | None:
     """The occurrence of the task running here, if it was scheduled by us.
 
-    Inside a task run by ``OccurrenceTask`` this includes the attempt number recorded by the
-    claim; otherwise it is read from the Celery request's headers.
+    Inside a task run by ``OccurrenceTask`` or claimed by the django.tasks adapter this
+    includes the attempt number recorded by the claim; otherwise it is read from the Celery
+    request's headers (when Celery runs the task).
     """
     claimed = _CURRENT.get()
     if claimed is not None:
         return claimed
-    task = current_task
-    if task is None:
+    state = sys.modules.get("celery._state")
+    if state is None:  # Celery never imported here: no Celery task can be running
+        return None
+    task = state.get_current_task()
+    if task is None:  # not inside a Celery task (a django.tasks job, a shell)
         return None
     return context_from_request(task.request)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler_app.djtasks import registry as djtasks
 from scheduler_app.errors import ScheduleValidationError
 
 MAX_TASK_NAME_LENGTH = 200
@@ -25,6 +26,18 @@ def task_name_of(target: object) -> str:
     the task on first use; using one at import time would finalize the app early, so the
     name is read from what the proxy was given (falling back to building the task).
     """
+    if djtasks.is_task(target):  # a django.tasks Task: named by the path its worker imports
+        return _usable(djtasks.name_of(target))
+    return _usable(_celery_task_name(target))
+
+
+def _usable(name: object) -> str:
+    if not isinstance(name, str) or not name or len(name) > MAX_TASK_NAME_LENGTH:
+        raise ScheduleValidationError("task", f"the task has no usable name ({name!r})")
+    return name
+
+
+def _celery_task_name(target: object) -> object:
     from celery import Task
     from celery.local import Proxy
 
@@ -35,12 +48,10 @@ def task_name_of(target: object) -> str:
     else:
         raise ScheduleValidationError(
             "task",
-            f"@scheduled must decorate a Celery task, got {target!r}; put it above "
-            "@app.task / @shared_task (decorators apply bottom-up)",
+            f"@scheduled must decorate a Celery task or a django.tasks task, got {target!r}; put "
+            "it above @app.task / @shared_task / @task() (decorators apply bottom-up)",
             code="not_a_task",
         )
-    if not isinstance(name, str) or not name or len(name) > MAX_TASK_NAME_LENGTH:
-        raise ScheduleValidationError("task", f"the task has no usable name ({name!r})")
     return name
 
 
@@ -74,6 +85,13 @@ def _lazy_task_name(proxy: object) -> str | None:
 
 def mark_schedulable(target: object) -> None:
     """Set ``schedulable = True`` on the task (the allowlist's marker), now or at finalize."""
+    if djtasks.is_task(target):  # frozen: the mark is kept by the registry
+        djtasks.mark_schedulable(target)
+        return
+    _mark_celery_task(target)
+
+
+def _mark_celery_task(target: object) -> None:
     from celery import _state
     from celery.local import Proxy
 

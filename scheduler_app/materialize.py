@@ -480,6 +480,7 @@ def build_occurrences(
                 idempotency_key=key,
                 task=schedule.task,
                 args=schedule.args,
+                target=schedule.target,
                 kwargs=schedule.kwargs,
                 not_before=slot + jitter_for(key, schedule.jitter),
                 deadline_at=slot + timedelta(seconds=schedule.deadline)

@@ -21,6 +21,7 @@ from scheduler_app.actors import SYNC
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.declarations import Declaration, ScheduleRegistry, registry
 from scheduler_app.definitions import validate_definition
+from scheduler_app.djtasks import registry as djtasks
 from scheduler_app.errors import (
     DuplicateKey,
     SchedulerError,
@@ -123,6 +124,7 @@ def _import_task_modules(app: Any) -> None:
 
         app = current_app
     app.loader.import_default_modules()
+    djtasks.discover()  # the installed apps' tasks modules, where django.tasks tasks live
 
 
 def _sync_one(

@@ -5,6 +5,10 @@ base class that records occurrences), is not one of Celery's own (``celery.*``),
 marked (``@scheduled``, ``@app.task(schedulable=True)``) or named by ``SCHEDULER_ALLOWED_TASKS``
 (names or fnmatch patterns). Used by the admin's choices, the service layer, the importers and
 the decorator sync, so every way in refuses the same tasks with the same message.
+
+A django.tasks ``Task`` (``scheduler_app.djtasks``) is schedulable when it is marked by
+``@scheduled`` or named by ``SCHEDULER_ALLOWED_TASKS``; ``target_of`` says which handoff target
+a task name belongs to (a name the Celery app registers stays Celery's).
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from typing import Any
 from celery import current_app
 
 from scheduler_app.conf import get_settings
+from scheduler_app.djtasks import registry as djtasks
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.models import HandoffTarget
 
 FORBIDDEN_PREFIXES = ("celery.",)
 OCCURRENCE_MARKER = "records_occurrences"
@@ -60,11 +66,36 @@ def is_allowed_name(name: str, task: Any = None) -> bool:
 
 
 def allowed_tasks() -> list[str]:
-    """Sorted names of the tasks a schedule may target now."""
-    return sorted(
+    """Sorted names of the tasks a schedule may target now (Celery's and django.tasks')."""
+    celery = {
         name
         for name, task in app_tasks().items()
         if is_allowed_name(name, task) and is_occurrence_task(task)
+    }
+    djtasks.discover()
+    return sorted(celery | set(djtasks.marked()))
+
+
+def target_of(name: str) -> str:
+    """The handoff target of task ``name``: Celery when its app registers the name, django.tasks
+    when the name is a django.tasks ``Task``'s module path; Celery otherwise (the default)."""
+    if name in app_tasks() or djtasks.find(name) is None:
+        return HandoffTarget.CELERY
+    return HandoffTarget.DJANGO_TASKS
+
+
+def _check_djtask(name: str) -> bool:
+    """True when ``name`` is an allowed django.tasks task; raises when it is one not allowed;
+    False when it is none."""
+    if djtasks.find(name) is None:
+        return False
+    if djtasks.is_marked(name) or is_allowed_name(name):
+        return True
+    raise ScheduleValidationError(
+        "task",
+        f"django.tasks task {name!r} is not schedulable: put @scheduled(...) above its @task() "
+        "decorator, or add it to SCHEDULER_ALLOWED_TASKS",
+        code="forbidden_task",
     )
 
 
@@ -77,11 +108,15 @@ def check_target(name: str) -> None:
             code="forbidden_task",
         )
     task = app_tasks().get(name)
+    if task is None and _check_djtask(name):
+        return
     if task is None:
         raise ScheduleValidationError(
             "task",
-            f"unknown task {name!r}: no task of that name is registered in the Celery app; "
-            "check the name (see `celery -A <your app> inspect registered`) or import its module",
+            f"unknown task {name!r}: no task of that name is registered in the Celery app, and "
+            "no django.tasks task has that module path; check the name (see `celery -A <your "
+            "app> inspect registered`; a django.tasks task is named 'module.function') or "
+            "import its module",
             code="unknown_task",
         )
     if not is_occurrence_task(task):

@@ -21,9 +21,11 @@ from scheduler_app.admin.actions import SelectionGuard
 from scheduler_app.admin.display import STATE_CLASS, format_seconds, instant_text, local_and_utc
 from scheduler_app.admin.filters import OccurrenceTenantFilter, short_filter
 from scheduler_app.admin.paging import EstimatedCountPaginator
+from scheduler_app.djtasks.results import RESULT_ADMIN, result_row
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import (
     AttemptKind,
+    HandoffTarget,
     Occurrence,
     OccurrenceAttempt,
     OccurrenceState,
@@ -270,6 +272,8 @@ class OccurrenceAdmin(SelectionGuard, admin.ModelAdmin):
 
     @admin.display(description="task result")
     def task_result_link(self, obj: Occurrence) -> str:
+        if obj.target == HandoffTarget.DJANGO_TASKS:
+            return _django_tasks_result_link(obj)
         if not apps.is_installed("django_celery_results"):
             return "- (django-celery-results is not installed)"
         result = obj.task_result
@@ -318,3 +322,15 @@ class OccurrenceAdmin(SelectionGuard, admin.ModelAdmin):
             "selected": request.POST.getlist("_selected_action"),
         }
         return TemplateResponse(request, "admin/scheduler_app/schedule/confirm.html", context)
+
+
+def _django_tasks_result_link(obj: Occurrence) -> str:
+    """The django-tasks-db row of the occurrence's latest handoff (``handoff_id``)."""
+    result = result_row(obj.handoff_id)
+    if result is None:
+        return obj.handoff_id or "-"
+    try:
+        url = reverse(RESULT_ADMIN, args=[result.pk])
+    except NoReverseMatch:
+        return f"{result.pk} ({result.status})"
+    return format_html('<a href="{}">{} ({})</a>', url, result.pk, result.status)

@@ -169,6 +169,7 @@ def _occurrence(
         idempotency_key=key,
         task=schedule.task,
         args=schedule.args,
+        target=schedule.target,
         kwargs=schedule.kwargs,
         not_before=now if trigger == Trigger.MANUAL else slot + jitter_for(key, schedule.jitter),
         deadline_at=deadline,

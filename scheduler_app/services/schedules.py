@@ -57,6 +57,7 @@ from scheduler_app.policies import PlannedSlot, decide_misfire
 from scheduler_app.routing import check_routing
 from scheduler_app.safety.approval import hold_for_approval
 from scheduler_app.safety.gates import before_write
+from scheduler_app.targets import target_of
 from scheduler_app.tenancy import check_access
 from scheduler_app.timing import (
     Kind,
@@ -155,6 +156,7 @@ def create_schedule(
         create_only = {name: fields[name] for name in CREATE_ONLY_FIELDS if fields.get(name)}
         schedule = Schedule(
             **values,
+            target=target_of(values["task"]),  # where it is registered: Celery or django.tasks
             **_descriptive(fields),
             **create_only,
             next_run_at=first,
@@ -273,6 +275,8 @@ def update_schedule(
         due_rows: list[Occurrence] = _flush_due(schedule, now) if semantic else []
         for name, value in {**semantic, **descriptive}.items():
             setattr(schedule, name, value)
+        if "task" in semantic:
+            schedule.target = target_of(schedule.task)
         if semantic or descriptive:
             schedule.version += 1
         if timing is not None:
