@@ -9,6 +9,8 @@ from urllib.parse import urlparse
 import pytest
 from django.conf import settings
 
+from scheduler_app.targets import app_tasks
+
 IN_CI = bool(os.environ.get("CI"))
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -42,6 +44,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     url = os.environ.get("DATABASE_URL", "")
     if url.startswith("postgres") and not _reachable(url, 5432):
         pytest.exit(f"PostgreSQL is not reachable at {url}; start it or unset DATABASE_URL", 3)
+    # The Celery app's first autodiscovery runs Celery's Django fix-up, which calls
+    # ``django.setup()`` and so applies ``settings.LOGGING`` again, removing every handler of the
+    # root logger, pytest's ``caplog`` handler included. Run it once here, before any test, so
+    # that a test that happens to be first to ask for the task list does not lose its records.
+    app_tasks()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
