@@ -13,119 +13,34 @@ registry (the task name, the payload size limit, the minimum interval) is checke
 
 ``@scheduled`` goes *above* ``@app.task`` / ``@shared_task``: it needs the task (for its name)
 and returns it unchanged, so any number of them can be stacked.
+
+This module holds the decorator, ``Declaration`` and the registry of one process; the options
+and the check of each one live in ``scheduler_app.declaration_options``.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Never, TypeVar, overload
 
+from scheduler_app import declaration_options as option
 from scheduler_app.authoring import declared_text
+from scheduler_app.declaration_options import Duration, ScheduleOptions
 from scheduler_app.declared_tasks import check_job_type_name, mark_schedulable, task_name_of
-from scheduler_app.errors import InvalidRule, ScheduleValidationError
+from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.lateness import check_class
-from scheduler_app.models import (
-    IntervalMode,
-    MisfirePolicy,
-    OverlapPolicy,
-    PauseBehaviour,
-    ScheduleMode,
-)
+from scheduler_app.models import MisfirePolicy, OverlapPolicy, PauseBehaviour, ScheduleMode
 from scheduler_app.observability.urls import check_ping_url
-from scheduler_app.timing import Ambiguous, Kind, Nonexistent, build_timing, ensure_aware
+from scheduler_app.timing import Ambiguous, Nonexistent
 from scheduler_app.timing.content_lines import dtstart_zone
-from scheduler_app.timing.durations import parse_duration
 
 TaskT = TypeVar("TaskT")
-Duration = timedelta | int | str
-"""A ``timedelta``, a whole number of seconds or a text such as ``"15m"``, ``"1h30m"``."""
-
-MAX_KEY_LENGTH = 150  # the column holds 200: room for the suffix a replaced retired key gets
-MAX_OBJECTIVE_LENGTH = 100
-MAX_PAYLOAD_REF_LENGTH = 500
-RULE_PARAMETERS = ("cron", "rrule", "every", "at", "solar")
-# Only to validate an RRULE or interval without an anchor at import time; the stored anchor of
-# such a schedule is the instant it is first synced (see docs/decorator.md).
-_PLACEHOLDER_ANCHOR = datetime(2000, 1, 3, tzinfo=UTC)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ScheduleOptions:
-    """One ``@scheduled(...)`` call, validated and in canonical form (the stored form).
-
-    ``None`` means "the store's default" (see ``services.DEFAULTS``), so the default can
-    change without every declaration changing with it.
-    """
-
-    kind: str
-    rule: str
-    """Cron or RRULE text, interval seconds, or the one-time instant in ISO 8601 (UTC)."""
-    anchor: datetime | None = None
-    timezone: str = "UTC"
-    objective: str = ""
-    kwargs_json: str = "{}"
-    """The payload as canonical JSON (sorted keys), so equal payloads compare equal."""
-    dst_nonexistent: str | None = None
-    dst_ambiguous: str | None = None
-    starts_at: datetime | None = None
-    ends_at: datetime | None = None
-    max_count: int | None = None
-    misfire_policy: str | None = None
-    max_lateness: int | None = None
-    catch_up_window: int | None = None
-    catch_up_limit: int | None = None
-    overlap_policy: str | None = None
-    on_pause: str | None = None
-    interval_mode: str | None = None
-    max_attempts: int | None = None
-    retry_delay: int | None = None
-    cancel_grace: int | None = None
-    deadline: int | None = None
-    jitter: int | None = None
-    mode: str | None = None
-    expected_every: int | None = None
-    active_window: str | None = None
-    window_policy: str | None = None
-    lateness_class: str | None = None
-    job_type: str | None = None
-    payload_ref: str | None = None
-    exclude_holidays: str | None = None
-    args_json: str = "[]"
-    """The positional arguments as canonical JSON."""
-    ping_url: str | None = None
-
-    @property
-    def kwargs(self) -> dict[str, Any]:
-        loaded: dict[str, Any] = json.loads(self.kwargs_json)
-        return loaded
-
-    @property
-    def args(self) -> list[Any]:
-        loaded: list[Any] = json.loads(self.args_json)
-        return loaded
-
-    def schedule_fields(self) -> dict[str, Any]:
-        """The schedule fields this declaration sets (model names), defaults left out."""
-        values: dict[str, Any] = {
-            name: getattr(self, name) for name in _OPTION_FIELDS if getattr(self, name) is not None
-        }
-        values["kwargs"] = self.kwargs
-        values["args"] = self.args
-        return values
-
-
-_OPTION_FIELDS = tuple(
-    name
-    for name in ScheduleOptions.__dataclass_fields__
-    if name not in ("kwargs_json", "args_json")
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -332,46 +247,46 @@ def scheduled(
         timezone, window = parsed.timezone, parsed.active_window or None
         window_policy = parsed.window_policy or window_policy
     else:
-        timing_fields = _rule(
+        timing_fields = option.rule(
             cron=cron, rrule=rrule, every=every, at=at, solar=solar, anchor=anchor
         )
     options = ScheduleOptions(
         **timing_fields,
-        timezone=_text(timezone, "timezone") or dtstart_zone(rrule or "") or "UTC",
-        objective=_objective(objective),
-        kwargs_json=_payload(kwargs),
-        args_json=_positional(args),
-        exclude_holidays=_text(exclude_holidays, "exclude_holidays").upper() or None,
-        dst_nonexistent=_choice(nonexistent, "nonexistent", Nonexistent),
-        dst_ambiguous=_choice(ambiguous, "ambiguous", Ambiguous),
-        starts_at=_instant(starts_at, "starts_at"),
-        ends_at=_instant(ends_at, "ends_at"),
-        max_count=_count(max_count, "max_count"),
-        misfire_policy=_choice(misfire, "misfire", MisfirePolicy),
-        max_lateness=_seconds(max_lateness, "max_lateness"),
-        catch_up_window=_seconds(catch_up_window, "catch_up_window"),
-        catch_up_limit=_count(catch_up_limit, "catch_up_limit"),
-        overlap_policy=_choice(overlap, "overlap", OverlapPolicy),
-        on_pause=_choice(on_pause, "on_pause", PauseBehaviour),
-        interval_mode=_interval_mode(interval_mode, every),
-        max_attempts=_count(max_attempts, "max_attempts"),
-        retry_delay=_seconds(retry_delay, "retry_delay"),
-        cancel_grace=_seconds(cancel_grace, "cancel_grace"),
-        deadline=_seconds(deadline, "deadline", positive=True),
-        jitter=_seconds(jitter, "jitter"),
-        mode=_choice(mode, "mode", ScheduleMode),
-        expected_every=_seconds(expect_success_every, "expect_success_every", positive=True),
-        active_window=_text(window, "window") or None,
-        window_policy=_text(window_policy, "window_policy") or None,
+        timezone=option.text(timezone, "timezone") or dtstart_zone(rrule or "") or "UTC",
+        objective=option.objective(objective),
+        kwargs_json=option.payload(kwargs),
+        args_json=option.positional(args),
+        exclude_holidays=option.text(exclude_holidays, "exclude_holidays").upper() or None,
+        dst_nonexistent=option.choice(nonexistent, "nonexistent", Nonexistent),
+        dst_ambiguous=option.choice(ambiguous, "ambiguous", Ambiguous),
+        starts_at=option.instant(starts_at, "starts_at"),
+        ends_at=option.instant(ends_at, "ends_at"),
+        max_count=option.count(max_count, "max_count"),
+        misfire_policy=option.choice(misfire, "misfire", MisfirePolicy),
+        max_lateness=option.seconds(max_lateness, "max_lateness"),
+        catch_up_window=option.seconds(catch_up_window, "catch_up_window"),
+        catch_up_limit=option.count(catch_up_limit, "catch_up_limit"),
+        overlap_policy=option.choice(overlap, "overlap", OverlapPolicy),
+        on_pause=option.choice(on_pause, "on_pause", PauseBehaviour),
+        interval_mode=option.interval_mode(interval_mode, every),
+        max_attempts=option.count(max_attempts, "max_attempts"),
+        retry_delay=option.seconds(retry_delay, "retry_delay"),
+        cancel_grace=option.seconds(cancel_grace, "cancel_grace"),
+        deadline=option.seconds(deadline, "deadline", positive=True),
+        jitter=option.seconds(jitter, "jitter"),
+        mode=option.choice(mode, "mode", ScheduleMode),
+        expected_every=option.seconds(expect_success_every, "expect_success_every", positive=True),
+        active_window=option.text(window, "window") or None,
+        window_policy=option.text(window_policy, "window_policy") or None,
         lateness_class=check_class(lateness_class) or None,
         job_type=check_job_type_name(job_type) if job_type is not None else None,
-        payload_ref=_payload_ref(payload_ref),
+        payload_ref=option.payload_ref(payload_ref),
         # Credentials are checked against SCHEDULER_PING_ALLOW_CREDENTIALS when it is synced.
         ping_url=check_ping_url(ping_url, allow_credentials=True) or None,
     )
-    _check_timing(options)
+    option.check_timing(options)
     if key is not None:
-        _check_key(key)
+        option.check_key(key)
     source, location = _caller()
 
     def register(target: TaskT) -> TaskT:
@@ -383,7 +298,7 @@ def scheduled(
             source=source,
             location=location,
         )
-        _check_key(declaration.key)
+        option.check_key(declaration.key)
         registry().add(declaration)
         mark_schedulable(target)
         return target
@@ -406,188 +321,6 @@ def _refuse_positional(task: object) -> Never:
     )
 
 
-# -- option checks (each raises ScheduleValidationError naming the parameter) -----------------
-
-
-def _rule(
-    *,
-    cron: str | None,
-    rrule: str | None,
-    every: Duration | None,
-    at: datetime | None,
-    anchor: datetime | None,
-    solar: str | None = None,
-) -> dict[str, Any]:
-    rules = (("cron", cron), ("rrule", rrule), ("every", every), ("at", at), ("solar", solar))
-    given = {name: value for name, value in rules if value is not None}
-    if len(given) != 1:
-        problem = "no rule" if not given else f"{len(given)} rules ({', '.join(given)})"
-        raise ScheduleValidationError(
-            "rule",
-            f"@scheduled got {problem}; pass exactly one of cron=, rrule=, every=, at=, solar=",
-            code="missing_rule" if not given else "several_rules",
-        )
-    [name] = given
-    if anchor is not None and name not in ("rrule", "every"):
-        raise ScheduleValidationError(
-            "anchor", f"anchor= applies to rrule= and every= only, not to {name}="
-        )
-    checked_anchor = _instant(anchor, "anchor")
-    if cron is not None:
-        return {"kind": Kind.CRON.value, "rule": _text(cron, "cron")}
-    if solar is not None:
-        return {"kind": Kind.SOLAR.value, "rule": " ".join(_text(solar, "solar").lower().split())}
-    if rrule is not None:
-        return {"kind": Kind.RRULE.value, "rule": _text(rrule, "rrule"), "anchor": checked_anchor}
-    if every is not None:
-        seconds = int(parse_duration(every, "every").total_seconds())
-        return {"kind": Kind.INTERVAL.value, "rule": str(seconds), "anchor": checked_anchor}
-    return {"kind": Kind.ONCE.value, "rule": _once(at)}
-
-
-def _once(value: object) -> str:
-    if not isinstance(value, datetime):
-        raise InvalidRule(
-            "at", f"expected a datetime, got {type(value).__name__}; e.g. datetime(2026, 1, 1, 9)"
-        )
-    # The stored form (services normalize it so): an aware instant in UTC, or a naive local
-    # wall time read in the schedule's zone.
-    return (value.astimezone(UTC) if value.tzinfo else value).isoformat()
-
-
-def _text(value: object, name: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str) or not value.strip():
-        raise ScheduleValidationError(name, f"expected a non-empty string, got {value!r}")
-    return value.strip()
-
-
-def _objective(value: object) -> str:
-    if not isinstance(value, str):
-        raise ScheduleValidationError("objective", f"expected a string, got {value!r}")
-    if len(value) > MAX_OBJECTIVE_LENGTH:
-        raise ScheduleValidationError(
-            "objective", f"is {len(value)} characters long; at most {MAX_OBJECTIVE_LENGTH}"
-        )
-    return value.strip()
-
-
-def _payload(kwargs: object) -> str:
-    if kwargs is None:
-        return "{}"
-    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
-        raise ScheduleValidationError(
-            "kwargs", "the payload must be a dict of keyword arguments with string keys"
-        )
-    try:
-        return json.dumps(kwargs, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ScheduleValidationError(
-            "kwargs", f"the payload is not JSON-serializable ({exc}); pass plain JSON values"
-        ) from None
-
-
-def _positional(args: object) -> str:
-    if args is None:
-        return "[]"
-    if not isinstance(args, list | tuple):
-        raise ScheduleValidationError("args", 'args= must be a list, e.g. args=[1, "eu"]')
-    try:
-        return json.dumps(list(args), separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ScheduleValidationError(
-            "args", f"args= is not JSON-serializable ({exc}); pass plain JSON values"
-        ) from None
-
-
-def _choice(value: str | None, name: str, choices: Any) -> str | None:
-    if value is None:
-        return None
-    allowed = [str(member.value) for member in choices]
-    text = value.strip().lower() if isinstance(value, str) else value
-    if text not in allowed:
-        raise ScheduleValidationError(
-            name,
-            f"unknown value {value!r}; use one of: {', '.join(allowed)}",
-            code="invalid_choice",
-        )
-    return str(text)
-
-
-def _instant(value: object, name: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise ScheduleValidationError(
-            name, f"expected an aware datetime, got {type(value).__name__}"
-        )
-    return ensure_aware(value, name).replace(microsecond=0)
-
-
-def _count(value: object, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ScheduleValidationError(name, f"must be a whole number >= 1, got {value!r}")
-    return value
-
-
-def _seconds(value: Duration | None, name: str, *, positive: bool = False) -> int | None:
-    """A duration in whole seconds; ``0`` is allowed unless ``positive``."""
-    if value is None:
-        return None
-    if not positive and not isinstance(value, bool) and value in (0, "0", timedelta(0)):
-        return 0
-    return int(parse_duration(value, name).total_seconds())
-
-
-def _interval_mode(value: str | None, every: object) -> str | None:
-    mode = _choice(value, "interval_mode", IntervalMode)
-    if mode is not None and every is None:
-        raise ScheduleValidationError(
-            "interval_mode", "interval_mode= applies to every= schedules only"
-        )
-    return mode
-
-
-def _check_timing(options: ScheduleOptions) -> None:
-    """Parse the rule with its zone, DST choices and bounds as the engine will."""
-    rule: str | timedelta | datetime = options.rule
-    if options.kind == Kind.INTERVAL:
-        rule = timedelta(seconds=int(options.rule))
-    elif options.kind == Kind.ONCE:
-        rule = datetime.fromisoformat(options.rule)
-    anchor = options.anchor
-    if anchor is None and options.kind in (Kind.RRULE, Kind.INTERVAL):
-        anchor = _PLACEHOLDER_ANCHOR
-    build_timing(
-        kind=options.kind,
-        rule=rule,
-        timezone=options.timezone,
-        anchor=anchor,
-        nonexistent=options.dst_nonexistent,
-        ambiguous=options.dst_ambiguous,
-        starts_at=options.starts_at,
-        ends_at=options.ends_at,
-        max_count=options.max_count,
-        window=options.active_window,
-        window_policy=options.window_policy or "defer",
-        exclude_holidays=options.exclude_holidays,
-    )
-
-
-def _check_key(key: object) -> None:
-    if not isinstance(key, str) or not key.strip() or key != key.strip():
-        raise ScheduleValidationError(
-            "key", f"expected a non-empty string without surrounding spaces, got {key!r}"
-        )
-    if len(key) > MAX_KEY_LENGTH:
-        raise ScheduleValidationError(
-            "key", f"{key[:40]!r}... is {len(key)} characters long; at most {MAX_KEY_LENGTH}"
-        )
-
-
 def _caller() -> tuple[str, str]:
     """``module:line`` and ``file:line`` of the ``@scheduled(...)`` expression (two frames up).
 
@@ -603,18 +336,3 @@ def _caller() -> tuple[str, str]:
         path = path.relative_to(Path.cwd())
     location = f"{path}:{caller.f_lineno}"
     return f"{caller.f_globals.get('__name__', '?')}:{caller.f_lineno}", location[-300:]
-
-
-def _payload_ref(value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.isprintable() or not value.strip():
-        raise ScheduleValidationError(
-            "payload_ref",
-            f"expected a reference such as 'state://sync-source-42', got {value!r}",
-        )
-    if len(value) > MAX_PAYLOAD_REF_LENGTH:
-        raise ScheduleValidationError(
-            "payload_ref", f"is {len(value)} characters long; at most {MAX_PAYLOAD_REF_LENGTH}"
-        )
-    return value

@@ -1,12 +1,19 @@
 """The service layer: every way of changing a schedule (admin, commands, decorator, API) goes here.
 
-``schedules``: create, update, pause, resume, cancel, delete, replay. ``operator``: run now,
+``schedules``: create, update, pause, resume, cancel, delete, replay; ``fields``: the fields
+they take, ``DEFAULTS`` and the canonical form. ``operator``: run now,
 backfill and undoing a cancel; ``approval``: approving a version. Every one takes
 the acting ``user`` (a person, or a system actor from ``scheduler_app.actors``), decides who
 may do it (``scheduler_app.access``), and records it in the audit trail in its transaction.
 """
 
 from scheduler_app.services.approval import approve_schedule
+from scheduler_app.services.fields import (
+    CREATE_ONLY_FIELDS,
+    DEFAULTS,
+    DESCRIPTIVE_FIELDS,
+    normalize_definition,
+)
 from scheduler_app.services.operator import (
     BackfillPlan,
     OperatorPermissionDenied,
@@ -16,14 +23,10 @@ from scheduler_app.services.operator import (
 )
 from scheduler_app.services.replay import replay_occurrence
 from scheduler_app.services.schedules import (
-    CREATE_ONLY_FIELDS,
-    DEFAULTS,
-    DESCRIPTIVE_FIELDS,
     ResumePreview,
     cancel_schedule,
     create_schedule,
     delete_schedule,
-    normalize_definition,
     pause_schedule,
     preview_resume,
     resume_schedule,

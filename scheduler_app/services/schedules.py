@@ -1,10 +1,15 @@
-"""The service layer: every way of changing a schedule (admin, commands, decorator) goes here."""
+"""The service layer: every way of changing a schedule (admin, commands, decorator) goes here.
+
+This module holds the schedule's life: create, update, pause (and its preview), resume, cancel,
+delete. Which fields they take, their defaults and their canonical form are in
+``scheduler_app.services.fields``.
+"""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -19,7 +24,7 @@ from scheduler_app.access import (
     authorize,
     check_tenant,
 )
-from scheduler_app.actors import actor_name, is_system
+from scheduler_app.actors import actor_name
 from scheduler_app.authoring import fields_from_text
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definitions import (
@@ -38,7 +43,7 @@ from scheduler_app.errors import (
 )
 from scheduler_app.lateness import apply_class_defaults
 from scheduler_app.lifecycle import announce_finished
-from scheduler_app.limits import check_descriptive, check_rule
+from scheduler_app.limits import check_descriptive
 from scheduler_app.locking import update_in_order
 from scheduler_app.materialize import apply_overlap, due_slots, insert_occurrences, plan_schedule
 from scheduler_app.models import (
@@ -47,7 +52,6 @@ from scheduler_app.models import (
     OccurrenceState,
     PauseBehaviour,
     Schedule,
-    ScheduleOrigin,
     ScheduleStatus,
     ScheduleVersion,
 )
@@ -57,60 +61,26 @@ from scheduler_app.policies import PlannedSlot, decide_misfire
 from scheduler_app.routing import check_routing
 from scheduler_app.safety.approval import hold_for_approval
 from scheduler_app.safety.gates import before_write
+from scheduler_app.services.fields import (
+    CREATE_ONLY_FIELDS,
+    DEFAULTS,
+    DESCRIPTIVE_FIELDS,
+    check_create_only,
+    descriptive_values,
+    normalize_definition,
+    refuse_unknown,
+)
 from scheduler_app.targets import target_of
 from scheduler_app.tenancy import check_access
 from scheduler_app.timing import (
-    Kind,
     Timing,
-    canonical_zone,
     ensure_aware,
     first_slot,
     next_after,
-    parse_duration,
 )
 
 logger = logging.getLogger("scheduler_app.services")
 _TICK = timedelta(microseconds=1)
-DESCRIPTIVE_FIELDS = ("name", "key", "tenant", "owner")
-CREATE_ONLY_FIELDS = ("id", "origin")
-"""Fields a caller may set when creating (an imported id, ``origin`` for code) but never change."""
-DEFAULTS: dict[str, Any] = {
-    "kwargs": {},
-    "objective": "",
-    "timezone": "UTC",
-    "anchor": None,
-    "dst_nonexistent": "auto",
-    "dst_ambiguous": "auto",
-    "starts_at": None,
-    "ends_at": None,
-    "max_count": None,
-    "misfire_policy": "catch_up",
-    "max_lateness": 60,
-    "catch_up_window": 86400,
-    "catch_up_limit": 12,
-    "overlap_policy": "skip",
-    "on_pause": "keep",
-    "interval_mode": "fixed_rate",
-    "max_attempts": 3,
-    "retry_delay": 10,
-    "cancel_grace": 60,
-    "expected_every": None,
-    "active_window": "",
-    "window_policy": "defer",
-    "deadline": None,
-    "jitter": 0,
-    "mode": "live",
-    "lateness_class": "",
-    "job_type": "",
-    "payload_ref": "",
-    "options": {},
-    "pause_after_failures": None,
-    "max_per_day": None,
-    "archive_on_completion": False,
-    "args": [],
-    "exclude_holidays": "",
-    "ping_url": "",
-}
 
 
 def _clock(clock: Clock | None) -> Clock:
@@ -132,12 +102,12 @@ def create_schedule(
     now = _clock(clock).now()
     authorize(user, ADD)
     fields = fields_from_text(fields)  # text="every weekday at 9:00" -> kind, rule, timezone
-    _refuse_unknown(fields, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *CREATE_ONLY_FIELDS))
+    refuse_unknown(fields, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *CREATE_ONLY_FIELDS))
     for required in ("task", "kind", "rule"):
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
     check_tenant(user, fields.get("tenant"))
-    _check_create_only(fields, user)
+    check_create_only(fields, user)
     fields = with_owner_rules(fields, user, current=None)
     check_owner_present(fields.get("owner"), str(fields.get("origin") or "api"))
     check_descriptive(fields)
@@ -157,7 +127,7 @@ def create_schedule(
         schedule = Schedule(
             **values,
             target=target_of(values["task"]),  # where it is registered: Celery or django.tasks
-            **_descriptive(fields),
+            **descriptive_values(fields),
             **create_only,
             next_run_at=first,
             created_at=now,
@@ -171,34 +141,6 @@ def create_schedule(
         "schedule created", extra={"action": "schedule.created", "schedule_id": str(schedule.id)}
     )
     return schedule
-
-
-def _check_create_only(fields: dict[str, Any], user: Any) -> None:
-    """An id or an origin is given by imports and decorator sync (system actors), never by a
-    person: ``origin="code"`` would lock every person out of the schedule."""
-    origin = fields.get("origin")
-    if origin and origin not in ScheduleOrigin.values:
-        choices = ", ".join(ScheduleOrigin.values)
-        raise ScheduleValidationError(
-            "origin", f"unknown origin {origin!r}; use one of: {choices}", code="invalid"
-        )
-    given = [name for name in CREATE_ONLY_FIELDS if fields.get(name)]
-    if given and not is_system(user):
-        raise ScheduleValidationError(
-            given[0],
-            f"{given[0]} is set by imports and by the code (@scheduled), not by a person; "
-            "leave it out",
-            code="not_allowed",
-        )
-
-
-def _refuse_unknown(fields: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    unknown = set(fields) - set(allowed)
-    if unknown:
-        name = sorted(unknown)[0]
-        raise ScheduleValidationError(
-            name, f"unknown schedule field {name!r}", code="unknown_field"
-        )
 
 
 def _insert(schedule: Schedule) -> None:
@@ -244,7 +186,7 @@ def update_schedule(
     validated before the transaction opens (no lock is held while a rule is evaluated).
     """
     now = _clock(clock).now()
-    _refuse_unknown(changes, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS))
+    refuse_unknown(changes, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS))
     before = _get(schedule_id, user)
     authorize(user, CHANGE, before)
     if "tenant" in changes:
@@ -264,7 +206,7 @@ def update_schedule(
     check_routing(values.get("options"), str(changes.get("tenant", before.tenant) or ""))
     first = first_slot(timing, now - _TICK) if timing is not None else None
     descriptive = {
-        k: v for k, v in _descriptive(changes).items() if _differs(getattr(before, k), v)
+        k: v for k, v in descriptive_values(changes).items() if _differs(getattr(before, k), v)
     }
     with transaction.atomic():
         schedule = _locked(schedule_id)
@@ -554,56 +496,3 @@ def _snapshot(schedule: Schedule, now: datetime) -> ScheduleVersion:
 
 def _jsonable(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
-
-
-def _descriptive(fields: dict[str, Any]) -> dict[str, Any]:
-    return {name: fields[name] for name in DESCRIPTIVE_FIELDS if name in fields}
-
-
-def normalize_definition(values: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """Store every field in one canonical form, so equal definitions compare equal."""
-    result = dict(values)
-    check_rule(result["kind"], result["rule"])  # before a long rule is parsed or stripped
-    kind = str(result["kind"]).strip().lower()
-    result["kind"] = kind
-    result["timezone"] = canonical_zone(result.get("timezone", "UTC"))
-    for name in ("anchor", "starts_at", "ends_at"):
-        if result.get(name) is not None:
-            result[name] = ensure_aware(result[name], name).replace(microsecond=0)
-    if kind == Kind.RRULE and result.get("anchor") is None:
-        # DTSTART gives an RRULE the seconds its BY* parts leave out: never ones nobody chose.
-        result["anchor"] = now.astimezone(UTC).replace(second=0, microsecond=0)
-    elif kind == Kind.INTERVAL and result.get("anchor") is None:
-        result["anchor"] = now.astimezone(UTC).replace(microsecond=0)
-    if kind == Kind.INTERVAL:
-        result["rule"] = str(int(parse_duration(result["rule"], "rule").total_seconds()))
-    elif kind == Kind.ONCE and isinstance(result["rule"], datetime):
-        at = result["rule"]
-        result["rule"] = (at.astimezone(UTC) if at.tzinfo else at).isoformat()
-    elif isinstance(result["rule"], str):
-        result["rule"] = result["rule"].strip()
-    for name in (
-        "max_lateness",
-        "catch_up_window",
-        "deadline",
-        "jitter",
-        "retry_delay",
-        "cancel_grace",
-        "expected_every",
-    ):
-        value = result.get(name)
-        if isinstance(value, timedelta):
-            result[name] = int(value.total_seconds())
-    if result.get("kwargs") is None:
-        result["kwargs"] = {}
-    if result.get("args") is None:
-        result["args"] = []
-    elif isinstance(result["args"], tuple):
-        result["args"] = list(result["args"])
-    if isinstance(result.get("exclude_holidays"), str):
-        result["exclude_holidays"] = result["exclude_holidays"].strip().upper()
-    elif result.get("exclude_holidays") is None:
-        result["exclude_holidays"] = ""
-    if kind == Kind.SOLAR and isinstance(result["rule"], str):
-        result["rule"] = " ".join(result["rule"].lower().split())
-    return result
