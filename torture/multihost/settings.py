@@ -1,0 +1,12 @@
+"""Django settings of the beats and workers on the test hosts: the torture harness's, with the
+database reached through PgBouncer in transaction mode and the settings that stay correct
+there (docs/deployment.md, "Behind PgBouncer")."""
+
+from torture.settings import *  # noqa: F403
+
+# QuerySet.iterator() outside a transaction declares a WITH HOLD cursor that lives on one
+# server connection; the pooler may send the next FETCH to another one (probes.hold_cursor).
+DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True  # noqa: F405
+# Django 5.2's default, written out: psycopg prepares nothing, so no statement name can
+# meet a server connection that lacks it (PgBouncer < 1.21 does not track them).
+DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None  # noqa: F405
