@@ -9,11 +9,13 @@ figures read from the logs and the sink table.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import re
 import shutil
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from django.db import connection
 from torture.checker import check
 from torture.multihost.run import MultiHost, plan
 from torture.processes import Proc
-from torture.run import _lateness, _outcomes, _wait
+from torture.run import _dispatch_delays, _lateness, _outcomes, _wait, percentiles
 from torture.workload import Profile, create, generate
 
 ERRORS = re.compile(r"OperationalError|InterfaceError|server closed the connection")
@@ -60,18 +62,34 @@ def from_logs(procs: list[Proc]) -> dict[str, dict[str, int]]:
     }
 
 
+def lateness_by_window(start: datetime, seconds: int = 10) -> list[dict[str, float]]:
+    """Dispatch lateness percentiles of the slots due in each ``seconds`` window of the run:
+    where the faults (their offsets are in ``fault_at_s``) show up."""
+    windows: dict[int, list[float]] = {}
+    for slot, delay in _dispatch_delays():
+        windows.setdefault(int((slot - start).total_seconds() // seconds), []).append(delay)
+    return [
+        {"from_s": index * seconds, **percentiles(values)}
+        for index, values in sorted(windows.items())
+    ]
+
+
 def run_faults(
-    harness: MultiHost, profile: Profile, rng: random.Random
-) -> tuple[Counter[str], list[float]]:
+    harness: MultiHost, profile: Profile, rng: random.Random, start: datetime
+) -> tuple[Counter[str], list[float], list[tuple[float, str]]]:
     """Keep the hosts' processes up for the run's length while the faults are injected."""
     faults: Counter[str] = Counter()
     events = plan(profile.scenario_seconds)
     restarts: list[tuple[float, Proc]] = []
     recovered: list[float] = []
+    injected: list[tuple[float, str]] = []  # seconds after ``start``, fault
     started = time.monotonic()
     while (elapsed := time.monotonic() - started) < profile.scenario_seconds:
         while events and events[0].at <= elapsed:
             event = events.pop(0)
+            injected.append(
+                (round((harness.clock().now() - start).total_seconds(), 1), event.fault)
+            )
             harness.inject(event, rng, faults, restarts)
             if event.fault == "restart_postgres":
                 recovered.append(harness.through_pooler_after_restart())
@@ -84,7 +102,7 @@ def run_faults(
                 faults[f"{proc.kind}_exited"] += 1  # restarted, as a supervisor would
                 proc.start()
         time.sleep(0.2)
-    return faults, recovered
+    return faults, recovered, injected
 
 
 def run_workload(harness: MultiHost, profile: Profile) -> dict[str, Any]:
@@ -103,7 +121,8 @@ def run_workload(harness: MultiHost, profile: Profile) -> dict[str, Any]:
     specs = generate(rng, profile, start)
     logging.disable(logging.INFO)  # the run's own lines only, not each schedule and drain step
     create(specs, start)
-    faults, recovered = run_faults(harness, profile, rng)
+    load_before = os.getloadavg()[0]
+    faults, recovered, injected = run_faults(harness, profile, rng, start)
     for proc in harness.procs:
         if proc.kind == "beat":
             proc.stop()
@@ -124,6 +143,9 @@ def run_workload(harness: MultiHost, profile: Profile) -> dict[str, Any]:
         "drain_s": round(drained, 1),
         "pooler_back_after_restart_s": recovered,
         "lateness_s": _lateness(),
+        "fault_at_s": injected,
+        "lateness_by_10s": lateness_by_window(start),
+        "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "outcomes": _outcomes(),
         "executions_by_worker": executions,
         **from_logs(harness.procs),
