@@ -8,11 +8,14 @@ docs recommend behind PgBouncer are the ones the hosts' processes run with.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from torture.multihost import settings as host_settings
+from torture.multihost.ledger import export_outcome
 from torture.multihost.netns import SUBNET, Host, NetnsError, Network
 from torture.multihost.pgbouncer import PROBE_POOL_SIZE, render_config
 from torture.multihost.probes import PROBES, Probe
@@ -88,3 +91,16 @@ def test_a_probe_line_says_unsafe_first_so_it_stands_out_in_the_run_output() -> 
     unsafe = Probe("x", "no", safe=False, observed="lost", required_safe=False)
     assert unsafe.line() == "UNSAFE x: lost (project: no)"
     assert {probe.__name__ for probe in PROBES} >= {"unprepared_statements", "hold_cursor"}
+
+
+def _python(code: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def test_an_export_outcome_is_its_row_count_or_the_last_line_of_its_error() -> None:
+    done = export_outcome(_python("print('{\"exported\": 7}')"))
+    assert done == {"returncode": 0, "exported": 7}
+    failed = export_outcome(_python("import sys; sys.exit('Traceback\\nInvalidCursorName: gone')"))
+    assert failed == {"returncode": 1, "error": "InvalidCursorName: gone"}

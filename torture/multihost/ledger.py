@@ -8,11 +8,14 @@ figures read from the logs and the sink table.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
 import re
 import shutil
+import subprocess
+import sys
 import time
 from collections import Counter
 from datetime import datetime
@@ -22,7 +25,7 @@ from typing import Any
 from django.db import connection
 
 from torture.checker import check
-from torture.multihost.run import MultiHost, plan
+from torture.multihost.run import REPO_ROOT, MultiHost, plan
 from torture.processes import Proc
 from torture.run import _dispatch_delays, _lateness, _outcomes, _wait, percentiles
 from torture.workload import Profile, create, generate
@@ -74,6 +77,31 @@ def lateness_by_window(start: datetime, seconds: int = 10) -> list[dict[str, flo
     ]
 
 
+def start_export(harness: MultiHost, run_dir: Path, *, server_side: bool) -> subprocess.Popen[str]:
+    """``manage.py export_occurrences`` (``QuerySet.iterator()``, 1,000 rows a fetch) on the
+    last host, through PgBouncer, while the workload runs; with server-side cursors back on
+    when ``server_side``."""
+    name = "export-server-side-cursors" if server_side else "export"
+    env = {**os.environ, **harness.host_env()}
+    env["MULTIHOST_SERVER_SIDE_CURSORS"] = "1" if server_side else "0"
+    command = [sys.executable, "manage.py", "export_occurrences", "--no-progress", "--json"]
+    return subprocess.Popen(
+        harness.network.hosts[-1].wrap([*command, "--output", str(run_dir / f"{name}.jsonl")]),
+        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def export_outcome(process: subprocess.Popen[str]) -> dict[str, Any]:
+    """Exit code, rows exported, and the error's last line when it failed."""
+    out, err = process.communicate(timeout=300)
+    outcome: dict[str, Any] = {"returncode": process.returncode}
+    if process.returncode == 0:
+        outcome["exported"] = json.loads(out.strip().splitlines()[-1])["exported"]
+    else:
+        outcome["error"] = (err.strip().splitlines() or ["(no output)"])[-1][:300]
+    return outcome
+
+
 def run_faults(
     harness: MultiHost, profile: Profile, rng: random.Random, start: datetime
 ) -> tuple[Counter[str], list[float], list[tuple[float, str]]]:
@@ -83,6 +111,7 @@ def run_faults(
     restarts: list[tuple[float, Proc]] = []
     recovered: list[float] = []
     injected: list[tuple[float, str]] = []  # seconds after ``start``, fault
+    exports: list[subprocess.Popen[str]] = []
     started = time.monotonic()
     while (elapsed := time.monotonic() - started) < profile.scenario_seconds:
         while events and events[0].at <= elapsed:
@@ -93,6 +122,9 @@ def run_faults(
             harness.inject(event, rng, faults, restarts)
             if event.fault == "restart_postgres":
                 recovered.append(harness.through_pooler_after_restart())
+        if not exports and elapsed >= profile.scenario_seconds * 0.8:
+            run_dir = harness.procs[0].directory
+            exports = [start_export(harness, run_dir, server_side=s) for s in (False, True)]
         for due, proc in [r for r in restarts if r[0] <= time.monotonic()]:
             restarts.remove((due, proc))
             proc.start()
@@ -102,6 +134,10 @@ def run_faults(
                 faults[f"{proc.kind}_exited"] += 1  # restarted, as a supervisor would
                 proc.start()
         time.sleep(0.2)
+    harness.exports = {
+        "with DISABLE_SERVER_SIDE_CURSORS": export_outcome(exports[0]) if exports else {},
+        "with server-side cursors": export_outcome(exports[1]) if exports else {},
+    }
     return faults, recovered, injected
 
 
@@ -133,9 +169,11 @@ def run_workload(harness: MultiHost, profile: Profile) -> dict[str, Any]:
         proc.stop()
     verdict = check("multihost", specs, until)
     verdict.faults = faults
+    exported = harness.exports["with DISABLE_SERVER_SIDE_CURSORS"]
     return {
-        "line": verdict.line(),
-        "ok": verdict.ok,
+        "line": verdict.line() + f"; export through PgBouncer: {exported}",
+        "ok": verdict.ok and exported.get("returncode") == 0 and exported.get("exported", 0) > 0,
+        "export_during_load": harness.exports,
         "problems": verdict.problems[:50],
         "schedules": len(specs),
         "seconds": profile.scenario_seconds,

@@ -22,6 +22,7 @@ import signal
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -69,6 +70,7 @@ class MultiHost(Harness):
         self.network = Network(prefix, 3)
         self.redis = Redis(directory / "redis", bind=("127.0.0.1", self.network.gateway))
         self.pgbouncer: PgBouncer | None = None
+        self.exports: dict[str, dict[str, Any]] = {}  # the export commands' outcomes
 
     def boot(self) -> None:
         self.network.setup()  # first: Redis and PgBouncer listen on the bridge's address
