@@ -139,6 +139,8 @@ class Redis:
     directory: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    # Addresses it listens on; the multi-host harness adds its bridge's (torture/multihost).
+    bind: tuple[str, ...] = ("127.0.0.1",)
 
     @property
     def url(self) -> str:
@@ -151,8 +153,10 @@ class Redis:
         self.directory.mkdir(parents=True, exist_ok=True)
         log = (self.directory / "redis.log").open("ab")
         self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.directory)],
+            [binary, "--port", str(self.port), "--bind", *self.bind, "--save", "",
+             "--appendonly", "no", "--dir", str(self.directory),
+             # No password: served beyond loopback only on the harness's own bridge.
+             "--protected-mode", "no" if set(self.bind) - {"127.0.0.1"} else "yes"],
             stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         wait_port(self.port)

@@ -1,0 +1,3 @@
+from torture.multihost.run import main
+
+raise SystemExit(main())

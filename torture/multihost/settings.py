@@ -1,0 +1,17 @@
+"""Django settings of the beats and workers on the test hosts: the torture harness's, with the
+database reached through PgBouncer in transaction mode and the settings that stay correct
+there (docs/deployment.md, "Behind PgBouncer")."""
+
+import os
+
+from torture.settings import *  # noqa: F403
+
+# QuerySet.iterator() outside a transaction declares a WITH HOLD cursor that lives on one
+# server connection; the pooler may send the next FETCH to another one (probes.hold_cursor).
+# (MULTIHOST_SERVER_SIDE_CURSORS=1 turns them back on: the harness shows an export failing.)
+DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = (  # noqa: F405
+    os.environ.get("MULTIHOST_SERVER_SIDE_CURSORS") != "1"
+)
+# Django 5.2's default, written out: psycopg prepares nothing, so no statement name can
+# meet a server connection that lacks it (PgBouncer < 1.21 does not track them).
+DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None  # noqa: F405
