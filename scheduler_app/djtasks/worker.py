@@ -255,7 +255,7 @@ def on_finished(sender: Any, task_result: Any, **kwargs: Any) -> None:
             extra={"action": "occurrence.record_failed", "occurrence_id": str(task_result.id)},
         )
     finally:
-        running.spans.close()
+        _close(running.spans)
 
 
 def _finished(running: Running, task_result: Any) -> None:
@@ -265,10 +265,7 @@ def _finished(running: Running, task_result: Any) -> None:
     now = Settings.clock.now()
     outcome = _outcome(claim, task_result, now)
     failure = outcome.failure
-    if failure is not None:  # the body's span ends with its error, as on the Celery path
-        running.body.__exit__(type(failure), failure, None)
-    else:
-        running.body.close()
+    _close(running.body, failure)  # the body's span ends with its error, as on the Celery path
     with contextlib.suppress(ValueError):  # set in another context (an async backend)
         leave_occurrence(running.context)
     if claim.occurrence is None:
@@ -282,6 +279,23 @@ def _finished(running: Running, task_result: Any) -> None:
         )
         return
     observability.run_finished(claim.occurrence, outcome.state, outcome.reason, failure)
+
+
+def _close(spans: contextlib.ExitStack, failure: BaseException | None = None) -> None:
+    """End spans opened in ``task_started``; never let them keep the outcome from being
+    written (spans opened in another context by an async backend, an exception that cannot
+    be described)."""
+    try:
+        if failure is None:
+            spans.close()
+        else:
+            spans.__exit__(type(failure), failure, None)
+    except Exception:
+        logger.warning(
+            "could not end the job's spans",
+            exc_info=True,
+            extra={"action": "occurrence.spans_not_ended"},
+        )
 
 
 @dataclass(frozen=True)
@@ -362,6 +376,10 @@ def _stand_in(path: str, error: str = "") -> BaseException:
             return Exception(error or path)
         with contextlib.suppress(AttributeError, TypeError):
             failure.args = (error,) if error else ()
+        try:
+            str(failure)  # a class whose __str__ needs what __init__ sets: describe it plainly
+        except Exception:
+            return Exception(error or path)
         return failure
     return Exception(error or path)
 

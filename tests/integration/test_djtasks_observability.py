@@ -147,6 +147,35 @@ def test_the_immediate_backend_nests_the_run_in_the_handoff(
     assert run.parent is not None and run.parent.span_id == handoff.context.span_id
 
 
+class UnendingSpan:
+    """A span context that cannot be left (as one opened in another context would be)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        raise ValueError("<Token> was created in a different Context")
+
+
+def test_spans_that_cannot_be_ended_never_keep_the_outcome_from_being_written(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    occurrence = handed_off(clock)
+    monkeypatch.setattr(djtasks_worker.observability, "running", lambda *a: UnendingSpan())
+    step = djtasks_worker.observability.step
+    monkeypatch.setattr(  # the body's span stays open across the two receivers, as the run's
+        djtasks_worker.observability,
+        "step",
+        lambda name: UnendingSpan() if name == "execute" else step(name),
+    )
+    with caplog.at_level(logging.WARNING, logger="scheduler_app"):
+        support.work(clock)
+    assert fetch(occurrence).state == OccurrenceState.SUCCEEDED
+    assert support.jobs()[0].status == "SUCCESSFUL"
+    actions = [getattr(record, "action", "") for record in caplog.records]
+    assert actions.count("occurrence.spans_not_ended") == 2  # the body's and the run's
+
+
 # -- pings and check-ins --------------------------------------------------------------------
 
 
