@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextvars import Token
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Never
 
@@ -82,10 +82,10 @@ class Running:
     claim: lifecycle.Claim
     context: Token[OccurrenceContext | None]
     lease_key: int
-    spans: contextlib.ExitStack
-    """The ``scheduler.run`` span (the delivery)."""
     body: contextlib.ExitStack
     """The ``scheduler.execute`` span (the body), ended before the outcome is written."""
+    spans: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    """The ``scheduler.run`` span (the delivery), ended last."""
 
 
 _running: dict[str, Running] = {}
@@ -114,15 +114,16 @@ def on_started(sender: Any, task_result: Any, **kwargs: Any) -> None:
         observability.running(str(occurrence_id), carrier if isinstance(carrier, dict) else None)
     )
     try:
-        running = _start(str(occurrence_id), task_result, spans)
+        running = _start(str(occurrence_id), task_result)
     except BaseException:
         spans.close()
         raise
+    running.spans = spans
     with _lock:
         _running[str(task_result.id)] = running
 
 
-def _start(occurrence_id: str, task_result: Any, spans: contextlib.ExitStack) -> Running:
+def _start(occurrence_id: str, task_result: Any) -> Running:
     """Claim the occurrence for this job and set the body up to run (or refuse it)."""
     handoff_id = str(task_result.id)
     clock = Settings.clock
@@ -139,9 +140,12 @@ def _start(occurrence_id: str, task_result: Any, spans: contextlib.ExitStack) ->
     if stopped or not _use_stored_payload(task_result, occurrence):
         reason = killswitch.REASON if stopped else "payload_mismatch"
         state = OccurrenceState.SKIPPED if stopped else OccurrenceState.FAILED
-        _write(claim, Outcome(state, reason), clock.now())
-        observability.run_finished(occurrence, state, reason)
-        _refuse(occurrence_id, reason, None)
+        ended = outcomes.write_retried(
+            lambda: _write(claim, Outcome(state, reason), clock.now()), Settings.pause
+        )
+        if ended:
+            observability.run_finished(occurrence, state, reason)
+        _refuse(occurrence_id, reason, None, recorded=ended)
     observability.run_started(occurrence, claim.attempt)
     context = OccurrenceContext.from_occurrence(occurrence, claim.attempt)
     token = enter_occurrence(context)
@@ -151,7 +155,6 @@ def _start(occurrence_id: str, task_result: Any, spans: contextlib.ExitStack) ->
         claim,
         token,
         leases.hold(str(occurrence.pk), token=claim.token, lease=lease, clock=clock),
-        spans,
         body,
     )
 
@@ -220,7 +223,11 @@ def _use_stored_payload(task_result: Any, occurrence: Occurrence) -> bool:
     return True
 
 
-def _refuse(occurrence_id: str, reason: str, claim: lifecycle.Claim | None) -> Never:
+def _refuse(
+    occurrence_id: str, reason: str, claim: lifecycle.Claim | None, *, recorded: bool = False
+) -> Never:
+    """Stop the job before its body; ``recorded``: its outcome was recorded and announced
+    already (its span keeps that outcome)."""
     duplicate = reason in DUPLICATE
     logger.info(
         "%s: %s %s",
@@ -229,7 +236,8 @@ def _refuse(occurrence_id: str, reason: str, claim: lifecycle.Claim | None) -> N
         reason,
         extra={"action": "occurrence.refused", "occurrence_id": occurrence_id, "reason": reason},
     )
-    observability.run_refused(reason)
+    if not recorded:
+        observability.run_refused(reason)
     if duplicate:
         schedule_id = claim.occurrence.schedule_id if claim and claim.occurrence else None
         events.duplicate_prevented.send(

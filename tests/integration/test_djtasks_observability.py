@@ -22,6 +22,7 @@ from scheduler_app.djtasks import giveback
 from scheduler_app.djtasks import worker as djtasks_worker
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.observability import pings
+from scheduler_app.safety.killswitch import set_kill_switch
 from tests.integration import djtasks_support as support
 from tests.integration.observability_support import (
     PingServer,
@@ -211,6 +212,24 @@ def test_a_retry_pings_start_again_and_fail_only_after_the_last_attempt(
     sent()
     assert ping_server.paths == ["/p/start", "/p/start", "/p/fail"]
     assert fetch(occurrence).state == OccurrenceState.FAILED
+
+
+@LOCAL
+def test_a_job_stopped_by_a_kill_switch_ends_skipped_and_pings_nothing(
+    clock: FakeClock, ping_server: PingServer, exporter: InMemorySpanExporter
+) -> None:
+    occurrence = handed_off(clock, ping_url=f"{ping_server.url}/p")
+    set_kill_switch("global", enabled=True, reason="incident", now=clock.now(), by="ops")
+    support.work(clock)
+    sent()
+    assert ping_server.paths == []
+    assert support.RUNS == []
+    [run] = named(of_occurrence(exporter.get_finished_spans(), occurrence), "scheduler.run")
+    assert run.attributes is not None
+    assert (run.attributes["scheduler.outcome"], run.attributes["scheduler.reason"]) == (
+        "skipped",
+        "kill_switch",
+    )
 
 
 @override_settings(SCHEDULER_SENTRY_CRONS=True)
