@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from celery import Task
 from celery.exceptions import Ignore
-from django.db import InterfaceError, OperationalError, close_old_connections, connection
+from django.db import close_old_connections
 
 from scheduler_app import events, lifecycle, observability
 from scheduler_app.clock import Clock, SystemClock
@@ -45,7 +45,9 @@ from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import OccurrenceState
 from scheduler_app.retrying import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
+from scheduler_app.worker import outcomes
 from scheduler_app.worker.leases import LeaseKeeper
+from scheduler_app.worker.outcomes import RECORD_ATTEMPTS as RECORD_ATTEMPTS
 
 logger = logging.getLogger("scheduler_app.tasks")
 
@@ -58,10 +60,6 @@ DUPLICATE = frozenset(
 
 
 T = TypeVar("T")
-
-RECORD_ATTEMPTS = 4
-"""Tries to record an outcome through a dropped connection or a locked database (0.5, 1, 2 s
-apart) before giving up: then the lease runs out and the reconciler retries the run."""
 
 
 def worker_owner() -> str:
@@ -201,22 +199,7 @@ class OccurrenceTask(Task):
             return self._write(write)
 
     def _write(self, write: Callable[[], T]) -> T:
-        for attempt in range(1, RECORD_ATTEMPTS + 1):
-            try:
-                return write()
-            except (OperationalError, InterfaceError) as exc:
-                if attempt == RECORD_ATTEMPTS or connection.in_atomic_block:
-                    raise  # the caller's transaction (eager run) is not ours to reopen
-                delay = 0.5 * 2 ** (attempt - 1)
-                logger.warning(
-                    "recording the outcome failed (%s); retrying in %.1f s",
-                    exc,
-                    delay,
-                    extra={"action": "occurrence.record_retry", "attempt": attempt},
-                )
-                connection.close()
-                self.pause(delay)
-        raise AssertionError("unreachable")
+        return outcomes.write_retried(write, self.pause)
 
     def _failed(self, exc: Exception, context: OccurrenceContext, claim: lifecycle.Claim) -> None:
         """Retry later (then ``Ignore``) or record ``failed``; the caller re-raises."""

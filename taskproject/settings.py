@@ -3,6 +3,7 @@
 
 DATABASE_URL      database (default: SQLite file under PROJECT_VAR_DIR, default var/taskproject)
 SCHEDULER_WORKER_LEASE seconds a running attempt owns its occurrence (tests shorten it)
+SCHEDULER_PING_ALLOWED_HOSTS comma-separated hosts a schedule's ping_url may reach privately
 """
 
 import os
@@ -72,6 +73,8 @@ STATIC_URL = "static/"
 
 if os.environ.get("SCHEDULER_WORKER_LEASE"):
     SCHEDULER_WORKER_LEASE = float(os.environ["SCHEDULER_WORKER_LEASE"])
+if os.environ.get("SCHEDULER_PING_ALLOWED_HOSTS"):  # a local ping server (the tests')
+    SCHEDULER_PING_ALLOWED_HOSTS = tuple(os.environ["SCHEDULER_PING_ALLOWED_HOSTS"].split(","))
 
 LOGGING = {
     "version": 1,

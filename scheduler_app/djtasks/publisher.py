@@ -5,10 +5,11 @@ jobs are inserted in the same transaction that marks the occurrences dispatched:
 commit or neither does (a transactional outbox; a crash between the two leaves the rows in the
 outbox and no job behind). The jobs' result ids are stored on their occurrences
 (``Occurrence.handoff_id``) in that transaction too, one statement per batch, and each job's
-kwargs carry its occurrence id under ``SCHEDULER_KWARG``, which the ``task_started`` receiver
-takes out again before the body runs. A backend that runs the job inside ``enqueue`` (the
-``ImmediateBackend``) starts it before that statement: the receiver then finds the handoff in
-``enqueued`` (this process, this batch).
+kwargs carry its occurrence id under ``SCHEDULER_KWARG`` (and the handoff span's trace context
+under ``TRACE_KWARG``), which the ``task_started`` receiver takes out again before the body
+runs. A backend that runs the job inside ``enqueue`` (the ``ImmediateBackend``) starts it
+before that statement: the receiver then finds the handoff in ``enqueued`` (this process,
+this batch).
 
 What Celery's message has and a django.tasks job has not, made up here: ``eta`` is
 ``run_after`` (held back in the outbox when the backend cannot defer); ``task_id`` =
@@ -32,6 +33,7 @@ from scheduler_app.djtasks import registry, results
 from scheduler_app.djtasks.errors import UnknownDjangoTask
 from scheduler_app.locking import update_in_order
 from scheduler_app.models import Occurrence
+from scheduler_app.observability import tracing
 from scheduler_app.outbox import PartialPublish, mark_dispatched
 
 logger = logging.getLogger("scheduler_app.djtasks")
@@ -39,6 +41,9 @@ logger = logging.getLogger("scheduler_app.djtasks")
 SCHEDULER_KWARG = "_scheduler_occurrence"
 """The keyword that carries the occurrence id in an enqueued job's kwargs (never seen by the
 body: the ``task_started`` receiver replaces the kwargs with the stored payload)."""
+TRACE_KWARG = "_scheduler_trace"
+"""The keyword that carries the handoff span's W3C trace headers (``traceparent``), when an
+OpenTelemetry SDK is configured: the worker's ``scheduler.run`` span becomes its child."""
 
 enqueuing: ContextVar[str | None] = ContextVar("scheduler_enqueuing", default=None)
 """The occurrence this process is enqueuing right now (read by the ``task_enqueued``
@@ -89,7 +94,8 @@ class DjangoTasksPublisher:
         earlier = row.handoff_id
         token = enqueuing.set(str(row.pk))
         try:
-            result = task.enqueue(*_args(row), **{**row.kwargs, SCHEDULER_KWARG: str(row.pk)})
+            with tracing.publishing(row):  # a job run inside ``enqueue`` nests its spans here
+                result = task.enqueue(*_args(row), **{**row.kwargs, **_scheduler_kwargs(row)})
         finally:
             enqueuing.reset(token)
         row.handoff_id = str(result.id)
@@ -106,6 +112,15 @@ def store_handoffs(rows: Sequence[Occurrence]) -> int:
     return update_in_order(
         Occurrence.objects.filter(pk__in=[row.pk for row in rows]), handoff_id=ids
     )
+
+
+def _scheduler_kwargs(row: Occurrence) -> dict[str, Any]:
+    """The occurrence id, and the handoff span's trace context when tracing is on."""
+    extra: dict[str, Any] = {SCHEDULER_KWARG: str(row.pk)}
+    trace = tracing.message_headers(row)
+    if trace:
+        extra[TRACE_KWARG] = trace
+    return extra
 
 
 def _options(row: Occurrence, run_after: datetime | None) -> dict[str, Any]:

@@ -27,12 +27,16 @@ import os
 import socket
 import sys
 import threading
+import time
+from collections.abc import Callable
 from contextvars import Token
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Never
 
-from scheduler_app import events, lifecycle
+from django.db import DatabaseError
+
+from scheduler_app import events, lifecycle, observability
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
 from scheduler_app.context import (
@@ -40,13 +44,14 @@ from scheduler_app.context import (
     enter_occurrence,
     leave_occurrence,
 )
-from scheduler_app.djtasks import compat
+from scheduler_app.djtasks import compat, giveback
 from scheduler_app.djtasks.errors import HandoffRefused
-from scheduler_app.djtasks.publisher import SCHEDULER_KWARG, enqueued, enqueuing
+from scheduler_app.djtasks.publisher import SCHEDULER_KWARG, TRACE_KWARG, enqueued, enqueuing
 from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.retrying import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
+from scheduler_app.worker import outcomes
 from scheduler_app.worker.leases import LeaseKeeper
 
 logger = logging.getLogger("scheduler_app.djtasks")
@@ -61,6 +66,8 @@ DUPLICATE = frozenset(
 class Settings:
     clock: Clock = SystemClock()
     """The worker side's clock (tests replace it)."""
+    pause: Callable[[float], None] = staticmethod(time.sleep)
+    """How the worker waits between tries of a database write (tests replace it)."""
 
 
 def _renew(occurrence_id: str, token: int, now: datetime, lease: timedelta) -> bool:
@@ -75,6 +82,10 @@ class Running:
     claim: lifecycle.Claim
     context: Token[OccurrenceContext | None]
     lease_key: int
+    body: contextlib.ExitStack
+    """The ``scheduler.execute`` span (the body), ended before the outcome is written."""
+    spans: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    """The ``scheduler.run`` span (the delivery), ended last."""
 
 
 _running: dict[str, Running] = {}
@@ -97,45 +108,106 @@ def on_started(sender: Any, task_result: Any, **kwargs: Any) -> None:
     occurrence_id = task_result.kwargs.pop(SCHEDULER_KWARG, None)
     if occurrence_id is None:
         return  # not handed off by the scheduler: an ordinary job runs unchanged
+    carrier = task_result.kwargs.pop(TRACE_KWARG, None)
+    spans = contextlib.ExitStack()  # the ``scheduler.run`` span, closed by ``on_finished``
+    spans.enter_context(
+        observability.running(str(occurrence_id), carrier if isinstance(carrier, dict) else None)
+    )
+    try:
+        running = _start(str(occurrence_id), task_result)
+    except BaseException:
+        spans.close()
+        raise
+    running.spans = spans
+    with _lock:
+        _running[str(task_result.id)] = running
+
+
+def _start(occurrence_id: str, task_result: Any) -> Running:
+    """Claim the occurrence for this job and set the body up to run (or refuse it)."""
     handoff_id = str(task_result.id)
-    current = Occurrence.objects.filter(pk=occurrence_id).values_list("handoff_id", flat=True)
-    found = list(current[:1])
-    if not found:
-        _refuse(str(occurrence_id), "unknown_occurrence", None)
-    # The stored handoff, or the one this process is enqueuing right now (a backend that runs
-    # the job inside ``enqueue``, before the batch's handoff ids are written).
-    if handoff_id not in (found[0], (enqueued.get() or {}).get(str(occurrence_id))):
-        # An earlier job of a run handed off again (its worker was lost, it never started):
-        # the occurrence's current job runs it, this one never does.
-        _refuse(str(occurrence_id), "superseded_handoff", None)
     clock = Settings.clock
     lease = timedelta(seconds=get_settings().WORKER_LEASE)
-    claim = lifecycle.claim(
-        occurrence_id,
-        owner=worker_owner(),
-        now=clock.now(),
-        lease=lease,
-        task=str(task_result.task.module_path),
-    )
+    try:
+        with observability.step("claim"):
+            claim = _claim(occurrence_id, handoff_id, task_result, lease)
+    except DatabaseError as exc:
+        _claim_failed(occurrence_id, handoff_id, exc)
     if not claim.claimed or claim.occurrence is None:
-        _refuse(str(occurrence_id), claim.reason, claim)
+        _refuse(occurrence_id, claim.reason, claim)
     occurrence = claim.occurrence
     stopped = claim.stopped if claim.stopped is not None else killswitch.stops(occurrence)
     if stopped or not _use_stored_payload(task_result, occurrence):
         reason = killswitch.REASON if stopped else "payload_mismatch"
         state = OccurrenceState.SKIPPED if stopped else OccurrenceState.FAILED
-        lifecycle.finish(
-            occurrence.pk, token=claim.token, state=state, reason=reason, now=clock.now()
+        ended = outcomes.write_retried(
+            lambda: _write(claim, Outcome(state, reason), clock.now()), Settings.pause
         )
-        _refuse(str(occurrence_id), reason, None)
+        if ended:
+            observability.run_finished(occurrence, state, reason)
+        _refuse(occurrence_id, reason, None, recorded=ended)
+    observability.run_started(occurrence, claim.attempt)
     context = OccurrenceContext.from_occurrence(occurrence, claim.attempt)
-    running = Running(
+    token = enter_occurrence(context)
+    body = contextlib.ExitStack()  # the ``scheduler.execute`` span, current in the body
+    body.enter_context(observability.step("execute"))
+    return Running(
         claim,
-        enter_occurrence(context),
+        token,
         leases.hold(str(occurrence.pk), token=claim.token, lease=lease, clock=clock),
+        body,
     )
-    with _lock:
-        _running[handoff_id] = running
+
+
+def _claim(
+    occurrence_id: str, handoff_id: str, task_result: Any, lease: timedelta
+) -> lifecycle.Claim:
+    """The Celery path's claim, for the occurrence's current handoff only."""
+    current = Occurrence.objects.filter(pk=occurrence_id).values_list("handoff_id", flat=True)
+    found = list(current[:1])
+    if not found:
+        return lifecycle.Claim(False, "unknown_occurrence")
+    # The stored handoff, or the one this process is enqueuing right now (a backend that runs
+    # the job inside ``enqueue``, before the batch's handoff ids are written).
+    if handoff_id not in (found[0], (enqueued.get() or {}).get(occurrence_id)):
+        # An earlier job of a run handed off again (its worker was lost, it never started):
+        # the occurrence's current job runs it, this one never does.
+        return lifecycle.Claim(False, "superseded_handoff")
+    return lifecycle.claim(
+        occurrence_id,
+        owner=worker_owner(),
+        now=Settings.clock.now(),
+        lease=lease,
+        task=str(task_result.task.module_path),
+    )
+
+
+def _claim_failed(occurrence_id: str, handoff_id: str, exc: DatabaseError) -> Never:
+    """The claim hit a database error: this job will not run (django.tasks does not run a
+    job twice), so the occurrence goes back to the outbox for a new one (``giveback``)."""
+    error = f"{type(exc).__name__}: {exc}"
+    try:
+        moved = outcomes.write_retried(
+            lambda: giveback.give_back(occurrence_id, handoff_id, Settings.clock.now(), error),
+            Settings.pause,
+        )
+    except DatabaseError:
+        logger.exception(
+            "could not give %s back to the outbox; the reconciler republishes it after "
+            "SCHEDULER_DISPATCH_TIMEOUT",
+            occurrence_id,
+            extra={"action": "occurrence.give_back_failed", "occurrence_id": occurrence_id},
+        )
+        moved = 0
+    logger.warning(
+        "claim of %s failed (%s); %s",
+        occurrence_id,
+        error,
+        "handed off again shortly" if moved else "left to the lease and the reconciler",
+        extra={"action": "occurrence.claim_failed", "occurrence_id": occurrence_id},
+    )
+    observability.run_refused(giveback.REASON)
+    raise HandoffRefused(f"occurrence {occurrence_id} not run: its claim failed ({error})") from exc
 
 
 def _use_stored_payload(task_result: Any, occurrence: Occurrence) -> bool:
@@ -151,7 +223,11 @@ def _use_stored_payload(task_result: Any, occurrence: Occurrence) -> bool:
     return True
 
 
-def _refuse(occurrence_id: str, reason: str, claim: lifecycle.Claim | None) -> Never:
+def _refuse(
+    occurrence_id: str, reason: str, claim: lifecycle.Claim | None, *, recorded: bool = False
+) -> Never:
+    """Stop the job before its body; ``recorded``: its outcome was recorded and announced
+    already (its span keeps that outcome)."""
     duplicate = reason in DUPLICATE
     logger.info(
         "%s: %s %s",
@@ -160,6 +236,8 @@ def _refuse(occurrence_id: str, reason: str, claim: lifecycle.Claim | None) -> N
         reason,
         extra={"action": "occurrence.refused", "occurrence_id": occurrence_id, "reason": reason},
     )
+    if not recorded:
+        observability.run_refused(reason)
     if duplicate:
         schedule_id = claim.occurrence.schedule_id if claim and claim.occurrence else None
         events.duplicate_prevented.send(
@@ -177,30 +255,76 @@ def on_finished(sender: Any, task_result: Any, **kwargs: Any) -> None:
     if running is None:
         return  # an ordinary job, or one refused before its body
     leases.release(running.lease_key)
-    with contextlib.suppress(ValueError):  # set in another context (an async backend)
-        leave_occurrence(running.context)
     try:
-        _record(running.claim, task_result)
+        _finished(running, task_result)
     except Exception:  # never raise here: django.tasks would overwrite the job's outcome
         logger.exception(
             "could not record the outcome; the lease runs out and the reconciler retries it",
             extra={"action": "occurrence.record_failed", "occurrence_id": str(task_result.id)},
         )
+    finally:
+        _close(running.spans)
 
 
-def _record(claim: lifecycle.Claim, task_result: Any) -> None:
-    occurrence = claim.occurrence
-    if occurrence is None:
-        return
+def _finished(running: Running, task_result: Any) -> None:
+    """End the body's span, record the outcome (retried through a dropped connection or a
+    locked database), then announce it (span, pings, check-in)."""
+    claim = running.claim
     now = Settings.clock.now()
-    if task_result.status == compat.TaskResultStatus.SUCCESSFUL:
-        _finish(claim, OccurrenceState.SUCCEEDED, "", now)
+    outcome = _outcome(claim, task_result, now)
+    failure = outcome.failure
+    _close(running.body, failure)  # the body's span ends with its error, as on the Celery path
+    with contextlib.suppress(ValueError):  # set in another context (an async backend)
+        leave_occurrence(running.context)
+    if claim.occurrence is None:
         return
+    with observability.step("outcome"):
+        ended = outcomes.write_retried(lambda: _write(claim, outcome, now), Settings.pause)
+    if not ended:
+        logger.warning(
+            "outcome not recorded: the attempt lost its lease",
+            extra={"action": "occurrence.fenced", "occurrence_id": str(claim.occurrence.pk)},
+        )
+        return
+    observability.run_finished(claim.occurrence, outcome.state, outcome.reason, failure)
+
+
+def _close(spans: contextlib.ExitStack, failure: BaseException | None = None) -> None:
+    """End spans opened in ``task_started``; never let them keep the outcome from being
+    written (spans opened in another context by an async backend, an exception that cannot
+    be described)."""
+    try:
+        if failure is None:
+            spans.close()
+        else:
+            spans.__exit__(type(failure), failure, None)
+    except Exception:
+        logger.warning(
+            "could not end the job's spans",
+            exc_info=True,
+            extra={"action": "occurrence.spans_not_ended"},
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an attempt ended in, decided before it is written."""
+
+    state: str
+    reason: str
+    error: str = ""
+    failure: BaseException | None = None
+    retry_at: datetime | None = None
+
+
+def _outcome(claim: lifecycle.Claim, task_result: Any, now: datetime) -> Outcome:
+    occurrence = claim.occurrence
+    if task_result.status == compat.TaskResultStatus.SUCCESSFUL or occurrence is None:
+        return Outcome(OccurrenceState.SUCCEEDED, "")
     path, error = _error_of(task_result)
-    failure = _stand_in(path)
+    failure = _stand_in(path, error)
     if isinstance(failure, OccurrenceCancelled):
-        _finish(claim, OccurrenceState.CANCELLED, "cancel_requested", now, error)
-        return
+        return Outcome(OccurrenceState.CANCELLED, "cancel_requested", error, failure)
     schedule = occurrence.schedule
     decision = decide_retry(
         failure,
@@ -210,32 +334,31 @@ def _record(claim: lifecycle.Claim, task_result: Any) -> None:
         policy=RetryPolicy(max_attempts=schedule.max_attempts, base_delay=schedule.retry_delay),
     )
     if decision.retry and decision.at is not None:
-        lifecycle.retry_later(
-            occurrence.pk, token=claim.token, at=decision.at, now=now, error=error
-        )
-        return
-    _finish(claim, OccurrenceState.FAILED, decision.reason, now, error)
+        return Outcome(OccurrenceState.RETRYING, decision.reason, error, failure, decision.at)
+    return Outcome(OccurrenceState.FAILED, decision.reason, error, failure)
 
 
-def _finish(
-    claim: lifecycle.Claim, state: str, reason: str, now: datetime, error: str = ""
-) -> None:
+def _write(claim: lifecycle.Claim, outcome: Outcome, now: datetime) -> bool:
+    """One fenced compare-and-set of the outcome (a no-op once it committed)."""
     if claim.occurrence is None:
-        return
-    ended = lifecycle.finish(
+        return False
+    if outcome.retry_at is not None:
+        return lifecycle.retry_later(
+            claim.occurrence.pk,
+            token=claim.token,
+            at=outcome.retry_at,
+            now=now,
+            error=outcome.error,
+        )
+    return lifecycle.finish(
         claim.occurrence.pk,
         token=claim.token,
-        state=state,
-        reason=reason,
+        state=outcome.state,
+        reason=outcome.reason,
         now=now,
-        error=error,
+        error=outcome.error,
         claimed=claim.occurrence,
     )
-    if not ended:
-        logger.warning(
-            "outcome not recorded: the attempt lost its lease",
-            extra={"action": "occurrence.fenced", "occurrence_id": str(claim.occurrence.pk)},
-        )
 
 
 def _error_of(task_result: Any) -> tuple[str, str]:
@@ -247,18 +370,26 @@ def _error_of(task_result: Any) -> tuple[str, str]:
     return last.exception_class_path, (lines[-1] if lines else last.exception_class_path)
 
 
-def _stand_in(path: str) -> BaseException:
-    """An instance of the failure's class, for ``isinstance`` decisions (django.tasks keeps
-    only its class path). The class is looked up among imported modules, never imported."""
+def _stand_in(path: str, error: str = "") -> BaseException:
+    """An instance of the failure's class carrying its error line, for ``isinstance``
+    decisions and the spans (django.tasks keeps only its class path and traceback). The class
+    is looked up among imported modules, never imported."""
     module_name, _, name = path.rpartition(".")
     module = sys.modules.get(module_name)
     cls = getattr(module, name, None) if module is not None else None
     if isinstance(cls, type) and issubclass(cls, BaseException):
         try:
-            return cls.__new__(cls)
+            failure = cls.__new__(cls)
         except TypeError:
-            pass
-    return Exception(path)
+            return Exception(error or path)
+        with contextlib.suppress(AttributeError, TypeError):
+            failure.args = (error,) if error else ()
+        try:
+            str(failure)  # a class whose __str__ needs what __init__ sets: describe it plainly
+        except Exception:
+            return Exception(error or path)
+        return failure
+    return Exception(error or path)
 
 
 def connect() -> None:
