@@ -276,6 +276,17 @@ def test_a_name_with_many_silent_addresses_holds_the_sender_one_timeout(
     assert reached == ["127.0.0.1"]
 
 
+def test_a_tls_handshake_that_never_ends_is_given_up_at_the_deadline(
+    tarpit: tuple[int, list[str]],
+) -> None:
+    port, reached = tarpit
+    started = time.monotonic()
+    with pytest.raises(OSError):
+        pings.request(f"https://127.0.0.1:{port}/x", timeout=TIMEOUT, allowed_hosts=("127.0.0.1",))
+    assert time.monotonic() - started < TIMEOUT + 0.4
+    assert reached == ["127.0.0.1"]
+
+
 def test_at_most_two_addresses_are_tried(monkeypatch: pytest.MonkeyPatch) -> None:
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))  # bound, not listening: every connect is refused at once
@@ -312,6 +323,30 @@ def test_a_hanging_resolver_is_given_up_at_the_deadline(monkeypatch: pytest.Monk
         with pytest.raises(TimeoutError, match=r"resolving slow-dns\.example"):
             pings.request("https://slow-dns.example/x", timeout=TIMEOUT)
         assert time.monotonic() - started < TIMEOUT + 0.4
+    finally:
+        release.set()
+
+
+def test_hanging_resolutions_are_bounded_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    calls: list[str] = []
+
+    def hanging(name: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        release.wait(30)
+        raise OSError("released")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    resolver = addresses._Resolver()
+    try:
+        for number in range(addresses.RESOLVERS):
+            with pytest.raises(TimeoutError, match="took longer"):
+                resolver.resolve(f"slow{number}.example", 443, addresses.Deadline(0.05))
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match="already hang"):
+            resolver.resolve("one-more.example", 443, addresses.Deadline(0.05))
+        assert time.monotonic() - started < 0.5
+        assert "one-more.example" not in calls  # no thread was started for it
     finally:
         release.set()
 
