@@ -144,7 +144,7 @@ def headers(url: str) -> dict[str, str]:
     (accepted only with ``SCHEDULER_PING_ALLOW_CREDENTIALS``)."""
     parts = urlsplit(url)
     found = {"User-Agent": USER_AGENT}
-    if parts.username is not None or parts.password is not None:
+    if parts.username or parts.password:  # as check_ping_url reads them: "@host" has none
         pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
         found["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
     return found

@@ -79,6 +79,7 @@ def test_credentials_in_the_url_are_sent_as_basic_auth() -> None:
     assert sent["Authorization"] == "Basic dXNAZXI6cDp3"  # base64 of "us@er:p:w"
     assert "Authorization" not in headers("https://hc-ping.com/x")
     assert headers("https://token@hc-ping.com/x")["Authorization"] == "Basic dG9rZW46"
+    assert "Authorization" not in headers("https://@hc-ping.com/x")
 
 
 def test_credentials_when_the_operator_allows_them() -> None:
