@@ -86,13 +86,15 @@ class SchedulerSettings:
 
     # Observability where teams already look (docs/operations.md).
     PING_TIMEOUT: float = 5.0
-    """Seconds a ping request (``Schedule.ping_url``, the beat's ping) may wait to connect and
-    for each read; sent off the task's thread, so a hanging ping server never holds a run up."""
+    """Seconds one ping (``Schedule.ping_url``, the beat's ping) may take in all: resolving,
+    connecting to at most two addresses, sending and reading; sent off the task's thread, so a
+    hanging ping server never holds a run up."""
     PING_ALLOWED_HOSTS: tuple[str, ...] = ()
-    """Host names pinged even when they resolve to a private, loopback or link-local address."""
+    """Host names pinged even when they resolve to a private, loopback or link-local address,
+    or on a port other than 80 and 443."""
     PING_ALLOW_CREDENTIALS: bool = False
-    """Accept ``user:password@`` in a ping URL (refused by default: it would be shown and
-    exported with the schedule)."""
+    """Accept ``user:password@`` in a ping URL, sent as HTTP Basic auth (refused by default: it
+    would be shown and exported with the schedule)."""
     BEAT_PING_URL: str = ""
     """Pinged by every beat after a tick that reached the database (an external dead-man's
     switch for the beat and the database); empty: off."""

@@ -158,7 +158,11 @@ def validate_definition(values: dict[str, Any]) -> Timing:
     check_rule(values.get("kind"), values.get("rule"))
     for field in TEXT_FIELDS:
         check_text(field, values.get(field))
-    check_ping_url(values.get("ping_url"), allow_credentials=get_settings().PING_ALLOW_CREDENTIALS)
+    check_ping_url(
+        values.get("ping_url"),
+        allow_credentials=get_settings().PING_ALLOW_CREDENTIALS,
+        allowed_hosts=get_settings().PING_ALLOWED_HOSTS,
+    )
     _check_task(values.get("task"))
     _check_payload(values.get("kwargs", {}), values.get("args", []))
     _check_options(values.get("options"))

@@ -2,34 +2,45 @@
 
 A ping never fails a run and never holds it up: ``ping`` queues the request when the
 transaction commits (``transaction.on_commit``) and returns; a small pool of daemon threads
-sends it with ``SCHEDULER_PING_TIMEOUT``. A full queue drops the ping (logged).
+sends it. ``SCHEDULER_PING_TIMEOUT`` is one deadline for the whole ping: resolving the host,
+connecting (to at most two of its addresses), sending and reading. A full queue drops the ping
+(logged).
 
-Where the request goes is checked when it is sent, not only when the URL was stored: the
-host name is resolved, every address it resolves to must be public (not private, loopback,
-link-local, multicast, reserved...) unless the host is listed in
-``SCHEDULER_PING_ALLOWED_HOSTS``, and the connection is made to the address that was checked,
-so that a second, different DNS answer (rebinding) cannot send it elsewhere.
+Where the request goes is checked when it is sent, not only when the URL was stored
+(``addresses``): every address the host resolves to must be public and the port 80 or 443
+unless the host is listed in ``SCHEDULER_PING_ALLOWED_HOSTS``, and the connection is made to
+the address that was checked, so that a second, different DNS answer (rebinding) cannot send
+it elsewhere. ``user:password@`` in the URL is sent as Basic auth.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
-import ipaddress
 import logging
 import os
 import queue
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import partial
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from django.db import transaction
 
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.observability.addresses import (
+    MAX_ADDRESSES,
+    Deadline,
+    PingRefused,
+    addresses,
+    checked_addresses,
+)
 from scheduler_app.observability.urls import check_ping_url, with_suffix
 
 logger = logging.getLogger("scheduler_app.pings")
@@ -41,10 +52,6 @@ USER_AGENT = "django-durable-scheduler"
 READ_LIMIT = 4_096
 
 
-class PingRefused(Exception):
-    """The URL leads to an address workers must not reach (see the module's docstring)."""
-
-
 @dataclass(frozen=True)
 class Ping:
     url: str
@@ -54,85 +61,127 @@ class Ping:
     """The check pinged (the URL without suffix): its pings are sent in order, by one thread."""
 
 
-def forbidden(address: str) -> bool:
-    """Whether an IP address is one a schedule must not make a worker request."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return not ip.is_global or ip.is_multicast
+class _DeadlineSocket(socket.socket):
+    """A TCP socket whose every send and receive waits at most until the ping's deadline (a
+    server that answers byte by byte cannot stretch it)."""
+
+    deadline: Deadline
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        self.settimeout(self.deadline.remaining())
+        return super().recv_into(buffer, nbytes, flags)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self.settimeout(self.deadline.remaining())
+        super().sendall(data, flags)
 
 
-def addresses(host: str, port: int) -> list[str]:
-    """The addresses ``host`` resolves to now, in the resolver's order."""
-    found: list[str] = []
-    for *_, sockaddr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
-        address = str(sockaddr[0])
-        if address not in found:
-            found.append(address)
-    return found
+class _DeadlineSSLSocket(ssl.SSLSocket):
+    """The same once TLS wraps it."""
+
+    deadline: Deadline
+
+    def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
+        self.settimeout(self.deadline.remaining())
+        return super().recv_into(buffer, nbytes, flags)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self.settimeout(self.deadline.remaining())
+        super().sendall(data, flags)
 
 
-def checked_addresses(host: str, port: int, allowed_hosts: Collection[str]) -> list[str]:
-    """The addresses to connect to; ``PingRefused`` if one of them is not public and the host
-    is not allowed (every address is checked: a name with one private answer is refused)."""
-    resolved = addresses(host, port)
-    if host.lower() in allowed_hosts:
-        return resolved
-    bad = [address for address in resolved if forbidden(address)]
-    if bad:
-        raise PingRefused(
-            f"{host} resolves to {', '.join(bad)}, a private, loopback or link-local address; "
-            "add the host to SCHEDULER_PING_ALLOWED_HOSTS if it is meant to be pinged"
-        )
-    return resolved
+def _connect(address: str, port: int, deadline: Deadline) -> _DeadlineSocket:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = _DeadlineSocket(family, socket.SOCK_STREAM)
+    sock.deadline = deadline
+    try:
+        sock.settimeout(deadline.remaining())
+        sock.connect((address, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 class _PinnedHTTP(http.client.HTTPConnection):
-    """An HTTP connection to a checked address, with the URL's host in the ``Host`` header."""
+    """An HTTP connection to a checked address, with the URL's host in the ``Host`` header;
+    connecting, sending and reading share the ping's deadline."""
 
-    def __init__(self, host: str, port: int, *, address: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
+    def __init__(self, host: str, port: int, *, address: str, deadline: Deadline) -> None:
+        super().__init__(host, port, timeout=deadline.seconds)
         self.address = address
+        self.deadline = deadline
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock = _connect(self.address, self.port, self.deadline)
 
 
-class _PinnedHTTPS(http.client.HTTPSConnection):
+class _PinnedHTTPS(_PinnedHTTP):
     """The same for HTTPS; the certificate is verified against the URL's host name."""
 
-    def __init__(self, host: str, port: int, *, address: str, timeout: float) -> None:
+    def __init__(self, host: str, port: int, *, address: str, deadline: Deadline) -> None:
+        super().__init__(host, port, address=address, deadline=deadline)
         self.pinned_context = ssl.create_default_context()
-        super().__init__(host, port, timeout=timeout, context=self.pinned_context)
-        self.address = address
+        self.pinned_context.sslsocket_class = _DeadlineSSLSocket
 
     def connect(self) -> None:
-        sock = socket.create_connection((self.address, self.port), self.timeout)
-        self.sock = self.pinned_context.wrap_socket(sock, server_hostname=self.host)
+        sock = _connect(self.address, self.port, self.deadline)
+        sock.settimeout(self.deadline.remaining())  # the handshake, as a whole
+        try:
+            wrapped = self.pinned_context.wrap_socket(
+                sock, server_hostname=self.host, do_handshake_on_connect=False
+            )
+        except BaseException:
+            sock.close()
+            raise
+        wrapped.deadline = self.deadline  # type: ignore[attr-defined]
+        self.sock = wrapped
+        wrapped.do_handshake()
+
+
+def headers(url: str) -> dict[str, str]:
+    """The request's headers: the user agent, and Basic auth for ``user:password@`` in the URL
+    (accepted only with ``SCHEDULER_PING_ALLOW_CREDENTIALS``)."""
+    parts = urlsplit(url)
+    found = {"User-Agent": USER_AGENT}
+    if parts.username or parts.password:  # as check_ping_url reads them: "@host" has none
+        pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+        found["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+    return found
 
 
 def request(
-    url: str, *, timeout: float, allowed_hosts: Collection[str] = (), check_address: bool = True
+    url: str,
+    *,
+    timeout: float,
+    allowed_hosts: Collection[str] = (),
+    check_address: bool = True,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> int:
-    """GET ``url`` (checked as the module says); the response's status code."""
+    """GET ``url`` (checked as the module says); the response's status code. ``timeout`` is
+    the whole ping's: resolving, connecting to at most two addresses, sending and reading."""
     check_ping_url(url, allow_credentials=True)  # a row stored past the services, too
+    deadline = Deadline(timeout, monotonic)
     parts = urlsplit(url)
     host = parts.hostname or ""
     https = parts.scheme.lower() == "https"
     port = parts.port or (443 if https else 80)
     allowed = {name.lower() for name in allowed_hosts}
-    candidates = checked_addresses(host, port, allowed) if check_address else addresses(host, port)
+    if check_address:
+        candidates = checked_addresses(host, port, allowed, deadline)
+    else:
+        candidates = addresses(host, port, deadline)[:MAX_ADDRESSES]
     path = parts.path or "/"
     error: OSError | None = None
     for address in candidates:
         kind = _PinnedHTTPS if https else _PinnedHTTP
-        connection = kind(host, port, address=address, timeout=timeout)
+        connection = kind(host, port, address=address, deadline=deadline)
         try:
-            connection.request("GET", path, headers={"User-Agent": USER_AGENT})
+            connection.request("GET", path, headers=headers(url))
             response = connection.getresponse()
             response.read(READ_LIMIT)
             return response.status
-        except OSError as exc:  # connection refused or timed out: the next address
+        except OSError as exc:  # connection refused or timed out: the next address, if time is left
             error = exc
         finally:
             connection.close()

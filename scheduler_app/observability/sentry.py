@@ -4,13 +4,15 @@ initialised in the process, and ``SCHEDULER_SENTRY_CRONS = True``.
 Each occurrence is one check-in: ``in_progress`` when an attempt starts, then ``ok`` or
 ``error`` when it ends (after the last retry). The check-in id is the occurrence's UUID, so
 every attempt, on whichever worker, updates the same check-in. The monitor is upserted by its
-config: the slug is the schedule's key (or id), the schedule a crontab for cron rules and an
-interval otherwise (rules without a fixed period send no config), the zone the schedule's.
+config: the slug is the schedule's tenant and key with a digest of both (or its id), the
+schedule a crontab for cron rules and an interval otherwise (rules without a fixed period send
+no config), the zone the schedule's.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from datetime import timedelta
@@ -37,6 +39,9 @@ OK = "ok"
 ERROR = "error"
 SLUG_LENGTH = 50
 """Sentry's longest monitor slug."""
+DIGEST_LENGTH = 16
+"""Hex digits of the tenant-and-key digest ending every keyed slug (64 bits: no schedule can
+be given a key that lands on another's monitor)."""
 UNITS = (("week", 604_800), ("day", 86_400), ("hour", 3_600), ("minute", 60))
 
 
@@ -47,14 +52,20 @@ def enabled() -> bool:
 
 
 def slug(schedule: Any) -> str:
-    """The monitor slug: the schedule's key in Sentry's alphabet, or its id."""
-    text = re.sub(r"[^a-z0-9_-]+", "-", str(schedule.key or "").lower()).strip("-")
-    if not text:
+    """The monitor slug, one per schedule: ``<tenant>-<key>`` in Sentry's alphabet, cut to fit,
+    then ``-`` and a digest of the exact tenant and key (so two schedules whose keys read the
+    same in that alphabet, or that belong to two tenants, never share a monitor); the
+    schedule's id when it has no key."""
+    key = str(schedule.key or "")
+    if not key:
         return str(schedule.pk)[:SLUG_LENGTH]
-    if len(text) > SLUG_LENGTH:  # keep long keys apart: a short digest of the whole key
-        digest = hashlib.sha256(str(schedule.key).encode()).hexdigest()[:8]
-        text = f"{text[: SLUG_LENGTH - 9].rstrip('-')}-{digest}"
-    return text
+    tenant = str(getattr(schedule, "tenant", "") or "")
+    exact = json.dumps([tenant, key]).encode()  # unambiguous: ("a-b", "c") is not ("a", "b-c")
+    digest = hashlib.sha256(exact).hexdigest()[:DIGEST_LENGTH]
+    readable = f"{tenant}-{key}" if tenant else key
+    text = re.sub(r"[^a-z0-9_-]+", "-", readable.lower()).strip("-")
+    text = text[: SLUG_LENGTH - DIGEST_LENGTH - 1].rstrip("-")
+    return f"{text}-{digest}" if text else digest
 
 
 def monitor_config(schedule: Any, occurrence: Any) -> dict[str, Any] | None:

@@ -7,19 +7,34 @@ resolve elsewhere tomorrow.
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Collection
 from typing import Any
 from urllib.parse import urlsplit
 
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.limits import check_text
 
 MAX_LENGTH = 500
 """Longest accepted ping URL, in characters (the column's length)."""
 SCHEMES = ("http", "https")
+PORTS = (80, 443)
+"""The ports a schedule's ping may use unless its host is in ``SCHEDULER_PING_ALLOWED_HOSTS``."""
+HIDDEN = ("Cc", "Cf")
+"""Unicode categories refused: controls (C0, DEL, C1) and format characters (bidi overrides
+such as U+202E, zero-width joiners, the BOM), which would make the URL read as another."""
 
 
-def check_ping_url(value: Any, *, allow_credentials: bool = False, field: str = "ping_url") -> str:
+def check_ping_url(
+    value: Any,
+    *,
+    allow_credentials: bool = False,
+    allowed_hosts: Collection[str] | None = None,
+    field: str = "ping_url",
+) -> str:
     """``value`` when it is an acceptable ping URL ("" for none); ``ScheduleValidationError``
-    saying what is wrong and how to fix it otherwise."""
+    saying what is wrong and how to fix it otherwise. With ``allowed_hosts`` (a schedule's
+    URL, not the operator's), a port other than 80 and 443 needs the host listed there."""
     if value is None or value == "":
         return ""
     if not isinstance(value, str):
@@ -30,9 +45,13 @@ def check_ping_url(value: Any, *, allow_credentials: bool = False, field: str = 
         raise ScheduleValidationError(
             field, f"is {len(value)} characters long; at most {MAX_LENGTH}", code="too_long"
         )
-    if any(character.isspace() or ord(character) < 32 for character in value):
+    check_text(field, value)  # NUL, lone surrogates
+    if any(character.isspace() or unicodedata.category(character) in HIDDEN for character in value):
         raise ScheduleValidationError(
-            field, "contains spaces or control characters; percent-encode them", code="invalid"
+            field,
+            "contains spaces, control or invisible formatting characters (such as DEL or "
+            "U+202E); remove them or percent-encode them",
+            code="invalid",
         )
     try:
         parts = urlsplit(value)
@@ -51,6 +70,18 @@ def check_ping_url(value: Any, *, allow_credentials: bool = False, field: str = 
         )
     if port == 0:
         raise ScheduleValidationError(field, "port 0 is not a port", code="invalid")
+    host = parts.hostname.lower()
+    if (
+        allowed_hosts is not None
+        and (port or 80) not in PORTS
+        and host not in {name.lower() for name in allowed_hosts}
+    ):
+        raise ScheduleValidationError(
+            field,
+            f"port {port} is refused; a schedule's ping may use ports 80 and 443 (leave "
+            f"the port out), or the operator adds {host!r} to SCHEDULER_PING_ALLOWED_HOSTS",
+            code="port",
+        )
     if (parts.username or parts.password) and not allow_credentials:
         raise ScheduleValidationError(
             field,

@@ -84,6 +84,7 @@ class PingServer:
 
     def __init__(self, *, hang: bool = False) -> None:
         self.paths: list[str] = []
+        self.authorization: list[str | None] = []
         self.arrived = threading.Event()
         self.release = threading.Event()
         self.hang = hang
@@ -92,6 +93,7 @@ class PingServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 server.paths.append(self.path)
+                server.authorization.append(self.headers.get("Authorization"))
                 server.arrived.set()
                 if server.hang:
                     server.release.wait(30)

@@ -4,8 +4,12 @@ the beat's own ping."""
 
 from __future__ import annotations
 
+import json
 import logging
+import socket
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,10 +20,11 @@ from django.urls import reverse
 from project.demo.tasks import ping
 from scheduler_app import api, services
 from scheduler_app.clock import FakeClock
+from scheduler_app.contract import ContractError, import_text
 from scheduler_app.declarations import scheduled
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule
-from scheduler_app.observability import pings
+from scheduler_app.observability import addresses, pings
 from scheduler_app.observability.checks import check_observability
 from tests.integration.admin.support import client_for
 from tests.integration.observability_support import (
@@ -56,6 +61,45 @@ def test_the_service_refuses_a_bad_ping_url_by_field() -> None:
         schedule(clock, kind="interval", rule="60s", ping_url="https://u:p@hc-ping.com/x")
     with override_settings(SCHEDULER_PING_ALLOW_CREDENTIALS=True):
         assert schedule(clock, kind="interval", rule="60s", ping_url="https://u:p@hc-ping.com/x")
+
+
+@pytest.mark.parametrize(
+    ("url", "code"),
+    [
+        ("https://example.com/a\ud800b", "bad_character"),
+        ("https://exa\udfffmple.com/", "bad_character"),
+        ("https://example.com/a\x7fb", "invalid"),
+        ("https://example.com/\u202e", "invalid"),
+        ("https://example.com\u2028/x", "invalid"),
+        ("https://example.com:8080/x", "port"),
+    ],
+)
+def test_the_service_refuses_hidden_characters_and_other_ports_by_field(
+    url: str, code: str
+) -> None:
+    with pytest.raises(ScheduleValidationError) as raised:
+        schedule(FakeClock(START), kind="interval", rule="60s", ping_url=url)
+    assert (raised.value.field, raised.value.code) == ("ping_url", code)
+    assert not Schedule.objects.exists()
+
+
+def test_another_port_is_accepted_for_an_allowed_host() -> None:
+    url = "https://status.example.com:8080/x"
+    with override_settings(SCHEDULER_PING_ALLOWED_HOSTS=("status.example.com",)):
+        assert schedule(FakeClock(START), kind="interval", rule="60s", ping_url=url)
+
+
+def test_an_import_with_a_lone_surrogate_is_a_contract_error() -> None:
+    document = {
+        "contract": "schedule.v1",
+        "target": {"task": "demo.echo"},
+        "timing": {"kind": "cron", "rule": "0 9 * * *", "timezone": "UTC"},
+        "policies": {"ping_url": "https://example.com/\ud800"},
+        "name": "surrogate",
+    }
+    with pytest.raises(ContractError, match="lone surrogate"):
+        import_text(json.dumps([document]), clock=FakeClock(START))
+    assert not Schedule.objects.exists()
 
 
 def test_the_field_is_versioned_and_editable() -> None:
@@ -127,7 +171,9 @@ def test_a_loopback_host_not_allowed_is_refused_when_sent(
     ping_server: PingServer, committed: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock(START)
-    occurrence = due_one(clock, ping_url=f"{ping_server.url}/p")  # stored: it is a valid URL
+    with override_settings(SCHEDULER_PING_ALLOWED_HOSTS=("127.0.0.1",)):  # allowed then...
+        occurrence = due_one(clock, ping_url=f"{ping_server.url}/p")
+    # ...and no longer when the ping is sent.
     with caplog.at_level(logging.WARNING, logger="scheduler_app.pings"):
         assert committed(run, ping, occurrence, clock).state == "SUCCESS"
         sent()
@@ -161,6 +207,180 @@ def test_a_hanging_ping_server_delays_no_run(
     committed(pings.ping, f"{ping_server.url}/next")
     sent()
     assert ping_server.paths == ["/next"]
+
+
+@override_settings(SCHEDULER_PING_ALLOW_CREDENTIALS=True, **LOCAL.options)
+def test_credentials_in_the_url_are_sent_as_basic_auth(
+    ping_server: PingServer, committed: Any
+) -> None:
+    clock = FakeClock(START)
+    url = ping_server.url.replace("http://", "http://hc%40user:s3cret@") + "/p"
+    occurrence = due_one(clock, ping_url=url)
+    assert committed(run, ping, occurrence, clock).state == "SUCCESS"
+    sent()
+    assert ping_server.paths == ["/p/start", "/p"]
+    assert ping_server.authorization == ["Basic aGNAdXNlcjpzM2NyZXQ="] * 2  # hc@user:s3cret
+
+
+@pytest.fixture
+def tarpit() -> Iterator[tuple[int, list[str]]]:
+    """A port on every 127.0.0.x that accepts connections and never answers; the addresses
+    connected to."""
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("0.0.0.0", 0))
+    server.listen(50)
+    reached: list[str] = []
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            held.append(connection)
+            reached.append(connection.getsockname()[0])
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield server.getsockname()[1], reached
+    server.close()
+    for connection in held:
+        connection.close()
+
+
+def many_addresses(monkeypatch: pytest.MonkeyPatch, host: str, count: int) -> None:
+    """``host`` resolves to 127.0.0.1 ... 127.0.0.<count> (a name with many A records)."""
+    real = socket.getaddrinfo
+
+    def resolve(name: str, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if name == host:
+            answers = [f"127.0.0.{i}" for i in range(1, count + 1)]
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in answers]
+        return real(name, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+
+
+def test_a_name_with_many_silent_addresses_holds_the_sender_one_timeout(
+    tarpit: tuple[int, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port, reached = tarpit
+    many_addresses(monkeypatch, "tarpit.example", 6)
+    started = time.monotonic()
+    with pytest.raises(OSError):
+        pings.request(
+            f"http://tarpit.example:{port}/x", timeout=TIMEOUT, allowed_hosts=("tarpit.example",)
+        )
+    assert time.monotonic() - started < TIMEOUT + 0.4  # was 6 x the timeout
+    assert reached == ["127.0.0.1"]
+
+
+def test_a_tls_handshake_that_never_ends_is_given_up_at_the_deadline(
+    tarpit: tuple[int, list[str]],
+) -> None:
+    port, reached = tarpit
+    started = time.monotonic()
+    with pytest.raises(OSError):
+        pings.request(f"https://127.0.0.1:{port}/x", timeout=TIMEOUT, allowed_hosts=("127.0.0.1",))
+    assert time.monotonic() - started < TIMEOUT + 0.4
+    assert reached == ["127.0.0.1"]
+
+
+def test_at_most_two_addresses_are_tried(monkeypatch: pytest.MonkeyPatch) -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, not listening: every connect is refused at once
+    port = closed.getsockname()[1]
+    many_addresses(monkeypatch, "refusing.example", 6)
+    tried: list[str] = []
+    connect = pings._connect
+
+    def spy(address: str, port: int, deadline: addresses.Deadline) -> Any:
+        tried.append(address)
+        return connect(address, port, deadline)
+
+    monkeypatch.setattr(pings, "_connect", spy)
+    with pytest.raises(ConnectionRefusedError):
+        pings.request(
+            f"http://refusing.example:{port}/x", timeout=5, allowed_hosts=("refusing.example",)
+        )
+    closed.close()
+    assert tried == ["127.0.0.1", "127.0.0.2"]
+
+
+def test_a_hanging_resolver_is_given_up_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    real = socket.getaddrinfo
+
+    def hanging(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "slow-dns.example":
+            release.wait(30)
+        return real("127.0.0.1", *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    started = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError, match=r"resolving slow-dns\.example"):
+            pings.request("https://slow-dns.example/x", timeout=TIMEOUT)
+        assert time.monotonic() - started < TIMEOUT + 0.4
+    finally:
+        release.set()
+
+
+def test_hanging_resolutions_are_bounded_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    calls: list[str] = []
+
+    def hanging(name: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        release.wait(30)
+        raise OSError("released")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    resolver = addresses._Resolver()
+    try:
+        for number in range(addresses.RESOLVERS):
+            with pytest.raises(TimeoutError, match="took longer"):
+                resolver.resolve(f"slow{number}.example", 443, addresses.Deadline(0.05))
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match="already hang"):
+            resolver.resolve("one-more.example", 443, addresses.Deadline(0.05))
+        assert time.monotonic() - started < 0.5
+        assert "one-more.example" not in calls  # no thread was started for it
+    finally:
+        release.set()
+
+
+def test_a_server_answering_byte_by_byte_is_given_up_at_the_deadline() -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    stop = threading.Event()
+
+    def drip() -> None:
+        connection, _ = server.accept()
+        try:
+            connection.sendall(b"HTTP/1.1 200 OK\r\n")
+            while not stop.wait(0.05):  # one header byte at a time, never the end
+                connection.sendall(b"X")
+        except OSError:
+            return
+        finally:
+            connection.close()
+
+    threading.Thread(target=drip, daemon=True).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises((TimeoutError, OSError)):
+            pings.request(
+                f"http://127.0.0.1:{server.getsockname()[1]}/x",
+                timeout=TIMEOUT,
+                allowed_hosts=("127.0.0.1",),
+            )
+        assert time.monotonic() - started < TIMEOUT + 0.4
+    finally:
+        stop.set()
+        server.close()
 
 
 # -- the beat's ping ------------------------------------------------------------------------

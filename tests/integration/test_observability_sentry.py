@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,7 +67,9 @@ def test_in_progress_then_ok_with_the_schedules_monitor(
     assert committed(run, ping, occurrence, clock).state == "SUCCESS"
     checks = transport.check_ins()
     assert [check["status"] for check in checks] == ["in_progress", "ok"]
-    assert {check["monitor_slug"] for check in checks} == {"reports-nightly-export"}
+    [slug] = {check["monitor_slug"] for check in checks}
+    assert slug == sentry.slug(occurrence.schedule)
+    assert slug.startswith("reports-nightly-export-")
     assert {check["check_in_id"] for check in checks} == {occurrence.pk.hex}
     config = checks[0]["monitor_config"]
     assert config["schedule"] == {"type": "interval", "value": 1, "unit": "minute"}
@@ -107,3 +110,31 @@ def test_the_monitor_config_follows_the_rule() -> None:
     long_key = Schedule(key="x" * 80)
     assert len(sentry.slug(long_key)) <= sentry.SLUG_LENGTH
     assert sentry.slug(long_key) != sentry.slug(Schedule(key="x" * 79))
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (("", "acme:billing.nightly"), ("", "ACME billing-nightly")),  # same in Sentry's alphabet
+        (("acme", "nightly"), ("globex", "nightly")),  # one key, two tenants
+        (("acme", "x-nightly"), ("acme-x", "nightly")),  # the readable part is the same
+        (("", "acme-nightly"), ("acme", "nightly")),
+        (("", "x" * 80), ("", "x" * 79)),  # cut to fit
+        (("", "!!!"), ("", "???")),  # nothing readable
+    ],
+)
+def test_every_schedule_has_its_own_monitor(one: tuple[str, str], other: tuple[str, str]) -> None:
+    first = sentry.slug(Schedule(tenant=one[0], key=one[1]))
+    second = sentry.slug(Schedule(tenant=other[0], key=other[1]))
+    assert first != second
+    for slug in (first, second):
+        assert len(slug) <= sentry.SLUG_LENGTH
+        assert re.fullmatch(r"[a-z0-9_-]+", slug)
+
+
+def test_the_slug_reads_as_the_tenant_and_key_and_is_stable() -> None:
+    billing = Schedule(tenant="Acme", key="billing.nightly")
+    assert sentry.slug(billing).startswith("acme-billing-nightly-")
+    assert sentry.slug(billing) == sentry.slug(Schedule(tenant="Acme", key="billing.nightly"))
+    keyless = Schedule(tenant="acme")
+    assert sentry.slug(keyless) == str(keyless.pk)
