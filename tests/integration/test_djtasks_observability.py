@@ -21,7 +21,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.djtasks import giveback
 from scheduler_app.djtasks import worker as djtasks_worker
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.observability import pings
+from scheduler_app.observability import pings, sentry
 from scheduler_app.safety.killswitch import set_kill_switch
 from tests.integration import djtasks_support as support
 from tests.integration.observability_support import (
@@ -246,7 +246,8 @@ def test_sentry_check_ins_per_job(
     checks = transport.check_ins()
     assert [check["status"] for check in checks] == statuses
     assert {check["check_in_id"] for check in checks} == {occurrence.pk.hex}
-    assert {check["monitor_slug"] for check in checks} == {"djtasks-nightly"}
+    assert {check["monitor_slug"] for check in checks} == {sentry.slug(occurrence.schedule)}
+    assert sentry.slug(occurrence.schedule).startswith("djtasks-nightly-")
 
 
 # -- outcome writes -------------------------------------------------------------------------
