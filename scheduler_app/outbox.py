@@ -19,7 +19,7 @@ from django.db.models import F, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
 from scheduler_app.locking import update_in_order
-from scheduler_app.models import Occurrence, OccurrenceState
+from scheduler_app.models import HandoffTarget, Occurrence, OccurrenceState
 from scheduler_app.monitoring import instruments
 from scheduler_app.observability import tracing
 from scheduler_app.safety.handoff import park_unpublishable, screen
@@ -35,10 +35,49 @@ class PublishError(Exception):
 
 
 class Publisher(Protocol):
+    """May also declare ``targets``: the ``HandoffTarget`` values it serves (a frozenset).
+    The outbox then claims and hands it only rows of those targets (and rows of an unknown
+    target, to park them); rows of another target stay pending for a process that serves
+    them. A publisher without ``targets`` serves every target."""
+
     def publish(self, occurrences: Sequence[Occurrence]) -> list[Occurrence]:
         """Publish in order; return those published. Raise ``PublishError`` to stop early
         (the ones already published must be returned via ``PublishError.published``)."""
         ...
+
+
+Targets = frozenset[str] | None
+"""The targets a publisher serves; None: all of them."""
+
+
+def served_targets(publisher: Publisher) -> Targets:
+    """``publisher.targets`` (None when it declares none: it serves every target)."""
+    targets = getattr(publisher, "targets", None)
+    return None if targets is None else frozenset(str(target) for target in targets)
+
+
+def unserved(targets: Targets) -> list[str]:
+    """The known targets that a process serving ``targets`` leaves to another process."""
+    if targets is None:
+        return []
+    return [value for value in HandoffTarget.values if value not in targets]
+
+
+def ours(row: Occurrence, targets: Targets) -> bool:
+    """Whether a process serving ``targets`` hands ``row`` off (or parks it: an unknown
+    target is parked by whichever process meets it)."""
+    return row.target not in unserved(targets)
+
+
+class UnknownTarget(ValueError):
+    """An occurrence whose ``target`` is no ``HandoffTarget``: no process can hand it off."""
+
+    def __init__(self, target: str) -> None:
+        expected = ", ".join(HandoffTarget.values)
+        super().__init__(
+            f"unknown handoff target {target!r}: expected one of {expected}; set the "
+            "occurrence's target to one of them (or fix its schedule) and replay it"
+        )
 
 
 @dataclass
@@ -78,23 +117,29 @@ UNPUBLISHED = Q(state=OccurrenceState.PENDING) | Q(
 """The outbox: new occurrences, and retries whose next attempt is not published yet."""
 
 
-def publishable(now: datetime) -> QuerySet[Occurrence]:
-    """Unpublished rows whose publish lease (if any) has run out."""
-    return Occurrence.objects.filter(UNPUBLISHED).filter(
+def publishable(now: datetime, targets: Targets = None) -> QuerySet[Occurrence]:
+    """Unpublished rows whose publish lease (if any) has run out, of the ``targets`` served
+    (None: all)."""
+    rows = Occurrence.objects.filter(UNPUBLISHED).filter(
         Q(publish_lease_until__isnull=True) | Q(publish_lease_until__lt=now)
     )
+    others = unserved(targets)
+    return rows.exclude(target__in=others) if others else rows
 
 
-def has_publishable(now: datetime) -> bool:
+def has_publishable(now: datetime, targets: Targets = None) -> bool:
     """One cheap query, no transaction: lets an idle tick skip the claim entirely."""
-    return publishable(now).exists()
+    return publishable(now, targets).exists()
 
 
-def claim_pending(now: datetime, limit: int, lease: timedelta) -> list[Occurrence]:
-    """Take up to ``limit`` pending occurrences that no other beat is publishing."""
+def claim_pending(
+    now: datetime, limit: int, lease: timedelta, targets: Targets = None
+) -> list[Occurrence]:
+    """Take up to ``limit`` pending occurrences of the ``targets`` served (None: all) that no
+    other beat is publishing."""
     with transaction.atomic():
         rows = list(
-            publishable(now)
+            publishable(now, targets)
             .select_for_update(skip_locked=True, of=("self",))
             .order_by("created_at")
             .select_related("schedule_version", "schedule")[:limit]
@@ -155,7 +200,7 @@ def dispatch_batch(
 ) -> DispatchResult:
     """Claim, then hand off (screen, publish, mark). ``clock_now`` gives the dispatch time
     after publishing."""
-    claimed = claim_pending(now, limit, lease)
+    claimed = claim_pending(now, limit, lease, served_targets(publisher))
     if not claimed:
         return DispatchResult(0, 0, False)
     return hand_off(claimed, now, publisher, clock_now)
@@ -165,10 +210,14 @@ def hand_off(
     claimed: Sequence[Occurrence], now: datetime, publisher: Publisher, clock_now: Any
 ) -> DispatchResult:
     """Screen (kill switches, quotas), publish and mark rows leased to this beat: claimed
-    from the outbox, or just inserted by this beat's ``materialize_batch``."""
+    from the outbox, or just inserted by this beat's ``materialize_batch``. Rows of a target
+    that ``publisher`` does not serve are given back to the outbox untouched (not a broker
+    failure): a process that serves it hands them off."""
     if not claimed:
         return DispatchResult(0, 0, False)
-    rows = _screened(claimed, now)
+    targets = served_targets(publisher)
+    release([row for row in claimed if not ours(row, targets)])
+    rows = _screened([row for row in claimed if ours(row, targets)], now)
     if not rows:
         return DispatchResult(len(claimed), 0, False)
     with tracing.handing_off(rows) as spans:
@@ -203,9 +252,18 @@ def _publish(
         return _one_by_one(rows, publisher, now)
 
 
-def _screened(claimed: Sequence[Occurrence], now: datetime) -> list[Occurrence]:
+def _screened(rows: Sequence[Occurrence], now: datetime) -> list[Occurrence]:
     """``screen`` for the batch; when it raises (a row whose stored values a check cannot
-    read), row by row, parking the rows that raise so that the others go on."""
+    read), row by row, parking the rows that raise so that the others go on. A row whose
+    target is no ``HandoffTarget`` (written past the services) is parked first."""
+    claimed: list[Occurrence] = []
+    for row in rows:
+        if row.target in HandoffTarget.values:
+            claimed.append(row)
+        else:
+            park_unpublishable(row, UnknownTarget(row.target), now)
+    if not claimed:
+        return []
     try:
         return screen(claimed, now)
     except Exception as exc:

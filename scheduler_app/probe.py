@@ -17,7 +17,7 @@ from django.db import connection
 
 from scheduler_app.materialize import earliest_due
 from scheduler_app.models import Schedule, ScheduleStatus
-from scheduler_app.outbox import has_publishable, publishable
+from scheduler_app.outbox import Targets, has_publishable, publishable
 
 _NOW = datetime(2000, 1, 1, 0, 0, 0, 123457, tzinfo=UTC)
 """A stand-in for ``now`` while compiling, found again among the parameters."""
@@ -28,13 +28,14 @@ class Probe:
     due: datetime | None
     """The earliest ``next_run_at`` of an active schedule."""
     publishable: bool
-    """Whether an unpublished occurrence's publish lease (if any) has run out."""
+    """Whether an unpublished occurrence (of the targets served) is free to publish."""
 
 
-def probe(now: datetime) -> Probe:
+def probe(now: datetime, targets: Targets = None) -> Probe:
+    """``targets``: those the caller's publisher serves (None: all), as ``has_publishable``."""
     if connection.vendor != "postgresql":
-        return Probe(earliest_due(), has_publishable(now))
-    sql, params = _compiled()
+        return Probe(earliest_due(), has_publishable(now, targets))
+    sql, params = _compiled(targets)
     with connection.cursor() as cursor:
         cursor.execute(sql, [now if param == _NOW else param for param in params])
         due, work = cursor.fetchone()
@@ -42,7 +43,7 @@ def probe(now: datetime) -> Probe:
 
 
 @cache
-def _compiled() -> tuple[str, tuple[Any, ...]]:
+def _compiled(targets: Targets) -> tuple[str, tuple[Any, ...]]:
     """The statement and its parameters, with ``_NOW`` where ``now`` goes."""
     due_sql, due_params = (
         Schedule.objects.filter(status=ScheduleStatus.ACTIVE)
@@ -51,7 +52,7 @@ def _compiled() -> tuple[str, tuple[Any, ...]]:
         .query.sql_with_params()
     )
     outbox_sql, outbox_params = (
-        publishable(_NOW).order_by().values("pk")[:1].query.sql_with_params()
+        publishable(_NOW, targets).order_by().values("pk")[:1].query.sql_with_params()
     )
     sql = f"SELECT ({due_sql}), EXISTS ({outbox_sql})"
     return sql, (*due_params, *outbox_params)

@@ -36,7 +36,13 @@ from scheduler_app.monitoring.retention import DEFAULT_BATCH, parse_age, prune
 from scheduler_app.monitoring.skew import check_skew
 from scheduler_app.observability import tracing
 from scheduler_app.observability.beat import BeatPing
-from scheduler_app.outbox import Publisher, dispatch_batch, hand_off, has_publishable
+from scheduler_app.outbox import (
+    Publisher,
+    dispatch_batch,
+    hand_off,
+    has_publishable,
+    served_targets,
+)
 from scheduler_app.probe import probe
 from scheduler_app.reconcile import reconcile
 
@@ -95,6 +101,7 @@ class Ticker:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.publisher = publisher
+        self.targets = served_targets(publisher)
         self.clock = clock or SystemClock()
         self.settings = settings or get_settings()
         self.owner = owner or default_owner()
@@ -136,13 +143,13 @@ class Ticker:
     def _tick(self, now: datetime) -> TickResult:
         if self.needs_lease and not self.hold_lease(now):
             return TickResult(0, 0, self.settings.MAX_INTERVAL, leader=False)
-        first = probe(now)
+        first = probe(now, self.targets)
         due = first.due
         created, claimed, published, failed = self.materialize(now, due)
         reconciled = self.maybe_reconcile(now)
         # The probe's answer stands unless the reconciler just put rows back in the outbox
         # (this tick's own new rows left from memory; another process's arrive next tick).
-        work = first.publishable or (reconciled > 0 and has_publishable(now))
+        work = first.publishable or (reconciled > 0 and has_publishable(now, self.targets))
         if work and not failed:  # the broker just failed: the outbox waits for the next tick
             more, failed = self.dispatch(now)
             published += more

@@ -32,7 +32,7 @@ from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.djtasks import registry, results
 from scheduler_app.djtasks.errors import UnknownDjangoTask
 from scheduler_app.locking import update_in_order
-from scheduler_app.models import Occurrence
+from scheduler_app.models import HandoffTarget, Occurrence
 from scheduler_app.observability import tracing
 from scheduler_app.outbox import PartialPublish, mark_dispatched
 
@@ -61,6 +61,9 @@ def run_after_of(occurrence: Occurrence, now: datetime) -> datetime | None:
 
 class DjangoTasksPublisher:
     """``Publisher`` for occurrences whose target is ``django_tasks``."""
+
+    targets = frozenset({HandoffTarget.DJANGO_TASKS.value})
+    """The rows it serves (the outbox claims no others for it)."""
 
     def __init__(self, clock: Clock | None = None) -> None:
         self.clock = clock or SystemClock()

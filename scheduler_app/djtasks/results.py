@@ -10,6 +10,7 @@ never-started run back in the outbox) is closed ``FAILED`` if it is still waitin
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -32,14 +33,25 @@ def result_model() -> Any:
     return apps.get_model(APP_LABEL, "DBTaskResult")
 
 
+def result_id(handoff_id: str) -> uuid.UUID | None:
+    """``handoff_id`` as django-tasks-db's result id (a UUID), or None: empty, or a value
+    written past the adapter that no result row can have."""
+    try:
+        return uuid.UUID(str(handoff_id))
+    except ValueError:
+        return None
+
+
 def result_row(handoff_id: str) -> Any:
-    """The result row of one handoff, or None (no such row, app absent or not migrated)."""
+    """The result row of one handoff, or None (no such row, not a UUID, app absent or not
+    migrated)."""
     model = result_model()
-    if model is None or not handoff_id:
+    key = result_id(handoff_id)
+    if model is None or key is None:
         return None
     try:
         with transaction.atomic():  # a savepoint: a failed read must not spoil the page's
-            return model.objects.filter(id=handoff_id).first()
+            return model.objects.filter(id=key).first()
     except (DatabaseError, ValueError):
         return None
 
@@ -47,10 +59,11 @@ def result_row(handoff_id: str) -> Any:
 def supersede(handoff_id: str, by: str, now: datetime) -> int:
     """Close the open result row of an earlier handoff of the same occurrence (see above)."""
     model = result_model()
-    if model is None or not handoff_id:
+    key = result_id(handoff_id)
+    if model is None or key is None:  # none, or no result id (written past the adapter)
         return 0
     closed = int(
-        model.objects.filter(id=handoff_id, status__in=OPEN).update(
+        model.objects.filter(id=key, status__in=OPEN).update(
             status="FAILED",
             finished_at=now,
             exception_class_path=SUPERSEDED,

@@ -408,6 +408,9 @@ class Schedule(models.Model):
                 | Q(cost_estimate__gte=0, cost_estimate__lte=1e12),
                 name="sched_cost_estimate_range",
             ),
+            models.CheckConstraint(
+                condition=Q(target__in=HandoffTarget.values), name="sched_target_known"
+            ),
             *range_constraints(),
         ]
 
@@ -548,6 +551,9 @@ class Occurrence(models.Model):
                 condition=Q(deadline_at__isnull=True)
                 | Q(deadline_at__gte=models.F("scheduled_for")),
                 name="occ_deadline_after_slot",
+            ),
+            models.CheckConstraint(
+                condition=Q(target__in=HandoffTarget.values), name="occ_target_known"
             ),
         ]
 

@@ -22,7 +22,7 @@ from kombu import Producer
 from kombu.exceptions import KombuError
 
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.models import Occurrence
+from scheduler_app.models import HandoffTarget, Occurrence
 from scheduler_app.observability import tracing
 from scheduler_app.outbox import PartialPublish
 from scheduler_app.publishing.amqp import AMQP_ERRORS, AmqpConfirmPublisher, is_amqp_broker
@@ -60,6 +60,9 @@ class CeleryPublisher:
     kombu's py-amqp transport, the Redis pipeline otherwise); by default the batch path is used
     exactly when the broker's transport has one (Redis, AMQP).
     """
+
+    targets = frozenset({HandoffTarget.CELERY.value})
+    """The rows it serves (the outbox claims no others for it)."""
 
     def __init__(
         self, app: Celery, *, pipeline: bool | None = None, clock: Clock | None = None
