@@ -1,0 +1,168 @@
+"""Bounded work for what a user types (security review, finding 2): the RDATE gap check looks
+only at each RDATE's neighbouring rule slots (same answer as the former walk over a whole day
+around each RDATE), and a solar rule stops looking after ``QUIET_DAYS`` dates in a row without
+its event. The bounds are asserted by counting steps, never by timing (speed: bench/timing.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler_app.errors import InvalidRule
+from scheduler_app.timing import build_timing, first_slot, next_after, slots_between
+from scheduler_app.timing.calendars.solar import QUIET_DAYS, SolarRule
+from scheduler_app.timing.content_lines import GAP_REACH, dates_gap
+from scheduler_app.timing.rrules import parse_rrule
+
+RIGA = ZoneInfo("Europe/Riga")
+NOW = datetime(2026, 12, 2, tzinfo=UTC)
+
+
+def review_rule(rrule: str, second: int) -> str:
+    """The review's input: 1,000 daily RDATEs beside a sub-daily RRULE (16 KB)."""
+    base = datetime(2027, 1, 1, 0, 0, second)
+    rdates = ",".join(f"{base + timedelta(days=i):%Y%m%dT%H%M%S}" for i in range(1000))
+    return f"DTSTART:20261201T000000\n{rrule}\nRDATE:{rdates}"
+
+
+def reference_gap(
+    rule_gap: int | None,
+    rdates: tuple[datetime, ...],
+    rule_times: Callable[[datetime], Iterator[datetime]],
+) -> int | None:
+    """The former ``dates_gap``: every rule slot within a day of every RDATE."""
+    gaps = [int((b - a).total_seconds()) for a, b in pairwise(rdates)]
+    for rdate in rdates:
+        for local in rule_times(rdate - GAP_REACH):
+            if local > rdate + GAP_REACH:
+                break
+            if local != rdate:
+                gaps.append(int(abs((local - rdate).total_seconds())))
+    found = [gap for gap in gaps if gap > 0]
+    if rule_gap is not None:
+        found.append(rule_gap)
+    return min(found) if found else None
+
+
+class Counted:
+    """``rule_times`` that counts the slots it hands out."""
+
+    def __init__(self, rule_times: Callable[[datetime], Iterator[datetime]]) -> None:
+        self.rule_times = rule_times
+        self.steps = 0
+
+    def __call__(self, start: datetime) -> Iterator[datetime]:
+        for local in self.rule_times(start):
+            self.steps += 1
+            yield local
+
+
+@pytest.mark.parametrize(
+    ("rrule", "second", "gap"),
+    [
+        ("RRULE:FREQ=MINUTELY", 7, 7),  # p11.py
+        ("RRULE:FREQ=SECONDLY;INTERVAL=10", 7, 3),
+        ("RRULE:FREQ=MINUTELY;BYSECOND=0,10,20,30,40,50", 7, 3),
+        ("RRULE:FREQ=MINUTELY;BYSECOND=0", 30, 30),  # p12.py: accepted (minimum 10 s)
+    ],
+)
+def test_review_inputs_give_the_same_gap_in_a_few_steps_per_rdate(
+    rrule: str, second: int, gap: int
+) -> None:
+    spec = parse_rrule(review_rule(rrule, second), None, RIGA)
+    assert spec.min_gap == gap
+    assert len(spec.rdates) == 1000
+    body = parse_rrule(f"DTSTART:20261201T000000\n{rrule}", None, RIGA)
+    counted = Counted(body.iter_local)
+    assert dates_gap(body.min_gap, spec.rdates, counted) == gap
+    # The former walk took 1,440 to 17,280 steps per RDATE (seconds to minutes in all).
+    assert counted.steps <= 3 * len(spec.rdates)
+
+
+def test_the_timing_reports_the_gap_that_the_minimum_interval_refuses() -> None:
+    text = review_rule("RRULE:FREQ=SECONDLY;INTERVAL=10", 7)
+    assert build_timing(kind="rrule", rule=text, timezone="Europe/Riga").min_gap == 3
+
+
+SUB_DAILY = [
+    "FREQ=MINUTELY;INTERVAL=7",
+    "FREQ=HOURLY;BYMINUTE=0,20",
+    "FREQ=MINUTELY;BYHOUR=9,17;BYMINUTE=0,30",
+    "FREQ=SECONDLY;INTERVAL=45;BYHOUR=3",
+    "FREQ=DAILY;BYHOUR=9;BYMINUTE=0",
+    "FREQ=WEEKLY;BYDAY=MO;BYHOUR=0;BYMINUTE=0",
+    "FREQ=DAILY;COUNT=1",
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    rrule=st.sampled_from(SUB_DAILY),
+    offsets=st.lists(st.integers(0, 20 * 86_400), min_size=1, max_size=8, unique=True),
+)
+def test_the_bounded_gap_equals_the_former_walk(rrule: str, offsets: list[int]) -> None:
+    body = parse_rrule(f"DTSTART:20270101T000000\nRRULE:{rrule}", None, RIGA)
+    rdates = tuple(sorted(datetime(2027, 1, 1) + timedelta(seconds=s) for s in offsets))
+    expected = reference_gap(body.min_gap, rdates, body.iter_local)
+    assert dates_gap(body.min_gap, rdates, body.iter_local) == expected
+
+
+# -- solar: an event that never falls on a local date -----------------------------------------
+
+
+class CountedDays:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.days = 0
+        original = SolarRule.event_on
+
+        def event_on(rule: SolarRule, day: object, zone: ZoneInfo) -> datetime | None:
+            self.days += 1
+            return original(rule, day, zone)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(SolarRule, "event_on", event_on)
+
+
+@pytest.mark.parametrize("rule", ["sunset 89.99 -179.9", "dusk 90 -179.9", "dusk -89.99 -179.9"])
+def test_a_solar_event_that_never_happens_is_refused_after_quiet_days(
+    rule: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timing = build_timing(kind="solar", rule=rule, timezone="UTC")
+    counted = CountedDays(monkeypatch)
+    with pytest.raises(InvalidRule) as caught:
+        first_slot(timing, NOW)  # what the services ask when a schedule is saved (p15.py)
+    assert caught.value.code == "never_fires"
+    assert caught.value.field == "rule"
+    event = rule.split()[0]
+    assert f"no {event} at latitude" in caught.value.message
+    assert "1,500 days in a row (2026-12-01 to 2031-01-08)" in caught.value.message
+    assert "Pick another event or place" in caught.value.message
+    assert counted.days == QUIET_DAYS  # formerly every day up to 9999-12-29 (~2.9 million)
+
+
+def test_without_the_search_a_never_happening_event_just_has_no_more_slots(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    timing = build_timing(kind="solar", rule="sunset 89.99 -179.9", timezone="UTC")
+    counted = CountedDays(monkeypatch)
+    assert next_after(timing, NOW) is None  # the beat, sync and import: no error, no slot
+    assert counted.days == QUIET_DAYS
+
+
+def test_an_event_that_returns_after_four_years_is_still_found() -> None:
+    """Near a pole an event can skip three years of the leap-year cycle (1,460 quiet days)."""
+    timing = build_timing(kind="solar", rule="sunset -89.99 0", timezone="UTC")
+    after = datetime(2032, 9, 21, tzinfo=UTC)
+    found = first_slot(timing, after)
+    assert found is not None
+    assert found.date().isoformat() == "2036-09-20"
+    assert slots_between(timing, datetime(2032, 9, 1, tzinfo=UTC), found) == [
+        datetime(2032, 9, 20, 19, 5, 24, tzinfo=UTC),
+        found,
+    ]
