@@ -221,6 +221,8 @@ def with_dates(
 
 
 GAP_REACH = timedelta(days=1)
+_FIRST_WALL = datetime(1, 1, 1)  # noqa: DTZ001 - wall times: the calendar's ends
+_LAST_WALL = datetime(9999, 12, 31, 23, 59, 59)  # noqa: DTZ001
 
 
 def dates_gap(
@@ -255,8 +257,10 @@ def _nearest_slot(
     """Seconds from ``rdate`` to the nearest rule slot other than itself within ``reach``
     (inclusive), or None when there is none."""
     nearest: int | None = None
-    for local in rule_times(rdate - reach):
-        if local > rdate + reach:
+    start = rdate - reach if rdate - _FIRST_WALL > reach else _FIRST_WALL  # no OverflowError
+    end = rdate + reach if _LAST_WALL - rdate > reach else _LAST_WALL  # in years 1 or 9999
+    for local in rule_times(start):
+        if local > end:
             break
         if local != rdate:
             gap = int(abs((local - rdate).total_seconds()))

@@ -166,3 +166,18 @@ def test_an_event_that_returns_after_four_years_is_still_found() -> None:
         datetime(2032, 9, 20, 19, 5, 24, tzinfo=UTC),
         found,
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "gap"),
+    [
+        ("DTSTART:00010101T000000\nRRULE:FREQ=DAILY\nRDATE:00010101T000000", 86_400),
+        ("DTSTART:00010101T000000\nRRULE:FREQ=DAILY;COUNT=1\nRDATE:00010101T000005", 5),
+        ("DTSTART:99991230T000000\nRRULE:FREQ=DAILY\nRDATE:99991231T235959", 86_399),
+        ("DTSTART:99991231T000000\nRRULE:FREQ=HOURLY\nRDATE:99991231T235959", 3_599),
+    ],
+)
+def test_rdates_at_the_ends_of_the_calendar_are_measured_not_an_overflow(
+    text: str, gap: int
+) -> None:
+    assert parse_rrule(text, None, ZoneInfo("UTC")).min_gap == gap  # was an OverflowError
