@@ -1,13 +1,15 @@
 """Bounded work for what a user types (security review, finding 2): the RDATE gap check looks
 only at each RDATE's neighbouring rule slots (same answer as the former walk over a whole day
 around each RDATE), and a solar rule stops looking after ``QUIET_DAYS`` dates in a row without
-its event. The bounds are asserted by counting steps, never by timing (speed: bench/timing.py).
+its event. The bounds are asserted by counting steps, never by timing (speed:
+bench/timing_limits.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from itertools import pairwise
 from zoneinfo import ZoneInfo
 
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 
 from scheduler_app.errors import InvalidRule
 from scheduler_app.timing import build_timing, first_slot, next_after, slots_between
-from scheduler_app.timing.calendars.solar import QUIET_DAYS, SolarRule
+from scheduler_app.timing.calendars.solar import QUIET_DAYS, SolarRule, parse_solar, solar_items
 from scheduler_app.timing.content_lines import GAP_REACH, dates_gap
 from scheduler_app.timing.rrules import parse_rrule
 
@@ -117,24 +119,25 @@ def test_the_bounded_gap_equals_the_former_walk(rrule: str, offsets: list[int]) 
 # -- solar: an event that never falls on a local date -----------------------------------------
 
 
-class CountedDays:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.days = 0
-        original = SolarRule.event_on
+@dataclass(frozen=True)
+class CountedRule(SolarRule):
+    """A solar rule that counts the local dates it is asked about."""
 
-        def event_on(rule: SolarRule, day: object, zone: ZoneInfo) -> datetime | None:
-            self.days += 1
-            return original(rule, day, zone)  # type: ignore[arg-type]
+    asked: list[date] = field(default_factory=list, compare=False)
 
-        monkeypatch.setattr(SolarRule, "event_on", event_on)
+    def event_on(self, day: date, zone: ZoneInfo) -> datetime | None:
+        self.asked.append(day)
+        return super().event_on(day, zone)
+
+
+def counted(text: str) -> CountedRule:
+    rule = parse_solar(text)
+    return CountedRule(rule.event, rule.latitude, rule.longitude)
 
 
 @pytest.mark.parametrize("rule", ["sunset 89.99 -179.9", "dusk 90 -179.9", "dusk -89.99 -179.9"])
-def test_a_solar_event_that_never_happens_is_refused_after_quiet_days(
-    rule: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_solar_event_that_never_happens_is_refused_with_what_and_where(rule: str) -> None:
     timing = build_timing(kind="solar", rule=rule, timezone="UTC")
-    counted = CountedDays(monkeypatch)
     with pytest.raises(InvalidRule) as caught:
         first_slot(timing, NOW)  # what the services ask when a schedule is saved (p15.py)
     assert caught.value.code == "never_fires"
@@ -143,16 +146,28 @@ def test_a_solar_event_that_never_happens_is_refused_after_quiet_days(
     assert f"no {event} at latitude" in caught.value.message
     assert "1,500 days in a row (2026-12-01 to 2031-01-08)" in caught.value.message
     assert "Pick another event or place" in caught.value.message
-    assert counted.days == QUIET_DAYS  # formerly every day up to 9999-12-29 (~2.9 million)
+    assert next_after(timing, NOW) is None  # the beat, sync and import: no slot, no error
 
 
-def test_without_the_search_a_never_happening_event_just_has_no_more_slots(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    timing = build_timing(kind="solar", rule="sunset 89.99 -179.9", timezone="UTC")
-    counted = CountedDays(monkeypatch)
-    assert next_after(timing, NOW) is None  # the beat, sync and import: no error, no slot
-    assert counted.days == QUIET_DAYS
+@pytest.mark.parametrize("strict", [True, False])
+def test_the_search_asks_about_quiet_days_only_not_every_day_to_9999(strict: bool) -> None:
+    rule = counted("sunset 89.99 -179.9")
+    items = solar_items(rule, ZoneInfo("UTC"), NOW, strict=strict)
+    if strict:
+        with pytest.raises(InvalidRule, match="never fires"):
+            next(items)
+    else:
+        assert list(items) == []
+    # formerly every local date up to 9999-12-29 (about 2.9 million, 90 s)
+    assert len(rule.asked) == QUIET_DAYS
+    assert rule.asked[0] == date(2026, 12, 1)
+
+
+def test_a_day_with_the_event_starts_the_quiet_count_again() -> None:
+    rule = counted("sunrise 89.99 -179.9")  # in UTC: 2027-09-25, then 2031-09-25
+    items = solar_items(rule, ZoneInfo("UTC"), NOW, strict=True)
+    assert next(items)[0].date() == date(2027, 9, 25)
+    assert next(items)[0].date() == date(2031, 9, 25)  # 1,460 quiet days between them
 
 
 def test_an_event_that_returns_after_four_years_is_still_found() -> None:
