@@ -116,6 +116,7 @@ bench-tracing: $(VENV)/.installed-bench
 
 bench-timing: install
 	$(PY) -m bench.timing
+	$(PY) -m bench.timing_limits
 
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

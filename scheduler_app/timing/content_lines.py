@@ -221,6 +221,8 @@ def with_dates(
 
 
 GAP_REACH = timedelta(days=1)
+_FIRST_WALL = datetime(1, 1, 1)  # noqa: DTZ001 - wall times: the calendar's ends
+_LAST_WALL = datetime(9999, 12, 31, 23, 59, 59)  # noqa: DTZ001
 
 
 def dates_gap(
@@ -230,15 +232,39 @@ def dates_gap(
 ) -> int | None:
     """The smallest wall-clock gap once the RDATEs are added: between two RDATEs, or between an
     RDATE and a slot of the rule within a day of it (farther ones are never the smallest that
-    matters: a minimum between slots is measured in minutes)."""
-    gaps = [int((b - a).total_seconds()) for a, b in pairwise(rdates)]
-    for rdate in rdates:
-        for local in rule_times(rdate - GAP_REACH):
-            if local > rdate + GAP_REACH:
-                break
-            if local != rdate:
-                gaps.append(int(abs((local - rdate).total_seconds())))
-    found = [gap for gap in gaps if gap > 0]
+    matters: a minimum between slots is measured in minutes).
+
+    Only an RDATE's nearest rule slot on either side can give its smallest gap, and only one
+    closer than the smallest gap found so far changes the answer. So each RDATE looks no
+    farther than that (the rule's own ``rule_gap`` at most, within which the rule has at
+    most two slots): a few steps per RDATE, where walking a sub-daily rule over a whole day
+    around each of 1,000 RDATEs took seconds."""
+    found = [int((b - a).total_seconds()) for a, b in pairwise(rdates)]
     if rule_gap is not None:
         found.append(rule_gap)
-    return min(found) if found else None
+    best = min(found) if found else None
+    for rdate in rdates:
+        reach = GAP_REACH if best is None else min(GAP_REACH, timedelta(seconds=best))
+        gap = _nearest_slot(rdate, reach, rule_times)
+        if gap is not None and (best is None or gap < best):
+            best = gap
+    return best
+
+
+def _nearest_slot(
+    rdate: datetime, reach: timedelta, rule_times: Callable[[datetime], Iterator[datetime]]
+) -> int | None:
+    """Seconds from ``rdate`` to the nearest rule slot other than itself within ``reach``
+    (inclusive), or None when there is none."""
+    nearest: int | None = None
+    start = rdate - reach if rdate - _FIRST_WALL > reach else _FIRST_WALL  # no OverflowError
+    end = rdate + reach if _LAST_WALL - rdate > reach else _LAST_WALL  # in years 1 or 9999
+    for local in rule_times(start):
+        if local > end:
+            break
+        if local != rdate:
+            gap = int(abs((local - rdate).total_seconds()))
+            nearest = gap if nearest is None else min(nearest, gap)
+        if local > rdate:
+            break  # the first slot after the RDATE: later ones are farther
+    return nearest

@@ -264,18 +264,18 @@ def _windowed(
 
 
 def _raw(timing: Timing, after: datetime, budget: _Budget | None = None) -> Iterator[Resolved]:
-    items = _rule_items(timing, after)
+    items = _rule_items(timing, after, strict=budget is not None)
     return items if budget is None else budget.charge(items)
 
 
-def _rule_items(timing: Timing, after: datetime) -> Iterator[Resolved]:
+def _rule_items(timing: Timing, after: datetime, *, strict: bool = False) -> Iterator[Resolved]:
     rule = timing.rule
     if isinstance(rule, IntervalRule):
         return _interval(rule, timing.zone, after)
     if isinstance(rule, OnceRule):
         return _once(rule, timing.zone, timing.effective_dst, after)
     if isinstance(rule, SolarRule):
-        return solar_items(rule, timing.zone, min(after, _LATEST))
+        return solar_items(rule, timing.zone, min(after, _LATEST), strict=strict)
     return _calendar(timing, after)
 
 

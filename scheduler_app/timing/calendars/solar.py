@@ -6,7 +6,8 @@ text, ``EVENT LATITUDE LONGITUDE`` in decimal degrees (north and east positive),
 ``sunrise 56.9496 24.1052`` for Riga. Dawn and dusk are civil (the sun 6 degrees below the
 horizon). The day is the local date in the schedule's zone. A day on which the event does not
 happen (polar night or day; a white night without dawn or dusk) has no slot;
-``missing_reason`` says why, for previews.
+``missing_reason`` says why, for previews. After ``QUIET_DAYS`` local dates in a row without
+the event the rule is taken to have no more slots (the search is bounded, see there).
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ EXAMPLE = "e.g. 'sunrise 56.9496 24.1052' (EVENT LATITUDE LONGITUDE, decimal deg
 FIRST_DAY = date(1, 1, 4)
 LAST_DAY = date(9999, 12, 29)
 _DAY = timedelta(days=1)
+QUIET_DAYS = 1500
+"""How many local dates in a row without the event end a solar rule's slots: just over four
+years. Polar nights and days last under a year, but at a pole (or within a few tenths of a
+degree of it) an event that falls near local midnight happens only in some years of the
+leap-year cycle: pauses of up to 1,460 days were measured there. Without this bound a rule
+whose event never falls on a local date (``sunset 89.99 -179.9`` in UTC) walked every day
+up to the year 9999, about 90 seconds of CPU, before answering."""
 
 
 class SolarEvent(enum.StrEnum):
@@ -131,19 +139,43 @@ def _degrees(text: str, name: str, limit: int) -> float:
 
 
 def solar_items(
-    rule: SolarRule, zone: ZoneInfo, after: datetime
+    rule: SolarRule, zone: ZoneInfo, after: datetime, *, strict: bool = False
 ) -> Iterator[tuple[datetime, datetime, None]]:
-    """``(slot, local wall time, None)`` for each day's event strictly after ``after``."""
+    """``(slot, local wall time, None)`` for each day's event strictly after ``after``.
+
+    Ends after ``QUIET_DAYS`` local dates in a row without the event; ``strict`` (the
+    validation search) raises ``InvalidRule`` instead, saying so."""
     day = max(after.astimezone(zone).date() - _DAY, FIRST_DAY)
     last: datetime | None = None
+    quiet = 0
     while day <= LAST_DAY:
         instant = rule.event_on(day, zone)
+        if instant is None:
+            quiet += 1
+            if quiet >= QUIET_DAYS:
+                if strict:
+                    raise InvalidRule("rule", _never_message(rule, zone, day), code="never_fires")
+                return
+        else:
+            quiet = 0
         # The event of a local day is after that of the day before; the check guards the
         # boundaries where a library answer could fall on a neighbouring date.
         if instant is not None and instant > after and (last is None or instant > last):
             last = instant
             yield instant, instant.astimezone(zone).replace(tzinfo=None), None
         day += _DAY
+
+
+def _never_message(rule: SolarRule, zone: ZoneInfo, day: date) -> str:
+    first = day - (QUIET_DAYS - 1) * _DAY
+    return (
+        f"no {rule.event.value} at latitude {rule.latitude:g}, longitude {rule.longitude:g} "
+        f"falls on a local date in {zone.key} on {QUIET_DAYS:,} days in a row ({first} to "
+        f"{day}): {rule.missing_reason(first, zone) or 'the event is missing'}; the rule "
+        "never fires. Pick another event or place (near a pole an event may happen only "
+        "around an equinox, and not every year), or a time zone whose midnight the event "
+        "does not straddle"
+    )
 
 
 def missing_days(
