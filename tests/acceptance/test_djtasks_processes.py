@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,7 +46,8 @@ def database(tmp_path: Path) -> Iterator[str]:
         yield f"sqlite:///{tmp_path / 'tasks.sqlite3'}"
         return
     url = urlparse(os.environ["DATABASE_URL"])
-    name = f"{url.path.lstrip('/')}_taskproject"
+    # Its own name: two tests of this fixture may run at once (xdist), and each drops its own.
+    name = f"{url.path.lstrip('/')}_taskproject_{uuid.uuid4().hex[:8]}"
     admin = urlunparse(url._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
@@ -78,7 +80,7 @@ def test_run_scheduler_and_db_worker_run_a_scheduled_task(tmp_path: Path, databa
         for command, log in zip(commands, logs, strict=True)
     ]
     try:
-        rows = _wait_for_succeeded(env, tmp_path, count=2, timeout=60)
+        rows = _wait_for_succeeded(env, tmp_path, count=2, timeout=180)
     finally:
         for process in processes:
             process.send_signal(signal.SIGTERM)
@@ -99,6 +101,7 @@ def test_run_scheduler_and_db_worker_run_a_scheduled_task(tmp_path: Path, databa
 def _wait_for_succeeded(env: dict[str, str], cwd: Path, count: int, timeout: float) -> list:
     deadline = time.monotonic() + timeout
     rows: list = []
+    done = None
     while time.monotonic() < deadline:
         done = subprocess.run(
             [*MANAGE, "shell", "-c", REPORT], env=env, cwd=cwd, capture_output=True, text=True
@@ -108,4 +111,5 @@ def _wait_for_succeeded(env: dict[str, str], cwd: Path, count: int, timeout: flo
         if sum(1 for row in rows if row[1] == "succeeded") >= count:
             return rows
         time.sleep(1)
-    raise AssertionError(f"fewer than {count} occurrences succeeded in {timeout} s: {rows}")
+    errors = done.stderr[-2000:] if done else ""
+    raise AssertionError(f"fewer than {count} succeeded in {timeout} s: {rows} {errors}")
