@@ -14,9 +14,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, transaction
 
-from scheduler_app import receiving
+from scheduler_app import receiving, signals
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.outbox import HEADER, context_headers
@@ -122,3 +122,40 @@ def test_a_revoke_after_the_connection_died_is_recorded(
     record_revoked(request=request)
     stored = fetch(occurrence)
     assert (stored.state, stored.reason) == (OccurrenceState.CANCELLED, "revoked")
+
+
+def test_a_revoke_the_database_refused_is_logged_not_raised(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+    request = SimpleNamespace(id=str(occurrence.pk), retries=0)
+    setattr(request, HEADER, context_headers(occurrence))
+
+    def down(*args: Any, **kwargs: Any) -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(signals, "_record_revoked", down)
+    with caplog.at_level(logging.WARNING, logger="scheduler_app.signals"):
+        record_revoked(request=request)
+    assert [r.action for r in caplog.records if r.name == "scheduler_app.signals"] == [
+        "occurrence.revoke_failed"
+    ]
+    assert connection.connection is None
+
+
+def test_a_connection_inside_a_callers_transaction_is_left_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not ours to close: the hook logs its failure and the transaction goes on."""
+    clock = FakeClock(START)
+    occurrence = due_one(clock)
+
+    def down(*args: Any, **kwargs: Any) -> int:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(receiving, "mark_received", down)
+    with transaction.atomic():
+        on_task_received(received(occurrence))
+        assert connection.connection is not None
+        assert Occurrence.objects.filter(pk=occurrence.pk).exists()
