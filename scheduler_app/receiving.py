@@ -36,6 +36,7 @@ from scheduler_app.clock import SystemClock
 from scheduler_app.conf import SchedulerSettings, get_settings
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.outbox import HEADER
+from scheduler_app.worker.connections import fresh
 
 logger = logging.getLogger("scheduler_app.receiving")
 DEFAULT_RECEIVE_LEASE = SchedulerSettings.RECEIVE_LEASE
@@ -107,8 +108,10 @@ def on_task_received(request: Any) -> None:
     headers = getattr(request, "request_dict", None) or {}
     if HEADER not in headers or runs_at_once(request):
         return
+    node, now, lease = node_name(), _clock.now(), receive_lease()
     try:
-        mark_received(request.id, node=node_name(), now=_clock.now(), lease=receive_lease())
+        # ``fresh``: a connection a database restart killed is replaced, not reused forever.
+        fresh(lambda: mark_received(request.id, node=node, now=now, lease=lease))
     except DatabaseError as exc:  # the claim still protects the run; only the lease is lost
         logger.warning(
             "could not record the receipt of %s: %s",
@@ -128,8 +131,9 @@ def runs_at_once(request: Any) -> bool:
 
 
 def _renew_now() -> None:
+    node, now, lease = node_name(), _clock.now(), receive_lease()
     try:
-        renew(node_name(), _clock.now(), receive_lease())
+        fresh(lambda: renew(node, now, lease))
     except DatabaseError as exc:
         logger.warning(
             "could not renew receive leases: %s", exc, extra={"action": "occurrence.renew_failed"}

@@ -18,6 +18,7 @@ from celery import current_app
 from celery.signals import task_received, task_revoked
 from celery.worker import state as worker_state
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models.signals import post_save, pre_delete
 from kombu.transport import TRANSPORT_ALIASES
 
@@ -27,6 +28,7 @@ from scheduler_app.context import context_from_request
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.permissions import pause_owned_schedules
 from scheduler_app.receiving import ReceiveLeases, on_task_received
+from scheduler_app.worker.connections import fresh
 
 logger = logging.getLogger("scheduler_app.signals")
 _clock = SystemClock()
@@ -56,11 +58,26 @@ def record_revoked(
     context = context_from_request(request) if request is not None else None
     if context is None:
         return
-    occurrence = Occurrence.objects.filter(pk=context.occurrence_id).first()
+    task_id = getattr(request, "id", None) or context.occurrence_id
+    try:
+        # The worker's main thread, between tasks: a connection a database restart killed
+        # is replaced (``fresh``), not reused by every later revoke.
+        fresh(lambda: _record_revoked(context.occurrence_id, task_id, expired))
+    except DatabaseError as exc:  # a later delivery's claim, or the reconciler, ends it
+        logger.warning(
+            "could not record the revoke of %s: %s",
+            task_id,
+            exc,
+            extra={"action": "occurrence.revoke_failed", "occurrence_id": context.occurrence_id},
+        )
+
+
+def _record_revoked(occurrence_id: str, task_id: str, expired: bool) -> None:
+    occurrence = Occurrence.objects.filter(pk=occurrence_id).first()
     if occurrence is None:
         return
     if not expired and _stale_revoke(occurrence):
-        _forget_revoke(occurrence, getattr(request, "id", None) or context.occurrence_id)
+        _forget_revoke(occurrence, task_id)
         return
     state, reason = (
         (OccurrenceState.EXPIRED, "deadline_passed")

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from celery import Task
 from celery.exceptions import Ignore
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from scheduler_app import events, lifecycle, observability
 from scheduler_app.clock import Clock, SystemClock
@@ -45,7 +45,8 @@ from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import OccurrenceState
 from scheduler_app.retrying import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
-from scheduler_app.worker import outcomes
+from scheduler_app.worker import outcomes, redelivery
+from scheduler_app.worker.connections import CONNECTION_ERRORS, drop_broken
 from scheduler_app.worker.leases import LeaseKeeper
 from scheduler_app.worker.outcomes import RECORD_ATTEMPTS as RECORD_ATTEMPTS
 
@@ -100,13 +101,7 @@ class OccurrenceTask(Task):
             close_old_connections()
         lease = timedelta(seconds=get_settings().WORKER_LEASE)
         with observability.step("claim"):
-            claim = lifecycle.claim(
-                occurrence_id,
-                owner=worker_owner(),
-                now=self.clock.now(),
-                lease=lease,
-                task=self.name,
-            )
+            claim = self._claim(occurrence_id, lease)
         if not claim.claimed or claim.occurrence is None:
             self._refused(occurrence_id, claim)
             raise Ignore()
@@ -137,6 +132,36 @@ class OccurrenceTask(Task):
                 raise
         self._end(claim, OccurrenceState.SUCCEEDED, "")
         return result
+
+    def _claim(self, occurrence_id: str, lease: timedelta) -> lifecycle.Claim:
+        """The compare-and-set claim; on a database connection error, the delivery goes
+        back to the broker for a prompt retry (``worker.redelivery``), never to the body."""
+        try:
+            return lifecycle.claim(
+                occurrence_id,
+                owner=worker_owner(),
+                now=self.clock.now(),
+                lease=lease,
+                task=self.name,
+            )
+        except CONNECTION_ERRORS as exc:
+            if self.request.is_eager or connection.in_atomic_block:
+                raise  # the caller's transaction: not ours to retry
+            drop_broken()
+            again = redelivery.publish_again(self, exc)
+            logger.warning(
+                "claim failed: database unavailable (%s); %s",
+                exc,
+                f"delivering it again in {again.when:g} s" if again else "left to the reconciler",
+                extra={
+                    "action": "occurrence.claim_deferred" if again else "occurrence.claim_failed",
+                    "occurrence_id": occurrence_id,
+                    "tries": redelivery.tries(self.request) + 1,
+                },
+            )
+            if again is None:
+                raise
+            raise again from exc
 
     def _refused(self, occurrence_id: str, claim: lifecycle.Claim) -> None:
         duplicate = claim.reason in DUPLICATE

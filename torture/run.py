@@ -350,7 +350,7 @@ class Harness:
             for proc in self.procs:
                 if proc.kind == "worker":
                     proc.start()  # a worker killed at the very end
-            closer._next_reconcile = datetime.min.replace(tzinfo=UTC)  # reconcile every pass
+            closer._reconcile.next = datetime.min.replace(tzinfo=UTC)  # reconcile every pass
             closer.maybe_reconcile(self.clock().now())
             closer.dispatch(self.clock().now())
             if not Occurrence.objects.filter(state__in=ACTIVE_STATES).exists():
