@@ -377,6 +377,9 @@ class Schedule(models.Model):
                 name="sched_due_idx",
                 condition=Q(status="active"),
             ),
+            # The admin's list ordered by next run (raw SQL in migration 0005; in the model
+            # state since 0012, so that a table rebuild on SQLite keeps it).
+            models.Index(fields=["next_run_at"], name="sched_next_run_idx"),
             # The expected-run monitor's other two kinds of candidate (monitoring/monitor.py).
             models.Index(
                 fields=["expected_every"],
@@ -509,6 +512,15 @@ class Occurrence(models.Model):
                 fields=["created_at"], name="occ_outbox_idx", condition=Q(state="pending")
             ),
             models.Index(fields=["schedule", "-scheduled_for"], name="occ_schedule_idx"),
+            # The admin's list by slot and "skipped in the last day, by reason" (made with raw
+            # SQL by migration 0005; in the model state since 0012, so that a table rebuild on
+            # SQLite keeps them).
+            models.Index(fields=["scheduled_for"], name="occ_slot_idx"),
+            models.Index(
+                fields=["scheduled_for", "reason"],
+                name="occ_skipped_idx",
+                condition=Q(state="skipped"),
+            ),
             # The overlap check and the reconciler look only at open rows: keep them small.
             models.Index(
                 fields=["schedule", "state"],
