@@ -20,19 +20,42 @@ DJANGO = ["4.2", "5.1", "5.2"]
 CELERY = "celery>=5.4,<6"
 TEST_TOOLS = ["pytest>=8", "pytest-django>=4.8", "pytest-xdist>=3.5", "hypothesis>=6.100"]
 EXAMPLE_PROJECT = ["dj-database-url>=2.1", "tqdm>=4.66"]
+# What the tests check the optional features against (as in the `dev` extra).
+TEST_ORACLES = [
+    "ephem>=4.1",
+    "opentelemetry-sdk>=1.20",
+    "opentelemetry-instrumentation-celery>=0.41b0",
+]
+DJTASKS_ONLY = [
+    "tests/unit/test_djtasks_declarations.py",
+    "tests/integration/test_djtasks_target.py",
+    "tests/integration/test_djtasks_observability.py",
+    "tests/integration/test_djtasks_concurrency_pg.py",
+    "tests/integration/test_outbox_targets.py",
+    "tests/adoption/test_fresh_venv_djtasks.py",
+]
+"""Test files that import django.tasks (django-tasks-db needs Django 5.2+)."""
 
 
 @nox.session(python=PYTHON)
 @nox.parametrize("django", DJANGO)
 def tests(session: nox.Session, django: str) -> None:
     """The unit and integration suites on SQLite with one Django release."""
+    # django-tasks-db needs Django 5.2+: below it the `tasks` extra is left out, and so are the
+    # tests of the django.tasks target (they import it), nothing else.
+    with_tasks = tuple(int(part) for part in django.split(".")) >= (5, 2)
+    extras = "redis,postgres,results,metrics,holidays,solar,otel,sentry" + (
+        ",tasks" if with_tasks else ""
+    )
     session.install(
-        ".[redis,postgres,results,metrics]",
+        f".[{extras}]",
         f"django~={django}.0",
         CELERY,
         *TEST_TOOLS,
+        *TEST_ORACLES,
         *EXAMPLE_PROJECT,
     )
+    ignored = [] if with_tasks else [f"--ignore={path}" for path in DJTASKS_ONLY]
     session.run(
         "python", "-c", "import django, celery; print(django.get_version(), celery.__version__)"
     )
@@ -47,6 +70,7 @@ def tests(session: nox.Session, django: str) -> None:
         "no:cacheprovider",
         "-n",
         "2",
+        *ignored,
         *session.posargs,
         env={"DATABASE_URL": f"sqlite:///{session.create_tmp()}/db.sqlite3"},
     )
