@@ -1,19 +1,16 @@
-"""The store. ``core``: schedules, versions, occurrences, the SQLite lease; ``history``: attempts;
-``operations``: beat heartbeats, kill switches, quotas; ``audit``: the operator actions."""
+"""The store. ``core``: schedules, versions, the SQLite lease; ``ledger``: occurrences;
+``history``: attempts; ``operations``: beat heartbeats, kill switches, quotas; ``audit``: the
+operator actions."""
 
 from scheduler_app.models.audit import AuditAction, ScheduleAuditEvent
 from scheduler_app.models.core import *  # noqa: F403
 from scheduler_app.models.core import (  # the names used elsewhere, for type checkers
-    ACTIVE_STATES,
-    OPEN_STATES,
     RULE_TRIGGERS,
     SEMANTIC_FIELDS,
     HandoffTarget,
     IntervalMode,
     LatenessClass,
     MisfirePolicy,
-    Occurrence,
-    OccurrenceState,
     OverlapPolicy,
     PauseBehaviour,
     Schedule,
@@ -26,6 +23,8 @@ from scheduler_app.models.core import (  # the names used elsewhere, for type ch
     Trigger,
 )
 from scheduler_app.models.history import AttemptKind, OccurrenceAttempt
+from scheduler_app.models.ledger import *  # noqa: F403
+from scheduler_app.models.ledger import ACTIVE_STATES, OPEN_STATES, Occurrence, OccurrenceState
 from scheduler_app.models.operations import *  # noqa: F403
 
 __all__ = [

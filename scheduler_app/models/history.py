@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from scheduler_app.models.core import Occurrence
+from scheduler_app.models.ledger import Occurrence
 
 
 class AttemptKind(models.TextChoices):
