@@ -453,6 +453,11 @@ def _owner(ref: Any, out: _Collector) -> Any:
         out.add("owner_ref", f"must be 'user://<username>' or a username, got {ref!r}")
         return None
     username = ref.removeprefix(USER_REF)
+    try:  # NUL or a lone surrogate: the user lookup itself would fail in the database
+        check_text("owner_ref", username)
+    except ScheduleValidationError as exc:
+        out.add("owner_ref", exc.message)
+        return None
     if "://" in username:
         out.add("owner_ref", f"{ref!r}: only user:// references exist; e.g. 'user://alice'")
         return None

@@ -87,6 +87,8 @@ def world(settings: Any) -> None:
 @example(path=("target", "kwargs"), value={"note": "\ud800"})
 @example(path=("schedule_id",), value="\ud800")
 @example(path=("key",), value="\ud800")
+@example(path=("owner_ref",), value="user://\x00")  # was a DataError on PostgreSQL
+@example(path=("owner_ref",), value="\ud800")
 def test_one_garbage_field_is_accepted_or_refused_cleanly(
     world: None, path: tuple[str, ...], value: Any
 ) -> None:
