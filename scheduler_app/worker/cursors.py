@@ -20,6 +20,10 @@ psycopg 2 and other databases get Django's ordinary cursor.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from django.db import connection
@@ -29,18 +33,63 @@ try:
 except ImportError:  # psycopg 2, or no PostgreSQL driver at all
     psycopg = None  # type: ignore[assignment]
 
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
-def statement_cursor() -> Any:
-    """A cursor (Django's wrapper: query logging, error translation, execute wrappers) on
-    the default connection, binding its values on the server when the driver can."""
+
+@dataclass(frozen=True)
+class Statement:
+    """A statement's text with ``%(name)s`` placeholders, and the same text with PostgreSQL's
+    own ``$n`` ones (a name used twice is one ``$n``), converted once."""
+
+    text: str
+    native: str
+    names: tuple[str, ...]
+
+    def values(self, params: Mapping[str, Any]) -> list[Any]:
+        return [params[name] for name in self.names]
+
+
+@cache
+def statement(text: str) -> Statement:
+    """``text`` as a ``Statement`` (cached: the worker's statements are a handful of texts)."""
+    names: dict[str, int] = {}
+
+    def number(match: re.Match[str]) -> str:
+        return f"${names.setdefault(match.group(1), len(names) + 1)}"
+
+    native = _PLACEHOLDER.sub(number, text)
+    if "%" in _PLACEHOLDER.sub("", text):
+        raise ValueError("a worker statement may hold no '%' but its %(name)s placeholders")
+    return Statement(text, native, tuple(names))
+
+
+def fetch_one(sql: Statement, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """Run ``sql`` on the default connection and return its first row (or None).
+
+    On psycopg 3.2+ (``RawCursor``) the ``$n`` text is sent as it is: psycopg does not parse
+    it again on every call (it caches its own parse only for statements under 4 kB, and the
+    claim is longer). While queries are logged (``DEBUG``, ``CaptureQueriesContext``) the
+    named text goes through psycopg's parser, so Django's query log can show it."""
     raw = _raw_connection()
     if raw is None:
-        return connection.cursor()
-    connection.validate_thread_sharing()
-    with connection.wrap_database_errors:
-        cursor = psycopg.Cursor(raw)
+        with connection.cursor() as plain:
+            plain.execute(sql.text, params)
+            return plain.fetchone()
     db: Any = connection  # the stubs type make_cursor's argument as Django's own wrapper
-    return db.make_debug_cursor(cursor) if db.queries_logged else db.make_cursor(cursor)
+    db.validate_thread_sharing()
+    raw_cursor = getattr(psycopg, "RawCursor", None)
+    with db.wrap_database_errors:
+        if db.queries_logged or raw_cursor is None:
+            text: str = sql.text
+            values: Any = params
+            cursor: Any = psycopg.Cursor(raw)
+        else:
+            text, values, cursor = sql.native, sql.values(params), raw_cursor(raw)
+    wrapped = db.make_debug_cursor(cursor) if db.queries_logged else db.make_cursor(cursor)
+    with wrapped:
+        wrapped.execute(text, values)
+        row: tuple[Any, ...] | None = wrapped.fetchone()
+        return row
 
 
 def _raw_connection() -> Any:

@@ -3,7 +3,7 @@
 Both are data-modifying CTEs: every part commits or none does, and each compare-and-set
 (state, fencing token) is re-checked by PostgreSQL on the row's newest version, so they keep
 the guarantees of the ORM path in ``scheduler_app.lifecycle`` with one round trip each. They
-run on ``cursors.statement_cursor`` (values bound on the server; prepared when the project
+run through ``cursors.fetch_one`` (values bound on the server; prepared when the project
 opts in).
 
 Every statement keyed by an occurrence's id also names its slot (``scheduled_for``), the
@@ -33,7 +33,7 @@ from scheduler_app.models import (
     ScheduleStatus,
     ScheduleVersion,
 )
-from scheduler_app.worker.cursors import statement_cursor
+from scheduler_app.worker.cursors import Statement, fetch_one, statement
 from scheduler_app.worker.rows import build, columns, width
 
 
@@ -73,9 +73,12 @@ APPROVED = "(cur.s_approved_version = cur.v_version OR cur.v_approved_at IS NOT 
 
 
 @cache
-def _claim_sql(check_task: bool, permission: str, approval: str = "TRUE", slot: str = "") -> str:
+def _claim_sql(
+    check_task: bool, permission: str, approval: str = "TRUE", slot: str = ""
+) -> Statement:
     task = "AND o.task = %(task)s" if check_task else ""
-    return """
+    return statement(
+        """
 WITH cur AS (
     SELECT {o_cols}, {s_cols}, {v_cols}
     FROM "{occ}" o JOIN "{sched}" s ON s.id = o.schedule_id
@@ -111,14 +114,15 @@ SELECT cur.*, won.fencing_token, won.attempts,
             OR (k.scope = %(by_task)s AND k.target = cur.o_task)))
 FROM cur LEFT JOIN won ON TRUE
 """.format(
-        o_cols=columns(Occurrence, "o", "o"),
-        s_cols=columns(Schedule, "s", "s"),
-        v_cols=columns(ScheduleVersion, "v", "v"),
-        task=task,
-        permission=permission,
-        approval=approval,
-        slot=slot,
-        **_tables(),
+            o_cols=columns(Occurrence, "o", "o"),
+            s_cols=columns(Schedule, "s", "s"),
+            v_cols=columns(ScheduleVersion, "v", "v"),
+            task=task,
+            permission=permission,
+            approval=approval,
+            slot=slot,
+            **_tables(),
+        )
     )
 
 
@@ -165,14 +169,9 @@ def claim(
         **_CLAIM_CONSTANTS,
     }
     check_task = task is not None
-    with statement_cursor() as cursor:
-        cursor.execute(
-            _claim_sql(check_task, permission, approval, _slot("o", scheduled_for)), params
-        )
-        row = cursor.fetchone()
-        if row is None and scheduled_for is not None:
-            cursor.execute(_claim_sql(check_task, permission, approval), params)
-            row = cursor.fetchone()
+    row = fetch_one(_claim_sql(check_task, permission, approval, _slot("o", scheduled_for)), params)
+    if row is None and scheduled_for is not None:
+        row = fetch_one(_claim_sql(check_task, permission, approval), params)
     if row is None:
         return None
     return _claimed(row)
@@ -217,10 +216,12 @@ class Ended:
 
 
 @cache
-def _finish_sql(with_error: bool) -> str:
-    # The slot is the one the claim read from the row: always known here.
+def _finish_sql(with_error: bool) -> Statement:
+    # The slot is the one the claim read from the row: always known here. ``locked.*`` and
+    # ``ended.*`` are the columns in the order the CTEs list them (the models' field order).
     last_error = ", last_error = %(error)s" if with_error else ""
-    return """
+    return statement(
+        """
 WITH locked AS (
     SELECT {s_cols} FROM "{sched}" s WHERE s.id = %(schedule_id)s FOR UPDATE
 ), ended AS (
@@ -235,16 +236,15 @@ WITH locked AS (
     WHERE a.occurrence_id = %(id)s AND a.kind = %(run)s AND a.finished_at IS NULL
         AND EXISTS (SELECT 1 FROM ended)
 )
-SELECT {locked_cols}, {ended_cols}, EXISTS (
+SELECT locked.*, ended.*, EXISTS (
     SELECT 1 FROM "{occ}" b WHERE b.schedule_id = %(schedule_id)s AND b.state = %(buffered)s)
 FROM locked JOIN ended ON TRUE
 """.format(
-        s_cols=columns(Schedule, "s"),
-        o_cols=columns(Occurrence, "o"),
-        locked_cols=columns(Schedule, "locked"),
-        ended_cols=columns(Occurrence, "ended"),
-        last_error=last_error,
-        **_tables(),
+            s_cols=columns(Schedule, "s"),
+            o_cols=columns(Occurrence, "o"),
+            last_error=last_error,
+            **_tables(),
+        )
     )
 
 
@@ -275,9 +275,7 @@ def finish(
         "buffered": OccurrenceState.BUFFERED.value,
         "run": AttemptKind.RUN.value,
     }
-    with statement_cursor() as cursor:
-        cursor.execute(_finish_sql(bool(error)), params)
-        row = cursor.fetchone()
+    row = fetch_one(_finish_sql(bool(error)), params)
     if row is None:
         return None
     s_end = width(Schedule)
@@ -289,8 +287,9 @@ def finish(
 
 
 @cache
-def _retry_sql(slot: str) -> str:
-    return """
+def _retry_sql(slot: str) -> Statement:
+    return statement(
+        """
 WITH moved AS (
     UPDATE "{occ}" o SET state = %(retrying)s, not_before = %(at)s, reason = %(reason)s,
         last_error = %(error)s, lease_expires_at = NULL, dispatched_at = NULL,
@@ -304,6 +303,7 @@ WITH moved AS (
 )
 SELECT count(*) FROM moved
 """.format(slot=slot, **_tables())
+    )
 
 
 def retry_later(
@@ -328,7 +328,6 @@ def retry_later(
         "running": OccurrenceState.RUNNING.value,
         "run": AttemptKind.RUN.value,
     }
-    with statement_cursor() as cursor:
-        cursor.execute(_retry_sql(_slot("o", scheduled_for)), params)
-        (moved,) = cursor.fetchone()
+    row = fetch_one(_retry_sql(_slot("o", scheduled_for)), params)
+    moved = row[0] if row is not None else 0
     return bool(moved)
