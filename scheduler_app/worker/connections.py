@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.db import InterfaceError, OperationalError, connections
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 
 T = TypeVar("T")
 
@@ -43,11 +43,11 @@ thread: each thread's own)."""
 
 
 def mark_used(now: float | None = None) -> None:
-    """A delivery has just used this thread's open connections (without an error)."""
-    at = time.monotonic() if now is None else now
-    for conn in connections.all(initialized_only=True):
-        if conn.connection is not None and not conn.errors_occurred:
-            _used_at[conn] = at
+    """A delivery has just used this thread's default connection (the one the claim and the
+    outcome run on) without an error. Other aliases are left to Django's check."""
+    conn = connections[DEFAULT_DB_ALIAS]  # this thread's wrapper (``connection`` is a proxy)
+    if conn.connection is not None and not conn.errors_occurred:
+        _used_at[conn] = time.monotonic() if now is None else now
 
 
 def before_task(now: float | None = None) -> None:
