@@ -119,6 +119,20 @@ def scheduler_header(request: Any) -> dict[str, Any] | None:
     return header if isinstance(header, dict) else None
 
 
+def header_slot(header: dict[str, Any]) -> datetime | None:
+    """The slot (``scheduled_for``) a scheduler header names, or None when it names none or
+    one that does not parse (an older message). A hint for finding the row (the ledger's
+    partition key), never trusted: the claim checks it against the row."""
+    value = header.get("scheduled_for")
+    if not isinstance(value, str):
+        return None
+    try:
+        slot = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return slot if slot.tzinfo is not None else None  # naive: no instant to look up by
+
+
 def context_from_request(request: Any) -> OccurrenceContext | None:
     """The context the message header claims, or None for a task not run by us (or a header
     that does not parse). Informational only: a run uses the stored occurrence."""

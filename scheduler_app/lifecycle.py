@@ -4,6 +4,11 @@ Every transition is a compare-and-set on the old state (and, once running, on th
 token), so a late or duplicate actor cannot overwrite a newer result. Transitions that end
 an occurrence take the schedule's row lock first (the same order as the beat) and release
 the next buffered occurrence in the same transaction.
+
+A statement keyed by an occurrence's id also names its slot (``scheduled_for``, the ledger's
+partition key) whenever the caller knows it: from the row it read, or, for the claim, from
+the message as a hint that is checked (a slot no row with that id has means "look by the id
+alone").
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from django.db import DatabaseError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from scheduler_app import events
 from scheduler_app.conf import SchedulerSettings, get_settings
@@ -63,9 +68,13 @@ def claim(
     now: datetime,
     lease: timedelta,
     task: str | None = None,
+    scheduled_for: datetime | None = None,
 ) -> Claim:
     """``pending/dispatched/retrying -> running``, or why not (duplicate, cancelled, expired,
     forbidden, another task's occurrence).
+
+    ``scheduled_for``: the slot the message names, a hint (the partition key) that is never
+    trusted: when no row has this id and slot, the occurrence is looked up by its id alone.
 
     ``task`` is the name of the task the message was delivered to: an occurrence of another
     task is never run by it (a forged or misrouted message), and is left as it is.
@@ -75,13 +84,19 @@ def claim(
     """
     if worker_sql.available():
         return _claim_in_one_statement(
-            str(occurrence_id), owner=owner, now=now, lease=lease, task=task
+            str(occurrence_id),
+            owner=owner,
+            now=now,
+            lease=lease,
+            task=task,
+            scheduled_for=scheduled_for,
         )
-    occurrence = (
-        Occurrence.objects.select_related("schedule", "schedule__owner", "schedule_version")
-        .filter(pk=occurrence_id)
-        .first()
-    )
+    rows = Occurrence.objects.select_related("schedule", "schedule__owner", "schedule_version")
+    occurrence = None
+    if scheduled_for is not None:
+        occurrence = rows.filter(pk=occurrence_id, scheduled_for=scheduled_for).first()
+    if occurrence is None:
+        occurrence = rows.filter(pk=occurrence_id).first()
     if occurrence is None:
         return Claim(False, "unknown_occurrence")
     refused = _refused(occurrence, now, task)
@@ -91,7 +106,13 @@ def claim(
 
 
 def _claim_in_one_statement(
-    occurrence_id: str, *, owner: str, now: datetime, lease: timedelta, task: str | None
+    occurrence_id: str,
+    *,
+    owner: str,
+    now: datetime,
+    lease: timedelta,
+    task: str | None,
+    scheduled_for: datetime | None,
 ) -> Claim:
     settings = get_settings()
     predicate = worker_sql.permission_predicate(
@@ -112,6 +133,7 @@ def _claim_in_one_statement(
             permission=predicate,
             code_origin=CODE_ORIGIN,
             approval=approval,
+            scheduled_for=scheduled_for,
         )
         if seen is None:
             return Claim(False, "unknown_occurrence")
@@ -120,6 +142,7 @@ def _claim_in_one_statement(
                 Claim(True, "", seen.token, seen.attempt, seen.occurrence, seen.stopped), now
             )
         last = seen.occurrence
+        scheduled_for = seen.occurrence.scheduled_for  # the row's own slot from here on
         refused = _refused(seen.occurrence, now, task, check_permission=attempt == 1)
         if refused is not None:
             return refused
@@ -212,7 +235,10 @@ def _take(occurrence: Occurrence, *, owner: str, now: datetime, lease: timedelta
     token = occurrence.fencing_token + 1
     with transaction.atomic():
         won = Occurrence.objects.filter(
-            pk=occurrence.pk, state__in=CLAIMABLE, fencing_token=occurrence.fencing_token
+            pk=occurrence.pk,
+            scheduled_for=occurrence.scheduled_for,  # as read by the claim: the partition key
+            state__in=CLAIMABLE,
+            fencing_token=occurrence.fencing_token,
         ).update(
             state=OccurrenceState.RUNNING,
             fencing_token=token,
@@ -273,13 +299,37 @@ def announce_finished(
     transaction.on_commit(send)
 
 
-def heartbeat(occurrence_id: UUID | str, *, token: int, now: datetime, lease: timedelta) -> bool:
-    """Extend the lease of a running attempt; False when the attempt lost its lease."""
+def heartbeat(
+    occurrence_id: UUID | str,
+    *,
+    token: int,
+    now: datetime,
+    lease: timedelta,
+    scheduled_for: datetime | None = None,
+) -> bool:
+    """Extend the lease of a running attempt; False when the attempt lost its lease.
+
+    ``scheduled_for``: the slot its claim read (the partition key), when the caller has it."""
     return bool(
-        Occurrence.objects.filter(
-            pk=occurrence_id, state=OccurrenceState.RUNNING, fencing_token=token
-        ).update(lease_expires_at=now + lease)
+        by_id(occurrence_id, scheduled_for)
+        .filter(state=OccurrenceState.RUNNING, fencing_token=token)
+        .update(lease_expires_at=now + lease)
     )
+
+
+def by_id(occurrence_id: UUID | str, scheduled_for: datetime | None = None) -> QuerySet[Occurrence]:
+    """The occurrence with this id, by its slot too when known (the ledger's partition key:
+    one partition read instead of every partition's index)."""
+    if scheduled_for is None:
+        return Occurrence.objects.filter(pk=occurrence_id)
+    return Occurrence.objects.filter(pk=occurrence_id, scheduled_for=scheduled_for)
+
+
+def slot_of(occurrence: Occurrence) -> datetime | None:
+    """The slot of a row as loaded, or None when it was not (a deferred field is never read
+    just to name the partition)."""
+    slot = occurrence.__dict__.get("scheduled_for")
+    return slot if isinstance(slot, datetime) else None
 
 
 def finish(
@@ -302,7 +352,7 @@ def finish(
         return _finish_in_one_statement(
             claimed, token=token, state=state, reason=reason, now=now, error=error
         )
-    occurrence = Occurrence.objects.filter(pk=occurrence_id).first()
+    occurrence = by_id(occurrence_id, slot_of(claimed) if claimed is not None else None).first()
     if occurrence is None:
         return False
     return end(
@@ -335,6 +385,7 @@ def _finish_in_one_statement(
 ) -> bool:
     ended = worker_sql.finish(
         str(claimed.pk),
+        scheduled_for=claimed.scheduled_for,  # the row's, as its claim read it
         schedule_id=claimed.schedule_id,
         token=token,
         state=state,
@@ -362,22 +413,39 @@ def _finish_in_one_statement(
 
 
 def retry_later(
-    occurrence_id: UUID | str, *, token: int, at: datetime, now: datetime, error: str
+    occurrence_id: UUID | str,
+    *,
+    token: int,
+    at: datetime,
+    now: datetime,
+    error: str,
+    scheduled_for: datetime | None = None,
 ) -> bool:
-    """``running -> retrying`` until ``at``; the same occurrence, key and slot, a new attempt."""
+    """``running -> retrying`` until ``at``; the same occurrence, key and slot, a new attempt.
+
+    ``scheduled_for``: the slot its claim read (the partition key), when the caller has it."""
     if worker_sql.available():
-        return worker_sql.retry_later(str(occurrence_id), token=token, at=at, now=now, error=error)
+        return worker_sql.retry_later(
+            str(occurrence_id),
+            scheduled_for=scheduled_for,
+            token=token,
+            at=at,
+            now=now,
+            error=error,
+        )
     with transaction.atomic():
-        moved = Occurrence.objects.filter(
-            pk=occurrence_id, state=OccurrenceState.RUNNING, fencing_token=token
-        ).update(
-            state=OccurrenceState.RETRYING,
-            not_before=at,
-            reason="retry",
-            last_error=error[:4000],
-            lease_expires_at=None,
-            dispatched_at=None,  # back in the outbox: the beat publishes it with eta=at
-            publish_lease_until=None,
+        moved = (
+            by_id(occurrence_id, scheduled_for)
+            .filter(state=OccurrenceState.RUNNING, fencing_token=token)
+            .update(
+                state=OccurrenceState.RETRYING,
+                not_before=at,
+                reason="retry",
+                last_error=error[:4000],
+                lease_expires_at=None,
+                dispatched_at=None,  # back in the outbox: the beat publishes it with eta=at
+                publish_lease_until=None,
+            )
         )
         if moved:
             close_attempt(occurrence_id, now, "retrying", error)
@@ -397,7 +465,7 @@ def end(
     """Move ``occurrence`` to a final ``state`` (CAS) and release the next buffered one."""
     with transaction.atomic():
         schedule = Schedule.objects.select_for_update().get(pk=occurrence.schedule_id)
-        rows = Occurrence.objects.filter(pk=occurrence.pk, state__in=from_states)
+        rows = by_id(occurrence.pk, slot_of(occurrence)).filter(state__in=from_states)
         if token is not None:
             rows = rows.filter(fencing_token=token)
         changes: dict[str, object] = {"state": state, "reason": reason, "finished_at": now}
@@ -439,7 +507,7 @@ def release_next(schedule: Schedule, now: datetime) -> Occurrence | None:
     waiting = occurrences.filter(state=OccurrenceState.BUFFERED).order_by("scheduled_for").first()
     if waiting is None:
         return None
-    Occurrence.objects.filter(pk=waiting.pk, state=OccurrenceState.BUFFERED).update(
+    by_id(waiting.pk, slot_of(waiting)).filter(state=OccurrenceState.BUFFERED).update(
         state=OccurrenceState.PENDING, reason="released"
     )
     return waiting
@@ -508,6 +576,14 @@ def next_fixed_delay_slot(schedule: Schedule, finished_at: datetime) -> datetime
     return candidate
 
 
-def cancellation_requested(occurrence_id: UUID | str) -> bool:
-    """True when an operator or ``cancel_previous`` asked this occurrence to stop."""
-    return Occurrence.objects.filter(pk=occurrence_id, cancel_requested_at__isnull=False).exists()
+def cancellation_requested(
+    occurrence_id: UUID | str, scheduled_for: datetime | None = None
+) -> bool:
+    """True when an operator or ``cancel_previous`` asked this occurrence to stop.
+
+    ``scheduled_for``: a hint (the partition key); when no row has it, the id alone decides."""
+    asked = by_id(occurrence_id, scheduled_for).values_list("cancel_requested_at", flat=True)
+    found = list(asked[:1])
+    if not found and scheduled_for is not None:
+        found = list(by_id(occurrence_id).values_list("cancel_requested_at", flat=True)[:1])
+    return bool(found) and found[0] is not None

@@ -34,6 +34,8 @@ from django.db import DatabaseError, connection
 
 from scheduler_app.clock import SystemClock
 from scheduler_app.conf import SchedulerSettings, get_settings
+from scheduler_app.context import header_slot
+from scheduler_app.lifecycle import by_id
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.outbox import HEADER
 from scheduler_app.worker.connections import fresh
@@ -56,12 +58,31 @@ def node_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"[:200]
 
 
-def mark_received(occurrence_id: UUID | str, *, node: str, now: datetime, lease: timedelta) -> int:
+def mark_received(
+    occurrence_id: UUID | str,
+    *,
+    node: str,
+    now: datetime,
+    lease: timedelta,
+    scheduled_for: datetime | None = None,
+) -> int:
     """Record that ``node`` holds the message of a published occurrence (pending included:
-    a worker can receive it before the beat has marked it dispatched)."""
-    return Occurrence.objects.filter(
-        pk=occurrence_id, state__in=(OccurrenceState.PENDING, OccurrenceState.DISPATCHED)
-    ).update(received_at=now, received_by=node, lease_expires_at=now + lease)
+    a worker can receive it before the beat has marked it dispatched).
+
+    ``scheduled_for``: the slot the message names (the partition key), a hint: when no row
+    with that id and slot is waiting, the id alone decides (one more statement)."""
+
+    def receipt(slot: datetime | None) -> int:
+        return (
+            by_id(occurrence_id, slot)
+            .filter(state__in=(OccurrenceState.PENDING, OccurrenceState.DISPATCHED))
+            .update(received_at=now, received_by=node, lease_expires_at=now + lease)
+        )
+
+    marked = receipt(scheduled_for)
+    if not marked and scheduled_for is not None:
+        marked = receipt(None)
+    return marked
 
 
 def renew(node: str, now: datetime, lease: timedelta) -> int:
@@ -109,9 +130,13 @@ def on_task_received(request: Any) -> None:
     if HEADER not in headers or runs_at_once(request):
         return
     node, now, lease = node_name(), _clock.now(), receive_lease()
+    header = headers[HEADER]
+    slot = header_slot(header) if isinstance(header, dict) else None
     try:
         # ``fresh``: a connection a database restart killed is replaced, not reused forever.
-        fresh(lambda: mark_received(request.id, node=node, now=now, lease=lease))
+        fresh(
+            lambda: mark_received(request.id, node=node, now=now, lease=lease, scheduled_for=slot)
+        )
     except DatabaseError as exc:  # the claim still protects the run; only the lease is lost
         logger.warning(
             "could not record the receipt of %s: %s",

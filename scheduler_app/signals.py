@@ -12,6 +12,7 @@ no permission check stops.
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 from celery import current_app
@@ -62,7 +63,9 @@ def record_revoked(
     try:
         # The worker's main thread, between tasks: a connection a database restart killed
         # is replaced (``fresh``), not reused by every later revoke.
-        fresh(lambda: _record_revoked(context.occurrence_id, task_id, expired))
+        fresh(
+            lambda: _record_revoked(context.occurrence_id, task_id, expired, context.scheduled_for)
+        )
     except DatabaseError as exc:  # a later delivery's claim, or the reconciler, ends it
         logger.warning(
             "could not record the revoke of %s: %s",
@@ -72,8 +75,14 @@ def record_revoked(
         )
 
 
-def _record_revoked(occurrence_id: str, task_id: str, expired: bool) -> None:
-    occurrence = Occurrence.objects.filter(pk=occurrence_id).first()
+def _record_revoked(
+    occurrence_id: str, task_id: str, expired: bool, slot: datetime | None = None
+) -> None:
+    """``slot``: the one the message names (the partition key), a hint: a row with this id
+    and another slot is found by its id alone. From here on the row's own slot is used."""
+    occurrence = lifecycle.by_id(occurrence_id, slot).first()
+    if occurrence is None and slot is not None:
+        occurrence = lifecycle.by_id(occurrence_id).first()
     if occurrence is None:
         return
     if not expired and _stale_revoke(occurrence):
@@ -115,6 +124,7 @@ def _forget_revoke(occurrence: Occurrence, task_id: str) -> None:
     worker_state.revoked.discard(task_id)
     requeued = Occurrence.objects.filter(
         pk=occurrence.pk,
+        scheduled_for=occurrence.scheduled_for,
         state__in=(OccurrenceState.PENDING, OccurrenceState.DISPATCHED),
         reason=REPLAYED,
         cancel_requested_at__isnull=True,

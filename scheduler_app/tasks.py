@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from celery import Task
 from celery.exceptions import Ignore
-from django.db import close_old_connections, connection
+from django.db import connection
 
 from scheduler_app import events, lifecycle, observability
 from scheduler_app.clock import Clock, SystemClock
@@ -38,6 +38,7 @@ from scheduler_app.context import (
     OccurrenceContext,
     context_from_request,
     current_occurrence,
+    header_slot,
     scheduler_header,
     use_occurrence,
 )
@@ -46,7 +47,12 @@ from scheduler_app.models import OccurrenceState
 from scheduler_app.retrying import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
 from scheduler_app.worker import outcomes, redelivery
-from scheduler_app.worker.connections import CONNECTION_ERRORS, drop_broken
+from scheduler_app.worker.connections import (
+    CONNECTION_ERRORS,
+    before_task,
+    drop_broken,
+    mark_used,
+)
 from scheduler_app.worker.leases import LeaseKeeper
 from scheduler_app.worker.outcomes import RECORD_ATTEMPTS as RECORD_ATTEMPTS
 
@@ -84,24 +90,32 @@ class OccurrenceTask(Task):
         return current_occurrence() or context_from_request(self.request)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if scheduler_header(self.request) is None:
+        header = scheduler_header(self.request)
+        if header is None:
             return super().__call__(*args, **kwargs)
         # A scheduled delivery. The message is trusted for nothing but its task id: the
         # occurrence, its payload, schedule and owner are read from the database. A forged
-        # header or body cannot pick another occurrence, payload or owner.
+        # header or body cannot pick another occurrence, payload or owner. Its slot only
+        # helps find the row (the partition key); the claim checks it against the row.
         occurrence_id = str(self.request.id)
         with observability.running(occurrence_id, self.request):
-            return self._run_scheduled(occurrence_id, args, kwargs)
-
-    def _run_scheduled(self, occurrence_id: str, args: Any, kwargs: Any) -> Any:
-        """Claim, run and record one scheduled delivery (inside its ``scheduler.run`` span)."""
-        if not self.request.is_eager:
+            if self.request.is_eager:
+                return self._run_scheduled(occurrence_id, header_slot(header), args, kwargs)
             # A worker between tasks: drop a connection that died or aged out. Never when
             # run eagerly, where the caller's transaction may be open on this connection.
-            close_old_connections()
+            before_task()
+            try:
+                return self._run_scheduled(occurrence_id, header_slot(header), args, kwargs)
+            finally:
+                mark_used()
+
+    def _run_scheduled(
+        self, occurrence_id: str, slot: datetime | None, args: Any, kwargs: Any
+    ) -> Any:
+        """Claim, run and record one scheduled delivery (inside its ``scheduler.run`` span)."""
         lease = timedelta(seconds=get_settings().WORKER_LEASE)
         with observability.step("claim"):
-            claim = self._claim(occurrence_id, lease)
+            claim = self._claim(occurrence_id, slot, lease)
         if not claim.claimed or claim.occurrence is None:
             self._refused(occurrence_id, claim)
             raise Ignore()
@@ -120,7 +134,7 @@ class OccurrenceTask(Task):
             )
         context = OccurrenceContext.from_occurrence(claim.occurrence, claim.attempt)
         observability.run_started(claim.occurrence, claim.attempt)
-        with use_occurrence(context), Heartbeat(context.occurrence_id, claim, lease, self.clock):
+        with use_occurrence(context), Heartbeat(claim, lease, self.clock):
             try:
                 with observability.step("execute"):
                     result = super().__call__(*stored_args, **claim.occurrence.kwargs)
@@ -133,7 +147,9 @@ class OccurrenceTask(Task):
         self._end(claim, OccurrenceState.SUCCEEDED, "")
         return result
 
-    def _claim(self, occurrence_id: str, lease: timedelta) -> lifecycle.Claim:
+    def _claim(
+        self, occurrence_id: str, slot: datetime | None, lease: timedelta
+    ) -> lifecycle.Claim:
         """The compare-and-set claim; on a database connection error, the delivery goes
         back to the broker for a prompt retry (``worker.redelivery``), never to the body."""
         try:
@@ -143,6 +159,7 @@ class OccurrenceTask(Task):
                 now=self.clock.now(),
                 lease=lease,
                 task=self.name,
+                scheduled_for=slot,
             )
         except CONNECTION_ERRORS as exc:
             if self.request.is_eager or connection.in_atomic_block:
@@ -242,10 +259,15 @@ class OccurrenceTask(Task):
         )
         error = f"{type(exc).__name__}: {exc}"
         if decision.retry and decision.at is not None:
-            occurrence_id, at = claim.occurrence.pk, decision.at
+            occurrence, at = claim.occurrence, decision.at
             self._record(
                 lambda: lifecycle.retry_later(
-                    occurrence_id, token=claim.token, at=at, now=now, error=error
+                    occurrence.pk,
+                    token=claim.token,
+                    at=at,
+                    now=now,
+                    error=error,
+                    scheduled_for=occurrence.scheduled_for,  # the row's, as the claim read it
                 )
             )
             observability.run_finished(
@@ -263,8 +285,16 @@ class OccurrenceTask(Task):
         self._end(claim, OccurrenceState.FAILED, decision.reason, error, exc)
 
 
-def _renew(occurrence_id: str, token: int, now: datetime, lease: timedelta) -> bool:
-    return lifecycle.heartbeat(occurrence_id, token=token, now=now, lease=lease)
+def _renew(
+    occurrence_id: str,
+    token: int,
+    now: datetime,
+    lease: timedelta,
+    scheduled_for: datetime | None = None,
+) -> bool:
+    return lifecycle.heartbeat(
+        occurrence_id, token=token, now=now, lease=lease, scheduled_for=scheduled_for
+    )
 
 
 leases = LeaseKeeper(_renew)
@@ -274,19 +304,22 @@ leases = LeaseKeeper(_renew)
 class Heartbeat:
     """Renews a running attempt's lease every third of it while the block runs."""
 
-    def __init__(
-        self, occurrence_id: str, claim: lifecycle.Claim, lease: timedelta, clock: Clock
-    ) -> None:
-        self.occurrence_id = occurrence_id
-        self.token = claim.token
+    def __init__(self, claim: lifecycle.Claim, lease: timedelta, clock: Clock) -> None:
+        self.claim = claim
         self.lease = lease
         self.clock = clock
         self._key = 0
 
     def __enter__(self) -> Heartbeat:
-        self._key = leases.hold(
-            self.occurrence_id, token=self.token, lease=self.lease, clock=self.clock
-        )
+        occurrence = self.claim.occurrence
+        if occurrence is not None:
+            self._key = leases.hold(
+                str(occurrence.pk),
+                token=self.claim.token,
+                lease=self.lease,
+                clock=self.clock,
+                scheduled_for=occurrence.scheduled_for,  # the row's slot, as the claim read it
+            )
         return self
 
     def __exit__(
@@ -305,5 +338,7 @@ def check_cancelled() -> None:
     (``cancel_previous`` then starts the next run after the schedule's ``cancel_grace``).
     """
     context = current_occurrence()
-    if context is not None and lifecycle.cancellation_requested(context.occurrence_id):
+    if context is not None and lifecycle.cancellation_requested(
+        context.occurrence_id, context.scheduled_for
+    ):
         raise OccurrenceCancelled(f"occurrence {context.occurrence_id} was asked to stop")

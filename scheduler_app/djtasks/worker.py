@@ -70,8 +70,16 @@ class Settings:
     """How the worker waits between tries of a database write (tests replace it)."""
 
 
-def _renew(occurrence_id: str, token: int, now: datetime, lease: timedelta) -> bool:
-    return lifecycle.heartbeat(occurrence_id, token=token, now=now, lease=lease)
+def _renew(
+    occurrence_id: str,
+    token: int,
+    now: datetime,
+    lease: timedelta,
+    scheduled_for: datetime | None = None,
+) -> bool:
+    return lifecycle.heartbeat(
+        occurrence_id, token=token, now=now, lease=lease, scheduled_for=scheduled_for
+    )
 
 
 leases = LeaseKeeper(_renew)
@@ -154,7 +162,13 @@ def _start(occurrence_id: str, task_result: Any) -> Running:
     return Running(
         claim,
         token,
-        leases.hold(str(occurrence.pk), token=claim.token, lease=lease, clock=clock),
+        leases.hold(
+            str(occurrence.pk),
+            token=claim.token,
+            lease=lease,
+            clock=clock,
+            scheduled_for=occurrence.scheduled_for,
+        ),
         body,
     )
 
@@ -349,6 +363,7 @@ def _write(claim: lifecycle.Claim, outcome: Outcome, now: datetime) -> bool:
             at=outcome.retry_at,
             now=now,
             error=outcome.error,
+            scheduled_for=claim.occurrence.scheduled_for,
         )
     return lifecycle.finish(
         claim.occurrence.pk,

@@ -16,6 +16,7 @@ from django.db.models import F
 from scheduler_app import events
 from scheduler_app.actors import SYSTEM
 from scheduler_app.clock import SystemClock
+from scheduler_app.lifecycle import by_id, slot_of
 from scheduler_app.models import OPEN_STATES, Occurrence, OccurrenceState, Schedule, ScheduleStatus
 from scheduler_app.monitoring.instruments import DUPLICATES_PREVENTED, observe_finished
 from scheduler_app.monitoring.monitor import _first_line
@@ -52,14 +53,16 @@ def count_failures(occurrence: Any, state: str, now: Any, schedule: Any = None) 
     ``pause_after_failures`` the schedule pauses itself with a note saying why.
 
     ``schedule``: the row as the outcome's write locked it (sent by the worker), if given."""
-    rows = Schedule.objects.filter(pk=occurrence.schedule_id)
     if state == OccurrenceState.SUCCEEDED:
         if schedule is not None and schedule.consecutive_failures == 0:
-            return  # nothing to reset
-        rows.exclude(consecutive_failures=0).update(consecutive_failures=0)
+            return  # nothing to reset (and no queryset built: this is every success)
+        Schedule.objects.filter(pk=occurrence.schedule_id).exclude(consecutive_failures=0).update(
+            consecutive_failures=0
+        )
         return
     if state != OccurrenceState.FAILED:
         return
+    rows = Schedule.objects.filter(pk=occurrence.schedule_id)
     with transaction.atomic():
         rows.update(consecutive_failures=F("consecutive_failures") + 1)
         schedule = rows.select_for_update().first()
@@ -71,7 +74,7 @@ def count_failures(occurrence: Any, state: str, now: Any, schedule: Any = None) 
 
 
 def _pause(schedule: Any, occurrence: Any, now: Any) -> None:
-    error = Occurrence.objects.filter(pk=occurrence.pk).values_list("last_error", flat=True)
+    error = by_id(occurrence.pk, slot_of(occurrence)).values_list("last_error", flat=True)
     detail = _first_line(next(iter(error), "")) or occurrence.reason or "no error recorded"
     note = (
         f"paused after {schedule.consecutive_failures} consecutive failures; "

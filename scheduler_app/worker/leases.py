@@ -21,8 +21,9 @@ from django.db import DatabaseError, connection
 from scheduler_app.clock import Clock
 
 logger = logging.getLogger("scheduler_app.tasks")
-Renew = Callable[[str, int, datetime, timedelta], bool]
-"""``renew(occurrence_id, token, now, lease) -> still held``."""
+Renew = Callable[..., bool]
+"""``renew(occurrence_id, token, now, lease[, scheduled_for=slot]) -> still held``: the slot
+(the ledger's partition key) is passed when the attempt was held with one."""
 
 
 @dataclass
@@ -33,6 +34,7 @@ class _Held:
     clock: Clock
     due: float
     """``time.monotonic()`` of the next renewal."""
+    scheduled_for: datetime | None = None
 
 
 class LeaseKeeper:
@@ -51,14 +53,23 @@ class LeaseKeeper:
         self._wakes_at = 0.0
         """When the thread next looks at the leases (``time.monotonic()``)."""
 
-    def hold(self, occurrence_id: str, *, token: int, lease: timedelta, clock: Clock) -> int:
-        """Renew this attempt's lease until ``release``; returns the key to release it by."""
+    def hold(
+        self,
+        occurrence_id: str,
+        *,
+        token: int,
+        lease: timedelta,
+        clock: Clock,
+        scheduled_for: datetime | None = None,
+    ) -> int:
+        """Renew this attempt's lease until ``release``; returns the key to release it by.
+        ``scheduled_for``: the slot its claim read, passed on to each renewal."""
         if os.getpid() != self._pid:  # a forked child: the parent's thread is not here
             self._reset()
         due = time.monotonic() + lease.total_seconds() / 3
         with self._cond:
             key = next(self._keys)
-            self._held[key] = _Held(occurrence_id, token, lease, clock, due)
+            self._held[key] = _Held(occurrence_id, token, lease, clock, due, scheduled_for)
             self._idle = lease.total_seconds() / 3
             if self._thread is None or not self._thread.is_alive():
                 self._wakes_at = due
@@ -113,7 +124,8 @@ class LeaseKeeper:
         with self._cond:
             if key not in self._held:
                 return  # ended meanwhile
-        if self._renew(held.occurrence_id, held.token, held.clock.now(), held.lease):
+        slot = {} if held.scheduled_for is None else {"scheduled_for": held.scheduled_for}
+        if self._renew(held.occurrence_id, held.token, held.clock.now(), held.lease, **slot):
             return
         logger.warning(
             "lease lost while running",

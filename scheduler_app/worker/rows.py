@@ -28,31 +28,31 @@ def width(model: type[Model]) -> int:
 
 def build(model: type[M], values: Sequence[Any]) -> M:
     """``model`` as loaded from the database, from its columns in ``columns`` order."""
-    converted = []
-    for (expression, converters), value in zip(
-        _converters(model, connection.vendor), values, strict=True
-    ):
+    names, converting = _plan(model, connection.vendor)
+    converted = list(values)
+    for index, expression, converters in converting:  # only the columns that convert
+        value = converted[index]
         for convert in converters:
             value = convert(value, expression, connection)
-        converted.append(value)
-    names = [field.attname for field in model._meta.concrete_fields]
+        converted[index] = value
     return model.from_db(connection.alias, names, converted)
 
 
 @cache
-def _converters(model: type[Model], vendor: str) -> list[tuple[Any, list[Converter]]]:
-    """The ORM's per-column converters (JSON decoding, SQLite dates, ...), per backend."""
-    found = []
-    for field in model._meta.concrete_fields:
+def _plan(
+    model: type[Model], vendor: str
+) -> tuple[list[str], list[tuple[int, Any, list[Converter]]]]:
+    """The field names in column order, and the columns that have converters (JSON decoding,
+    SQLite dates, ...) with the ORM's converters for them, per backend: worked out once."""
+    names = [field.attname for field in model._meta.concrete_fields]
+    converting = []
+    for index, field in enumerate(model._meta.concrete_fields):
         field = cast(Any, field)
         expression = field.get_col(model._meta.db_table)
-        found.append(
-            (
-                expression,
-                [
-                    *connection.ops.get_db_converters(expression),
-                    *field.get_db_converters(connection),
-                ],
-            )
-        )
-    return found
+        converters = [
+            *connection.ops.get_db_converters(expression),
+            *field.get_db_converters(connection),
+        ]
+        if converters:
+            converting.append((index, expression, converters))
+    return names, converting

@@ -2,7 +2,15 @@
 
 Both are data-modifying CTEs: every part commits or none does, and each compare-and-set
 (state, fencing token) is re-checked by PostgreSQL on the row's newest version, so they keep
-the guarantees of the ORM path in ``scheduler_app.lifecycle`` with one round trip each.
+the guarantees of the ORM path in ``scheduler_app.lifecycle`` with one round trip each. They
+run through ``cursors.fetch_one`` (values bound on the server; prepared when the project
+opts in).
+
+Every statement keyed by an occurrence's id also names its slot (``scheduled_for``), the
+ledger's partition key: with it PostgreSQL reads one partition, without it every partition's
+index. The claim takes the slot from the message, which is trusted for nothing: a slot that
+matches no row with that id makes the claim look again by the id alone (``claim``). Every
+later statement takes the slot from the row the claim read.
 """
 
 from __future__ import annotations
@@ -25,11 +33,17 @@ from scheduler_app.models import (
     ScheduleStatus,
     ScheduleVersion,
 )
+from scheduler_app.worker.cursors import Statement, fetch_one, statement
 from scheduler_app.worker.rows import build, columns, width
 
 
 def available() -> bool:
     return connection.vendor == "postgresql"
+
+
+def _slot(alias: str, scheduled_for: datetime | None) -> str:
+    """The partition key's condition for a statement keyed by id (nothing without a slot)."""
+    return "" if scheduled_for is None else f"AND {alias}.scheduled_for = %(slot)s"
 
 
 def _tables() -> dict[str, str]:
@@ -59,20 +73,24 @@ APPROVED = "(cur.s_approved_version = cur.v_version OR cur.v_approved_at IS NOT 
 
 
 @cache
-def _claim_sql(check_task: bool, permission: str, approval: str = "TRUE") -> str:
+def _claim_sql(
+    check_task: bool, permission: str, approval: str = "TRUE", slot: str = ""
+) -> Statement:
     task = "AND o.task = %(task)s" if check_task else ""
-    return """
+    return statement(
+        """
 WITH cur AS (
     SELECT {o_cols}, {s_cols}, {v_cols}
     FROM "{occ}" o JOIN "{sched}" s ON s.id = o.schedule_id
         LEFT JOIN "{ver}" v ON v.id = o.schedule_version_id
-    WHERE o.id = %(id)s
+    WHERE o.id = %(id)s {slot}
 ), won AS (
     UPDATE "{occ}" o SET state = %(running)s, fencing_token = o.fencing_token + 1,
         attempts = o.attempts + 1, lease_owner = %(owner)s,
         lease_expires_at = %(lease_until)s, started_at = %(now)s
     FROM cur
-    WHERE o.id = cur.o_id AND o.fencing_token = cur.o_fencing_token
+    WHERE o.id = cur.o_id AND o.scheduled_for = cur.o_scheduled_for {slot}
+        AND o.fencing_token = cur.o_fencing_token
         AND o.state IN (%(pending)s, %(dispatched)s, %(retrying)s) {task}
         AND o.cancel_requested_at IS NULL
         AND (o.deadline_at IS NULL OR o.deadline_at > %(now)s)
@@ -96,13 +114,15 @@ SELECT cur.*, won.fencing_token, won.attempts,
             OR (k.scope = %(by_task)s AND k.target = cur.o_task)))
 FROM cur LEFT JOIN won ON TRUE
 """.format(
-        o_cols=columns(Occurrence, "o", "o"),
-        s_cols=columns(Schedule, "s", "s"),
-        v_cols=columns(ScheduleVersion, "v", "v"),
-        task=task,
-        permission=permission,
-        approval=approval,
-        **_tables(),
+            o_cols=columns(Occurrence, "o", "o"),
+            s_cols=columns(Schedule, "s", "s"),
+            v_cols=columns(ScheduleVersion, "v", "v"),
+            task=task,
+            permission=permission,
+            approval=approval,
+            slot=slot,
+            **_tables(),
+        )
     )
 
 
@@ -129,10 +149,16 @@ def claim(
     permission: str,
     code_origin: str,
     approval: str = "TRUE",
+    scheduled_for: datetime | None = None,
 ) -> Claimed | None:
-    """One statement; None when the occurrence does not exist."""
+    """One statement; None when the occurrence does not exist.
+
+    ``scheduled_for``: the slot the message names (the partition key), or None. A slot that
+    no row with this id has (a forged or stale message) costs a second statement, by the
+    id alone: the claim never depends on the message's slot being true."""
     params: dict[str, Any] = {
         "id": occurrence_id,
+        "slot": scheduled_for,
         "owner": owner,
         "worker": owner[:200],
         "now": now,
@@ -140,22 +166,32 @@ def claim(
         "early": now + early,
         "task": task,
         "code": code_origin,
-        "running": OccurrenceState.RUNNING.value,
-        "pending": OccurrenceState.PENDING.value,
-        "dispatched": OccurrenceState.DISPATCHED.value,
-        "retrying": OccurrenceState.RETRYING.value,
-        "run": AttemptKind.RUN.value,
-        "global": KillSwitchScope.GLOBAL.value,
-        "tenant": KillSwitchScope.TENANT.value,
-        "by_task": KillSwitchScope.TASK.value,
-        "s_cancelled": ScheduleStatus.CANCELLED.value,
-        "s_awaiting": ScheduleStatus.AWAITING_APPROVAL.value,
+        **_CLAIM_CONSTANTS,
     }
-    with connection.cursor() as cursor:
-        cursor.execute(_claim_sql(task is not None, permission, approval), params)
-        row = cursor.fetchone()
+    check_task = task is not None
+    row = fetch_one(_claim_sql(check_task, permission, approval, _slot("o", scheduled_for)), params)
+    if row is None and scheduled_for is not None:
+        row = fetch_one(_claim_sql(check_task, permission, approval), params)
     if row is None:
         return None
+    return _claimed(row)
+
+
+_CLAIM_CONSTANTS: dict[str, str] = {
+    "running": OccurrenceState.RUNNING.value,
+    "pending": OccurrenceState.PENDING.value,
+    "dispatched": OccurrenceState.DISPATCHED.value,
+    "retrying": OccurrenceState.RETRYING.value,
+    "run": AttemptKind.RUN.value,
+    "global": KillSwitchScope.GLOBAL.value,
+    "tenant": KillSwitchScope.TENANT.value,
+    "by_task": KillSwitchScope.TASK.value,
+    "s_cancelled": ScheduleStatus.CANCELLED.value,
+    "s_awaiting": ScheduleStatus.AWAITING_APPROVAL.value,
+}
+
+
+def _claimed(row: tuple[Any, ...]) -> Claimed:
     o_end = width(Occurrence)
     s_end = o_end + width(Schedule)
     v_end = s_end + width(ScheduleVersion)
@@ -180,38 +216,42 @@ class Ended:
 
 
 @cache
-def _finish_sql(with_error: bool) -> str:
+def _finish_sql(with_error: bool) -> Statement:
+    # The slot is the one the claim read from the row: always known here. ``locked.*`` and
+    # ``ended.*`` are the columns in the order the CTEs list them (the models' field order).
     last_error = ", last_error = %(error)s" if with_error else ""
-    return """
+    return statement(
+        """
 WITH locked AS (
     SELECT {s_cols} FROM "{sched}" s WHERE s.id = %(schedule_id)s FOR UPDATE
 ), ended AS (
     UPDATE "{occ}" o SET state = %(state)s, reason = %(reason)s, finished_at = %(now)s,
         lease_expires_at = NULL {last_error}
     FROM locked
-    WHERE o.id = %(id)s AND o.state = %(running)s AND o.fencing_token = %(token)s
+    WHERE o.id = %(id)s AND o.scheduled_for = %(slot)s AND o.state = %(running)s
+        AND o.fencing_token = %(token)s
     RETURNING {o_cols}
 ), closed AS (
     UPDATE "{att}" a SET finished_at = %(now)s, outcome = %(state)s, error = %(error)s
     WHERE a.occurrence_id = %(id)s AND a.kind = %(run)s AND a.finished_at IS NULL
         AND EXISTS (SELECT 1 FROM ended)
 )
-SELECT {locked_cols}, {ended_cols}, EXISTS (
+SELECT locked.*, ended.*, EXISTS (
     SELECT 1 FROM "{occ}" b WHERE b.schedule_id = %(schedule_id)s AND b.state = %(buffered)s)
 FROM locked JOIN ended ON TRUE
 """.format(
-        s_cols=columns(Schedule, "s"),
-        o_cols=columns(Occurrence, "o"),
-        locked_cols=columns(Schedule, "locked"),
-        ended_cols=columns(Occurrence, "ended"),
-        last_error=last_error,
-        **_tables(),
+            s_cols=columns(Schedule, "s"),
+            o_cols=columns(Occurrence, "o"),
+            last_error=last_error,
+            **_tables(),
+        )
     )
 
 
 def finish(
     occurrence_id: str,
     *,
+    scheduled_for: datetime,
     schedule_id: Any,
     token: int,
     state: str,
@@ -224,6 +264,7 @@ def finish(
     attempt lost its lease."""
     params: dict[str, Any] = {
         "id": occurrence_id,
+        "slot": scheduled_for,
         "schedule_id": schedule_id,
         "token": token,
         "state": state,
@@ -234,9 +275,7 @@ def finish(
         "buffered": OccurrenceState.BUFFERED.value,
         "run": AttemptKind.RUN.value,
     }
-    with connection.cursor() as cursor:
-        cursor.execute(_finish_sql(bool(error)), params)
-        row = cursor.fetchone()
+    row = fetch_one(_finish_sql(bool(error)), params)
     if row is None:
         return None
     s_end = width(Schedule)
@@ -248,13 +287,14 @@ def finish(
 
 
 @cache
-def _retry_sql() -> str:
-    return """
+def _retry_sql(slot: str) -> Statement:
+    return statement(
+        """
 WITH moved AS (
     UPDATE "{occ}" o SET state = %(retrying)s, not_before = %(at)s, reason = %(reason)s,
         last_error = %(error)s, lease_expires_at = NULL, dispatched_at = NULL,
         publish_lease_until = NULL
-    WHERE o.id = %(id)s AND o.state = %(running)s AND o.fencing_token = %(token)s
+    WHERE o.id = %(id)s {slot} AND o.state = %(running)s AND o.fencing_token = %(token)s
     RETURNING o.id
 ), closed AS (
     UPDATE "{att}" a SET finished_at = %(now)s, outcome = %(retrying)s, error = %(error)s
@@ -262,13 +302,23 @@ WITH moved AS (
         AND EXISTS (SELECT 1 FROM moved)
 )
 SELECT count(*) FROM moved
-""".format(**_tables())
+""".format(slot=slot, **_tables())
+    )
 
 
-def retry_later(occurrence_id: str, *, token: int, at: datetime, now: datetime, error: str) -> bool:
+def retry_later(
+    occurrence_id: str,
+    *,
+    scheduled_for: datetime | None,
+    token: int,
+    at: datetime,
+    now: datetime,
+    error: str,
+) -> bool:
     """``running -> retrying`` and the attempt closed, in one statement."""
     params: dict[str, Any] = {
         "id": occurrence_id,
+        "slot": scheduled_for,
         "token": token,
         "at": at,
         "now": now,
@@ -278,7 +328,6 @@ def retry_later(occurrence_id: str, *, token: int, at: datetime, now: datetime, 
         "running": OccurrenceState.RUNNING.value,
         "run": AttemptKind.RUN.value,
     }
-    with connection.cursor() as cursor:
-        cursor.execute(_retry_sql(), params)
-        (moved,) = cursor.fetchone()
+    row = fetch_one(_retry_sql(_slot("o", scheduled_for)), params)
+    moved = row[0] if row is not None else 0
     return bool(moved)

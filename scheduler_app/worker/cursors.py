@@ -1,0 +1,109 @@
+"""Cursors for the worker's own statements: the values sent apart from the statement's text.
+
+Django's PostgreSQL backend on psycopg 3 binds parameters on the client by default
+(``OPTIONS["server_side_binding"]`` unset): every execute quotes each value into a new
+statement string, Python work on every task, and PostgreSQL plans that new text each time.
+The worker's claim and outcome statements are the same text on every task, so they run on a
+server-binding cursor: the text and the values travel apart (psycopg converts the text once
+and keeps it), and PostgreSQL can prepare them.
+
+Prepared statements stay off unless the project opts in with
+``DATABASES[...]["OPTIONS"]["prepare_threshold"]`` (psycopg 3; Django passes ``None``, "never
+prepare", by default): psycopg then prepares a statement on the server once a connection has
+run it that many times, and PostgreSQL stops planning it per task. Only these cursors are
+affected: Django's own queries keep client-side binding, which psycopg never prepares. Behind
+PgBouncer in transaction mode leave it unset unless PgBouncer is 1.21 or later with
+``max_prepared_statements`` above 0 (docs/deployment.md).
+
+psycopg 2 and other databases get Django's ordinary cursor.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from django.db import connection
+
+try:
+    import psycopg
+except ImportError:  # psycopg 2, or no PostgreSQL driver at all
+    psycopg = None  # type: ignore[assignment]
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A statement's text with ``%(name)s`` placeholders, and the same text with PostgreSQL's
+    own ``$n`` ones (a name used twice is one ``$n``), converted once."""
+
+    text: str
+    native: str
+    names: tuple[str, ...]
+
+    def values(self, params: Mapping[str, Any]) -> list[Any]:
+        return [params[name] for name in self.names]
+
+
+@cache
+def statement(text: str) -> Statement:
+    """``text`` as a ``Statement`` (cached: the worker's statements are a handful of texts)."""
+    names: dict[str, int] = {}
+
+    def number(match: re.Match[str]) -> str:
+        return f"${names.setdefault(match.group(1), len(names) + 1)}"
+
+    native = _PLACEHOLDER.sub(number, text)
+    if "%" in _PLACEHOLDER.sub("", text):
+        raise ValueError("a worker statement may hold no '%' but its %(name)s placeholders")
+    return Statement(text, native, tuple(names))
+
+
+def fetch_one(sql: Statement, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """Run ``sql`` on the default connection and return its first row (or None).
+
+    On psycopg 3.2+ (``RawCursor``) the ``$n`` text is sent as it is: psycopg does not parse
+    it again on every call (it caches its own parse only for statements under 4 kB, and the
+    claim is longer). While queries are logged (``DEBUG``, ``CaptureQueriesContext``) the
+    named text goes through psycopg's parser, so Django's query log can show it."""
+    raw = _raw_connection()
+    if raw is None:
+        with connection.cursor() as plain:
+            plain.execute(sql.text, params)
+            return plain.fetchone()
+    db: Any = connection  # the stubs type make_cursor's argument as Django's own wrapper
+    db.validate_thread_sharing()
+    raw_cursor = getattr(psycopg, "RawCursor", None)
+    with db.wrap_database_errors:
+        if db.queries_logged or raw_cursor is None:
+            text: str = sql.text
+            values: Any = params
+            cursor: Any = psycopg.Cursor(raw)
+        else:
+            text, values, cursor = sql.native, sql.values(params), raw_cursor(raw)
+    wrapped = db.make_debug_cursor(cursor) if db.queries_logged else db.make_cursor(cursor)
+    with wrapped:
+        wrapped.execute(text, values)
+        row: tuple[Any, ...] | None = wrapped.fetchone()
+        return row
+
+
+def _raw_connection() -> Any:
+    """The psycopg 3 connection under Django's, opened (and health-checked) as
+    ``connection.cursor()`` would; None for any other driver."""
+    if psycopg is None or connection.vendor != "postgresql":
+        return None
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    raw = connection.connection
+    return raw if isinstance(raw, psycopg.Connection) else None
+
+
+def prepares() -> bool:
+    """Whether the default connection prepares the worker's statements (the opt-in)."""
+    raw = _raw_connection()
+    return raw is not None and raw.prepare_threshold is not None
