@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any, Protocol
 
 from django.db import DatabaseError, transaction
@@ -56,11 +57,17 @@ def served_targets(publisher: Publisher) -> Targets:
     return None if targets is None else frozenset(str(target) for target in targets)
 
 
-def unserved(targets: Targets) -> list[str]:
-    """The known targets that a process serving ``targets`` leaves to another process."""
+KNOWN_TARGETS = frozenset(HandoffTarget.values)
+"""Every ``HandoffTarget`` value (``HandoffTarget.values`` builds a new list each time)."""
+
+
+@lru_cache(maxsize=16)
+def unserved(targets: Targets) -> tuple[str, ...]:
+    """The known targets that a process serving ``targets`` leaves to another process
+    (remembered: asked for every row of a batch)."""
     if targets is None:
-        return []
-    return [value for value in HandoffTarget.values if value not in targets]
+        return ()
+    return tuple(value for value in HandoffTarget.values if value not in targets)
 
 
 def ours(row: Occurrence, targets: Targets) -> bool:
@@ -258,7 +265,7 @@ def _screened(rows: Sequence[Occurrence], now: datetime) -> list[Occurrence]:
     target is no ``HandoffTarget`` (written past the services) is parked first."""
     claimed: list[Occurrence] = []
     for row in rows:
-        if row.target in HandoffTarget.values:
+        if row.target in KNOWN_TARGETS:
             claimed.append(row)
         else:
             park_unpublishable(row, UnknownTarget(row.target), now)
