@@ -1,4 +1,4 @@
-"""The materializer's bulk writes: the ``unnest`` insert of occurrences on PostgreSQL (conflicts,
+"""The materializer's bulk writes: the one-statement insert of occurrences on PostgreSQL (conflicts,
 what it reports as inserted, the values it stores), the batch's advance, and the previous-slot
 shortcuts (the interval grid by arithmetic, a remembered answer per rule and slot)."""
 
