@@ -10,7 +10,7 @@ from functools import lru_cache
 from uuid import UUID
 
 from django.db import DatabaseError, DataError, IntegrityError, transaction
-from django.db.models import Count, Min
+from django.db.models import Count, Min, OuterRef, Subquery
 
 from scheduler_app.bulk import insert_occurrences, save_advanced
 from scheduler_app.conf import SchedulerSettings, get_settings
@@ -55,6 +55,21 @@ class BatchResult:
     without reading them back through the outbox claim."""
 
 
+_CURRENT_VERSION = Subquery(
+    ScheduleVersion.objects.filter(schedule_id=OuterRef("pk"), version=OuterRef("version"))
+    .order_by()
+    .values("pk")[:1]
+)
+"""The claimed schedule's current version row id, read by the claim itself (the unique
+``(schedule, version)`` index): None when the row is missing."""
+
+
+def version_of(schedule: Schedule) -> UUID:
+    """The id of ``schedule``'s current version row: as the claim read it, else derived."""
+    found: UUID | None = getattr(schedule, "current_version_id", None)
+    return found if found is not None else version_id(schedule.id, schedule.version)
+
+
 def earliest_due() -> datetime | None:
     """The earliest ``next_run_at`` of an active schedule (one indexed query)."""
     result = Schedule.objects.filter(status=ScheduleStatus.ACTIVE).aggregate(Min("next_run_at"))
@@ -84,6 +99,7 @@ def materialize_batch(
         schedules = list(
             Schedule.objects.select_for_update(skip_locked=True)
             .filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
+            .annotate(current_version_id=_CURRENT_VERSION)
             .order_by("next_run_at")[:batch_size]
         )
         if not schedules:
@@ -335,16 +351,16 @@ def _park_without_version(
 ) -> list[Schedule]:
     """A schedule whose current version row is missing (deleted past the services) would
     fail the whole batch at commit (the deferred foreign key): park it, as stored, instead.
-    One query per batch."""
-    wanted = {version_id(schedule.id, schedule.version): schedule for schedule in schedules}
-    if not any(planned[schedule.id] for schedule in schedules):
-        return schedules
-    found = set(ScheduleVersion.objects.filter(pk__in=list(wanted)).values_list("pk", flat=True))
-    if len(found) == len(wanted):
+    The claim read each schedule's version id (``current_version_id``): no query unless a
+    version is missing."""
+    if all(
+        getattr(schedule, "current_version_id", None) is not None or not planned[schedule.id]
+        for schedule in schedules
+    ):
         return schedules
     kept: list[Schedule] = []
-    for pk, schedule in wanted.items():
-        if pk in found:
+    for schedule in schedules:
+        if getattr(schedule, "current_version_id", None) is not None or not planned[schedule.id]:
             kept.append(schedule)
             continue
         stored = Schedule.objects.get(pk=schedule.pk)  # not advanced: its slots stay due
@@ -400,7 +416,7 @@ def build_occurrences(
                 Occurrence,
                 id=occurrence_id(key),
                 schedule_id=schedule.id,
-                schedule_version_id=version_id(schedule.id, schedule.version),
+                schedule_version_id=version_of(schedule),
                 trigger=Trigger.CATCH_UP if planned.catch_up else Trigger.SCHEDULED,
                 scheduled_for=slot,
                 window_start=window_start,
