@@ -96,7 +96,7 @@ def materialize_batch(
     first, the outbox publishes them once the lease has run out, as after any crash.
     """
     with transaction.atomic():
-        schedules = list(
+        schedules: list[Schedule] = list(
             Schedule.objects.select_for_update(skip_locked=True)
             .filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
             .annotate(current_version_id=_CURRENT_VERSION)

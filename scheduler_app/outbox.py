@@ -210,7 +210,16 @@ def _mark_pending_dispatched(occurrences: Sequence[Occurrence], at: datetime) ->
     )
     pending, first, last = str(OccurrenceState.PENDING), min(slots), max(slots)
     ids = ",".join(str(row.pk) for row in occurrences)
-    params = [str(OccurrenceState.DISPATCHED), at, at, pending, ids, first, last, pending]
+    params: list[Any] = [
+        str(OccurrenceState.DISPATCHED),
+        at,
+        at,
+        pending,
+        ids,
+        first,
+        last,
+        pending,
+    ]
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, first, last])
         return int(cursor.rowcount)
