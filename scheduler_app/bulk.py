@@ -1,10 +1,10 @@
 """Writing many occurrences and schedule updates at once: the batched SQL of a tick.
 
-On PostgreSQL one ``INSERT ... SELECT ... FROM unnest(...) ON CONFLICT DO NOTHING`` for new
-occurrences and one ``UPDATE ... FROM unnest(...)`` for the advanced schedules (Django's
-``bulk_create``/``bulk_update`` build statements as long as the batch); elsewhere the Django
-bulk methods. After commit, the events of what was written (duplicates absorbed, rows born
-terminal) are sent.
+On PostgreSQL one ``INSERT ... SELECT ... FROM jsonb_array_elements(...) ON CONFLICT DO
+NOTHING`` for new occurrences and one ``UPDATE ... FROM jsonb_array_elements(...)`` for the
+advanced schedules, the rows sent as one JSON document (Django's ``bulk_create``/``bulk_update``
+build statements as long as the batch); elsewhere the Django bulk methods. After commit, the
+events of what was written (duplicates absorbed, rows born terminal) are sent.
 """
 
 from __future__ import annotations
@@ -43,10 +43,12 @@ def insert_occurrences(rows: Sequence[Occurrence]) -> set[UUID]:
     """Insert new occurrences; one that exists already (same id, idempotency key, or rule slot
     of the schedule) is left alone, as ``ON CONFLICT DO NOTHING`` does.
 
-    On PostgreSQL one ``INSERT ... SELECT ... FROM unnest(...) ON CONFLICT DO NOTHING
-    RETURNING id`` per 1,000 rows (``bulk_create`` prepares every value of every row in Python
-    and sends a statement as long as the batch). Elsewhere ``bulk_create(ignore_conflicts=True)``
-    after one lookup of the ids that exist already. Returns the ids really inserted.
+    On PostgreSQL one ``INSERT ... SELECT ... FROM jsonb_array_elements(...) ON CONFLICT DO
+    NOTHING RETURNING id`` per 1,000 rows (no conflict target: any unique constraint absorbs a
+    duplicate, whatever the table's primary key; ``bulk_create`` prepares every value of every
+    row in Python and sends a statement as long as the batch). Elsewhere
+    ``bulk_create(ignore_conflicts=True)`` after one lookup of the ids that exist already.
+    Returns the ids really inserted.
     """
     if not rows:
         return set()
@@ -62,7 +64,7 @@ def insert_occurrences(rows: Sequence[Occurrence]) -> set[UUID]:
         return fresh
     inserted: set[UUID] = set()
     for start in range(0, len(rows), 1000):
-        inserted.update(_insert_unnest(rows[start : start + 1000]))
+        inserted.update(_insert_batch(rows[start : start + 1000]))
     existing = len(rows) - len(inserted)
     if existing:
         logger.info(
@@ -98,7 +100,7 @@ def announce_inserted(rows: Sequence[Occurrence], inserted: set[UUID]) -> None:
         announce_finished(group, OccurrenceState.SKIPPED, reason)
 
 
-def _insert_unnest(rows: Sequence[Occurrence]) -> list[UUID]:
+def _insert_batch(rows: Sequence[Occurrence]) -> list[UUID]:
     if not rows:
         return []
     columns = _unnest(_column_values(rows), key="id")
@@ -116,37 +118,37 @@ def _insert_unnest(rows: Sequence[Occurrence]) -> list[UUID]:
 @dataclass(frozen=True)
 class _Unnested:
     values: list[str]
-    """Per column, the SQL that gives a row's value: ``v."column"``, or a parameter."""
+    """Per column, the SQL that gives a row's value: an element of the row, or a parameter."""
     source: str
-    """``unnest(...) AS v(...)``."""
+    """``jsonb_array_elements(...) AS v(r)``: one JSON array per row."""
     params: list[Any]
-    """The parameters in statement order: the single values first, then the arrays."""
+    """The parameters in statement order: the single values first, then the document."""
 
 
 def _unnest(columns: Iterable[tuple[str, str, list[Any]]], *, key: str) -> _Unnested:
-    """Rows given column by column, as ``unnest`` of one array per column.
+    """Rows given column by column, sent as one JSON document of one array per row.
 
     A column with the same value in every row (a state, a counter, ``created_at``...) is sent
-    as one parameter instead of an array: the arrays are what costs (psycopg quotes every
-    element in Python). The ``key`` column is always an array, so there is always one.
+    as one parameter instead: what varies is what costs. The ``key`` column always varies, so
+    there is always a document. One JSON string is what the client quotes, instead of one
+    array per column whose every element psycopg adapts in Python; PostgreSQL casts each
+    element's text to the column's type, as it would cast a parameter (``str()`` of a UUID or
+    an aware datetime is text it reads back exactly). JSON columns arrive already encoded (with
+    their field's encoder) as strings, and are cast from them.
     """
     values: list[str] = []
     singles: list[Any] = []
-    arrays: list[list[Any]] = []
-    specs: list[str] = []
-    aliases: list[str] = []
+    varying: list[list[Any]] = []
     for column, sql_type, column_values in columns:
         first = column_values[0]
         if column != key and all(value == first for value in column_values):
             values.append(f"%s::{sql_type}")
             singles.append(first)
             continue
-        values.append(f'v."{column}"')
-        specs.append(f"%s::{sql_type}[]")
-        aliases.append(f'"{column}"')
-        arrays.append(column_values)
-    source = f"unnest({', '.join(specs)}) AS v({', '.join(aliases)})"
-    return _Unnested(values, source, [*singles, *arrays])
+        values.append(f"(v.r->>{len(varying)})::{sql_type}")
+        varying.append(column_values)
+    document = json.dumps(list(zip(*varying, strict=True)), default=str)
+    return _Unnested(values, "jsonb_array_elements(%s::jsonb) AS v(r)", [*singles, document])
 
 
 def _column_values(rows: Sequence[Occurrence]) -> Iterator[tuple[str, str, list[Any]]]:
@@ -189,8 +191,8 @@ _SQL_TYPES = {
 def save_advanced(schedules: list[Schedule]) -> None:
     """Write the advanced fields of a claimed batch in one statement.
 
-    On PostgreSQL one ``UPDATE ... FROM unnest(...)`` (Django's ``bulk_update`` builds a
-    CASE expression per field and row, the slowest part of a burst); elsewhere
+    On PostgreSQL one ``UPDATE ... FROM jsonb_array_elements(...)`` (Django's ``bulk_update``
+    builds a CASE expression per field and row, the slowest part of a burst); elsewhere
     ``bulk_update``.
     """
     if connection.vendor != "postgresql":
@@ -207,7 +209,7 @@ def save_advanced(schedules: list[Schedule]) -> None:
     )
     sql = (
         f'UPDATE "{Schedule._meta.db_table}" AS s SET {assignments} '
-        f"FROM {unnested.source} WHERE s.id = v.id"
+        f"FROM {unnested.source} WHERE s.id = {unnested.values[0]}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, unnested.params)

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import cache, lru_cache
-from typing import Any, TypeVar
+from functools import lru_cache
 from uuid import UUID
 
 from django.db import DatabaseError, DataError, IntegrityError, transaction
-from django.db.models import Count, Min, Model
+from django.db.models import Count, Min, OuterRef, Subquery
 
 from scheduler_app.bulk import insert_occurrences, save_advanced
 from scheduler_app.conf import SchedulerSettings, get_settings
@@ -24,6 +22,7 @@ from scheduler_app.definitions import (
     timing_for,
     version_id,
 )
+from scheduler_app.due import Due, due_walk
 from scheduler_app.lifecycle import announce_finished
 from scheduler_app.locking import lock_in_order, update_in_order
 from scheduler_app.models import (
@@ -40,10 +39,10 @@ from scheduler_app.models import (
 )
 from scheduler_app.overlap import decide_overlap
 from scheduler_app.policies import MisfireDecision, PlannedSlot, decide_misfire
-from scheduler_app.timing import Kind, Timing, iter_slots, next_after, previous_slot
+from scheduler_app.rows import new_row, relate
+from scheduler_app.timing import Kind, Timing, next_after, previous_slot
 
 logger = logging.getLogger("scheduler_app.materialize")
-_TICK = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,21 @@ class BatchResult:
     """The outbox rows this batch really inserted, leased to this beat (``lease``) and loaded
     with their schedule and version: the caller publishes them from memory after commit,
     without reading them back through the outbox claim."""
+
+
+_CURRENT_VERSION = Subquery(
+    ScheduleVersion.objects.filter(schedule_id=OuterRef("pk"), version=OuterRef("version"))
+    .order_by()
+    .values("pk")[:1]
+)
+"""The claimed schedule's current version row id, read by the claim itself (the unique
+``(schedule, version)`` index): None when the row is missing."""
+
+
+def version_of(schedule: Schedule) -> UUID:
+    """The id of ``schedule``'s current version row: as the claim read it, else derived."""
+    found: UUID | None = getattr(schedule, "current_version_id", None)
+    return found if found is not None else version_id(schedule.id, schedule.version)
 
 
 def earliest_due() -> datetime | None:
@@ -82,9 +96,10 @@ def materialize_batch(
     first, the outbox publishes them once the lease has run out, as after any crash.
     """
     with transaction.atomic():
-        schedules = list(
+        schedules: list[Schedule] = list(
             Schedule.objects.select_for_update(skip_locked=True)
             .filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
+            .annotate(current_version_id=_CURRENT_VERSION)
             .order_by("next_run_at")[:batch_size]
         )
         if not schedules:
@@ -138,7 +153,7 @@ def _attach(rows: list[Occurrence], schedules: list[Schedule]) -> None:
     versions: dict[UUID, ScheduleVersion] = {}
     for row in rows:
         schedule = by_id[row.schedule_id]
-        row.schedule = schedule
+        relate(row, "schedule", schedule)
         version = versions.get(row.schedule_version_id)
         if version is None:
             version = new_row(
@@ -149,7 +164,7 @@ def _attach(rows: list[Occurrence], schedules: list[Schedule]) -> None:
                 definition={"objective": schedule.objective},
             )
             versions[row.schedule_version_id] = version
-        row.schedule_version = version
+        relate(row, "schedule_version", version)
 
 
 DEFAULT_MAX_ROWS_PER_BATCH = SchedulerSettings.MAX_ROWS_PER_BATCH
@@ -209,7 +224,7 @@ def plan_schedule(schedule: Schedule, now: datetime, *, cap: int | None = None) 
         timing = timing_for(schedule)
         if schedule.interval_mode == IntervalMode.FIXED_DELAY:
             return _plan_fixed_delay(schedule, timing, now)
-        due = _due(schedule, timing, now, cap)
+        due = due_walk(schedule, timing, now, cap)
         slots = due.slots
         decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=due.uncounted)
         rows = build_occurrences(schedule, timing, slots, decision, now)
@@ -336,16 +351,16 @@ def _park_without_version(
 ) -> list[Schedule]:
     """A schedule whose current version row is missing (deleted past the services) would
     fail the whole batch at commit (the deferred foreign key): park it, as stored, instead.
-    One query per batch."""
-    wanted = {version_id(schedule.id, schedule.version): schedule for schedule in schedules}
-    if not any(planned[schedule.id] for schedule in schedules):
-        return schedules
-    found = set(ScheduleVersion.objects.filter(pk__in=list(wanted)).values_list("pk", flat=True))
-    if len(found) == len(wanted):
+    The claim read each schedule's version id (``current_version_id``): no query unless a
+    version is missing."""
+    if all(
+        getattr(schedule, "current_version_id", None) is not None or not planned[schedule.id]
+        for schedule in schedules
+    ):
         return schedules
     kept: list[Schedule] = []
-    for pk, schedule in wanted.items():
-        if pk in found:
+    for schedule in schedules:
+        if getattr(schedule, "current_version_id", None) is not None or not planned[schedule.id]:
             kept.append(schedule)
             continue
         stored = Schedule.objects.get(pk=schedule.pk)  # not advanced: its slots stay due
@@ -382,76 +397,6 @@ def park(schedule: Schedule, error: Exception, now: datetime) -> None:
     schedule.parked_now = True  # type: ignore[attr-defined]
 
 
-@dataclass(frozen=True)
-class _Due:
-    slots: list[datetime]
-    uncounted: int
-    following: datetime | None = None
-    """The first slot after ``now`` (None: there is none), met where the walk stopped."""
-    knows_following: bool = False
-    """False when the walk did not start at or before ``now``: ``following`` says nothing."""
-
-
-def due_slots(
-    schedule: Schedule, timing: Timing, now: datetime, *, cap: int | None = None
-) -> tuple[list[datetime], int]:
-    """Slots from ``next_run_at`` through ``now``, oldest first.
-
-    Slots older than the catch-up horizon are not listed one by one (after a long outage a
-    dense rule may have millions): only the most recent of them is, and the rest are counted.
-    ``cap`` is ``MAX_SLOTS_PER_TICK`` (read from the settings when not given).
-    """
-    due = _due(schedule, timing, now, cap)
-    return due.slots, due.uncounted
-
-
-def _due(schedule: Schedule, timing: Timing, now: datetime, cap: int | None) -> _Due:
-    start = schedule.next_run_at
-    if start is None:
-        return _Due([], 0)
-    horizon = timedelta(seconds=max(schedule.catch_up_window, schedule.max_lateness))
-    cut = now - horizon
-    if cap is None:
-        cap = get_settings().MAX_SLOTS_PER_TICK
-    if start > cut:
-        return _recent(timing, start - _TICK, now, cap)
-    older = 0
-    for older, _ in enumerate(_until(iter_slots(timing, start - _TICK), cut), start=1):
-        if older >= cap:
-            break
-    last_old = previous_slot(timing, cut) if older else None
-    recent = _recent(timing, cut, now, cap)
-    slots = ([last_old] if last_old is not None and last_old >= start else []) + recent.slots
-    return _Due(
-        slots,
-        max(older - 1, 0) + recent.uncounted,
-        recent.following,
-        recent.knows_following,
-    )
-
-
-def _recent(timing: Timing, after: datetime, until: datetime, cap: int) -> _Due:
-    """The last ``cap`` slots in (after, until], how many older ones were dropped, and the
-    first slot after ``until`` (the walk has to look at it to stop)."""
-    kept: deque[datetime] = deque(maxlen=cap)
-    seen = 0
-    following = None
-    for slot in iter_slots(timing, after):
-        if slot > until:
-            following = slot
-            break
-        kept.append(slot)
-        seen += 1
-    return _Due(list(kept), seen - len(kept), following, knows_following=after <= until)
-
-
-def _until(slots: Iterable[datetime], until: datetime) -> Iterator[datetime]:
-    for slot in slots:
-        if slot > until:
-            return
-        yield slot
-
-
 def build_occurrences(
     schedule: Schedule,
     timing: Timing,
@@ -471,7 +416,7 @@ def build_occurrences(
                 Occurrence,
                 id=occurrence_id(key),
                 schedule_id=schedule.id,
-                schedule_version_id=version_id(schedule.id, schedule.version),
+                schedule_version_id=version_of(schedule),
                 trigger=Trigger.CATCH_UP if planned.catch_up else Trigger.SCHEDULED,
                 scheduled_for=slot,
                 window_start=window_start,
@@ -492,31 +437,6 @@ def build_occurrences(
             )
         )
     return rows
-
-
-M = TypeVar("M", bound=Model)
-
-
-@cache
-def _field_defaults(model: type[Model]) -> tuple[tuple[Any, ...], dict[str, int]]:
-    """Every concrete field's default, in field order, and each field's position."""
-    fields = model._meta.concrete_fields
-    return (
-        tuple(field.get_default() for field in fields),
-        {field.attname: index for index, field in enumerate(fields)},
-    )
-
-
-def new_row(model: type[M], **values: Any) -> M:
-    """``model(**values)``, built the way Django builds a row it reads (one positional value
-    per field): a burst builds thousands, and keyword construction looks up every field's
-    default again for each. A field not given takes its default, computed once (so a
-    mutable default such as ``kwargs``'s ``dict`` must be given: it always is here)."""
-    defaults, position = _field_defaults(model)
-    row = list(defaults)
-    for name, value in values.items():
-        row[position[name]] = value
-    return model(*row)
 
 
 def _window_start(
@@ -563,7 +483,7 @@ def advance(
     decision: MisfireDecision,
     now: datetime,
     *,
-    due: _Due | None = None,
+    due: Due | None = None,
 ) -> None:
     """Move ``next_run_at`` past ``now`` and update the counters (in memory).
 

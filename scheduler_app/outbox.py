@@ -12,9 +12,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any, Protocol
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
@@ -56,11 +57,17 @@ def served_targets(publisher: Publisher) -> Targets:
     return None if targets is None else frozenset(str(target) for target in targets)
 
 
-def unserved(targets: Targets) -> list[str]:
-    """The known targets that a process serving ``targets`` leaves to another process."""
+KNOWN_TARGETS = frozenset(HandoffTarget.values)
+"""Every ``HandoffTarget`` value (``HandoffTarget.values`` builds a new list each time)."""
+
+
+@lru_cache(maxsize=16)
+def unserved(targets: Targets) -> tuple[str, ...]:
+    """The known targets that a process serving ``targets`` leaves to another process
+    (remembered: asked for every row of a batch)."""
     if targets is None:
-        return []
-    return [value for value in HandoffTarget.values if value not in targets]
+        return ()
+    return tuple(value for value in HandoffTarget.values if value not in targets)
 
 
 def ours(row: Occurrence, targets: Targets) -> bool:
@@ -159,14 +166,17 @@ def mark_dispatched(occurrences: Sequence[Occurrence], at: datetime) -> int:
     if not occurrences:
         return 0
     ids = [row.pk for row in occurrences]
-    marked = update_in_order(
-        Occurrence.objects.filter(pk__in=ids, state=OccurrenceState.PENDING),
-        state=OccurrenceState.DISPATCHED,
-        dispatched_at=at,
-        emitted_at=Coalesce("emitted_at", Value(at)),
-        publish_lease_until=None,
-        publish_count=F("publish_count") + 1,
-    )
+    if connection.vendor == "postgresql":
+        marked = _mark_pending_dispatched(occurrences, at)
+    else:
+        marked = update_in_order(
+            Occurrence.objects.filter(pk__in=ids, state=OccurrenceState.PENDING),
+            state=OccurrenceState.DISPATCHED,
+            dispatched_at=at,
+            emitted_at=Coalesce("emitted_at", Value(at)),
+            publish_lease_until=None,
+            publish_count=F("publish_count") + 1,
+        )
     if any(row.state == OccurrenceState.RETRYING for row in occurrences):
         marked += update_in_order(
             Occurrence.objects.filter(
@@ -177,6 +187,42 @@ def mark_dispatched(occurrences: Sequence[Occurrence], at: datetime) -> int:
             publish_count=F("publish_count") + 1,
         )
     return marked
+
+
+def _mark_pending_dispatched(occurrences: Sequence[Occurrence], at: datetime) -> int:
+    """pending -> dispatched on PostgreSQL in one statement with two parameters besides the
+    instant: the ids as one comma-separated text (not one adapted parameter per id) and the
+    batch's range of ``scheduled_for`` (so that a table partitioned by it is searched only
+    where the rows can be). The sub-select locks the rows in primary-key order, as
+    ``update_in_order`` does, and re-checks the state on the newest version of a row it
+    waited for."""
+    table = connection.ops.quote_name(Occurrence._meta.db_table)
+    slots = [row.scheduled_for for row in occurrences]
+    sql = (
+        f"UPDATE {table} AS o SET state = %s, dispatched_at = %s,"
+        " emitted_at = COALESCE(o.emitted_at, %s), publish_lease_until = NULL,"
+        " publish_count = o.publish_count + 1"
+        f" WHERE o.state = %s AND o.id IN (SELECT l.id FROM {table} AS l"
+        " WHERE l.id = ANY(string_to_array(%s, ',')::uuid[])"
+        " AND l.scheduled_for BETWEEN %s AND %s AND l.state = %s"
+        " ORDER BY l.id FOR UPDATE OF l)"
+        " AND o.scheduled_for BETWEEN %s AND %s"
+    )
+    pending, first, last = str(OccurrenceState.PENDING), min(slots), max(slots)
+    ids = ",".join(str(row.pk) for row in occurrences)
+    params: list[Any] = [
+        str(OccurrenceState.DISPATCHED),
+        at,
+        at,
+        pending,
+        ids,
+        first,
+        last,
+        pending,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, first, last])
+        return int(cursor.rowcount)
 
 
 def release(occurrences: Sequence[Occurrence]) -> None:
@@ -258,7 +304,7 @@ def _screened(rows: Sequence[Occurrence], now: datetime) -> list[Occurrence]:
     target is no ``HandoffTarget`` (written past the services) is parked first."""
     claimed: list[Occurrence] = []
     for row in rows:
-        if row.target in HandoffTarget.values:
+        if row.target in KNOWN_TARGETS:
             claimed.append(row)
         else:
             park_unpublishable(row, UnknownTarget(row.target), now)

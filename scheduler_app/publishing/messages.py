@@ -68,7 +68,7 @@ class MessageBuilder:
         ``basic_publish``: (prepared message, exchange, routing key)."""
         if not self.fill_in or call.args:  # templates are of messages without positional args
             return self._build_full(call)
-        key = (call.name, tuple(call.routing.items()), call.eta is None, call.expires is None)
+        key = self.kind(call)
         template = self.templates.get(key, _NOT_YET)
         if template is _NOT_YET:
             prepared = self._build_full(call)
@@ -80,6 +80,24 @@ class MessageBuilder:
         if not template.checked:
             return self._check(key, template, call)
         return self._fill(template, call)
+
+    @staticmethod
+    def kind(call: TaskCall) -> tuple[Any, ...]:
+        """What makes messages of one kind: task, routing, with or without eta and expiry."""
+        return (call.name, tuple(call.routing.items()), call.eta is None, call.expires is None)
+
+    def fill_values(self, call: TaskCall, *, on_call: bool = True) -> dict[str, Any] | None:
+        """``prepare_message``'s arguments for ``call`` when its kind is filled in (checked
+        against ``send_task``), else None (``build`` it). ``on_call``: tell the result
+        backend, as publishing the message would (False: ``call`` is built anyway)."""
+        if not self.fill_in or call.args:
+            return None
+        template = self.templates.get(self.kind(call))
+        if not isinstance(template, _Template) or not template.checked:
+            return None
+        if on_call and template.on_call:
+            self.app.backend.on_task_call(self.producer, call.task_id)
+        return self._filled_args(template, call)
 
     def _check(self, key: tuple[Any, ...], template: _Template, call: TaskCall) -> Prepared:
         """Build the second message of a kind both ways; keep filling in only if they agree."""
@@ -138,6 +156,11 @@ class MessageBuilder:
             "headers": headers,
             "properties": properties,
         }
+
+    def build_full(self, call: TaskCall) -> Prepared:
+        """``send_task``'s own path for ``call``, whatever its kind (the reference that a
+        message filled in some other way is compared with)."""
+        return self._build_full(call)
 
     def _build_full(self, call: TaskCall) -> Prepared:
         """``send_task``'s own path (Celery and kombu) over the recording channel."""

@@ -35,6 +35,7 @@ from scheduler_app.definitions import (
     validate_definition,
     version_id,
 )
+from scheduler_app.due import due_slots
 from scheduler_app.errors import (
     DuplicateKey,
     ScheduleStateError,
@@ -45,7 +46,7 @@ from scheduler_app.lateness import apply_class_defaults
 from scheduler_app.lifecycle import announce_finished
 from scheduler_app.limits import check_descriptive
 from scheduler_app.locking import update_in_order
-from scheduler_app.materialize import apply_overlap, due_slots, insert_occurrences, plan_schedule
+from scheduler_app.materialize import apply_overlap, insert_occurrences, plan_schedule
 from scheduler_app.models import (
     SEMANTIC_FIELDS,
     Occurrence,

@@ -1,4 +1,4 @@
-"""The materializer's bulk writes: the ``unnest`` insert of occurrences on PostgreSQL (conflicts,
+"""The materializer's bulk writes: the one-statement insert of occurrences on PostgreSQL (conflicts,
 what it reports as inserted, the values it stores), the batch's advance, and the previous-slot
 shortcuts (the interval grid by arithmetic, a remembered answer per rule and slot)."""
 
@@ -286,8 +286,8 @@ def test_a_refused_row_parks_its_schedule_and_the_rest_of_the_batch_goes_on(
 
 def test_new_row_builds_what_keyword_construction_builds() -> None:
     """The positional fast path of a burst: every field equal to ``Model(**values)``'s."""
-    from scheduler_app.materialize import new_row
     from scheduler_app.models import ScheduleVersion
+    from scheduler_app.rows import new_row
 
     values = {
         "id": uuid.uuid4(),

@@ -1,0 +1,55 @@
+"""Rows of the hot path built without Django's model machinery.
+
+A burst builds thousands of occurrence (and version) instances that are inserted with one
+statement and published from memory: they are never saved through the ORM, so what
+``Model.__init__`` does per field and per row (signals, a descriptor per attribute, each
+default looked up again) is not needed. ``new_row`` fills the instance's ``__dict__`` at
+once, the way a row read from the database ends up; ``relate`` gives a row its related
+object (what ``row.schedule = schedule`` caches) without the descriptor's checks.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, TypeVar
+
+from django.db.models import Model, signals
+from django.db.models.base import ModelState
+
+M = TypeVar("M", bound=Model)
+
+
+@cache
+def _field_defaults(model: type[Model]) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """Every concrete field's attribute name and default, in field order."""
+    fields = model._meta.concrete_fields
+    return (
+        tuple(field.attname for field in fields),
+        tuple(field.get_default() for field in fields),
+    )
+
+
+def _has_init_receivers(model: type[Model]) -> bool:
+    return bool(signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model))
+
+
+def new_row(model: type[M], **values: Any) -> M:
+    """``model(**values)`` without ``Model.__init__``: a field not given takes its default,
+    computed once (so a mutable default such as ``kwargs``'s ``dict`` must be given: it always
+    is on the hot path). A model with ``pre_init``/``post_init`` receivers is built the
+    ordinary way, so that they still run."""
+    names, defaults = _field_defaults(model)
+    if _has_init_receivers(model):
+        return model(**dict(zip(names, defaults, strict=True)) | values)
+    row = model.__new__(model)
+    state = row.__dict__
+    state.update(zip(names, defaults, strict=True))
+    state.update(values)
+    state["_state"] = ModelState()
+    return row
+
+
+def relate(row: Model, name: str, related: Model) -> None:
+    """``row.<name> = related`` for a foreign key whose id ``row`` already holds (the cache
+    the descriptor would fill; the id is not touched)."""
+    row._state.fields_cache[name] = related
