@@ -46,6 +46,9 @@ class UnlessPostgres(migrations.SeparateDatabaseAndState):
     def __init__(self, operations: list[Any]) -> None:
         super().__init__(database_operations=operations, state_operations=operations)
 
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        return type(self).__qualname__, [self.database_operations], {}
+
     def database_forwards(self, app_label: str, schema_editor: Any, *args: Any) -> None:
         if schema_editor.connection.vendor != "postgresql":
             super().database_forwards(app_label, schema_editor, *args)

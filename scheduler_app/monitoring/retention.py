@@ -24,7 +24,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import FINAL_STATES, Occurrence
-from scheduler_app.partitions.drop import drop_before
+from scheduler_app.partitions.drop import DropReport, drop_before
 from scheduler_app.timing import parse_duration
 
 logger = logging.getLogger("scheduler_app.retention")
@@ -69,11 +69,14 @@ def prune(
     batch: int = DEFAULT_BATCH,
     dry_run: bool = False,
     max_rows: int | None = None,
+    by_partition: bool = True,
 ) -> PruneReport:
+    """Delete what retention allows; ``by_partition=False`` only deletes in batches, also on a
+    partitioned ledger (``bench.partitions`` compares both)."""
     cutoff = now - older_than
     if dry_run:
         return PruneReport(cutoff, prunable(cutoff).count(), 0, True)
-    dropped = drop_before(cutoff, FINAL_STATES)
+    dropped = drop_before(cutoff, FINAL_STATES) if by_partition else DropReport()
     removed = batches = 0
     while max_rows is None or removed < max_rows:
         size = batch if max_rows is None else min(batch, max_rows - removed)
