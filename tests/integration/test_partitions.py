@@ -4,6 +4,7 @@ DEFAULT), retention by dropping whole partitions (keepers kept), the command, th
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 
@@ -22,7 +23,7 @@ from scheduler_app.partitions.drop import drop_before
 from scheduler_app.partitions.maintain import PartitionKeeper, create_ahead
 from scheduler_app.partitions.ranges import Interval
 from tests.integration.partition_support import TABLE, occurrence, partition_counts
-from tests.integration.support import START, schedule
+from tests.integration.support import START, MemoryPublisher, schedule, ticker
 
 pytestmark = pytest.mark.django_db
 JAN = datetime(2024, 1, 10, 12, 0, tzinfo=UTC)
@@ -92,14 +93,20 @@ def test_prune_drops_partitions_then_deletes_the_rest_in_batches() -> None:
     assert Occurrence.objects.count() == 25
 
 
+def refusing(message: str) -> Callable[..., int]:
+    """A stand-in for ``ddl.create`` that fails as PostgreSQL would."""
+
+    def refuse(*args: object, **kwargs: object) -> int:
+        raise OperationalError(message)
+
+    return refuse
+
+
 @pytest.mark.postgres
 def test_a_failure_is_logged_and_tried_again_later(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def refuse(*args: object, **kwargs: object) -> int:
-        raise OperationalError("canceling statement due to lock timeout")
-
-    monkeypatch.setattr(ddl, "create", refuse)
+    monkeypatch.setattr(ddl, "create", refusing("canceling statement due to lock timeout"))
     keeper = PartitionKeeper(SchedulerSettings(PARTITIONS_AHEAD=1))
     with caplog.at_level(logging.WARNING, logger="scheduler_app.partitions"):
         assert keeper.maybe_run(JAN) is None
@@ -110,6 +117,21 @@ def test_a_failure_is_logged_and_tried_again_later(
     report = keeper.maybe_run(JAN + maintain.RETRY)
     assert report is not None and len(report.created) == 2
     assert keeper.maybe_run(JAN + maintain.RETRY + timedelta(minutes=59)) is None
+
+
+@pytest.mark.postgres
+def test_the_beat_ticks_on_when_partition_maintenance_fails(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(ddl, "create", refusing("permission denied for schema public"))
+    clock = FakeClock(START)
+    schedule(clock, kind="interval", rule="60")
+    clock.advance(120)
+    with caplog.at_level(logging.WARNING, logger="scheduler_app.partitions"):
+        result = ticker(MemoryPublisher(), clock).tick()
+    assert result.created == 3 and result.published == 3
+    assert [r for r in caplog.records if getattr(r, "action", "") == "partitions.failed"]
+    assert partition_counts()["default"] == 3  # the rows wait in DEFAULT for their partition
 
 
 @pytest.mark.postgres
