@@ -9,6 +9,8 @@ Every message has a stable id and says how to fix it:
 - ``scheduler_app.E005``: schedules exist for a task that does not use ``OccurrenceTask``
   (``task_cls`` removed from the Celery app after schedules were made)
 - ``scheduler_app.E006``: the Celery app's task modules cannot be imported
+- ``scheduler_app.E007``: ``SCHEDULER_PARTITION_INTERVAL`` or ``SCHEDULER_PARTITIONS_AHEAD`` is
+  not valid
 - ``scheduler_app.W001``: SQLite without ``BEGIN IMMEDIATE``
 - ``scheduler_app.W002``: workers do not ack late / reject on worker loss
 
@@ -31,8 +33,10 @@ from django.core import checks
 from django.db import DatabaseError, connections
 from django.db.models import Count
 
+from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule
+from scheduler_app.partitions.ranges import Interval
 from scheduler_app.startup import TAG  # importing it connects the beat and worker receivers
 from scheduler_app.targets import is_allowed_name, is_occurrence_task
 
@@ -279,6 +283,35 @@ def _is_ours(scheduler: type) -> bool:
     not imported here (the checks load with the app, the beat only in a beat process)."""
     ours = OUR_SCHEDULER.replace(":", ".")
     return any(f"{cls.__module__}.{cls.__qualname__}" == ours for cls in scheduler.__mro__)
+
+
+@checks.register(TAG)
+def partition_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    current = get_settings()
+    return partition_errors(current.PARTITION_INTERVAL, current.PARTITIONS_AHEAD)
+
+
+def partition_errors(interval: object, ahead: object) -> list[checks.CheckMessage]:
+    """E007 when the partition settings cannot be used (the beat would never create any)."""
+    messages: list[checks.CheckMessage] = []
+    choices = ", ".join(repr(str(member)) for member in Interval)
+    if interval not in set(Interval):
+        messages.append(
+            checks.Error(
+                f"SCHEDULER_PARTITION_INTERVAL is {interval!r}, not one of {choices}",
+                hint="set it to 'month' (the default), 'week' or 'day'",
+                id="scheduler_app.E007",
+            )
+        )
+    if isinstance(ahead, bool) or not isinstance(ahead, int) or not 0 <= ahead <= 1000:
+        messages.append(
+            checks.Error(
+                f"SCHEDULER_PARTITIONS_AHEAD is {ahead!r}, not a whole number from 0 to 1000",
+                hint="set it to how many periods after the current one get partitions (3)",
+                id="scheduler_app.E007",
+            )
+        )
+    return messages
 
 
 @checks.register(checks.Tags.security)

@@ -78,7 +78,13 @@ class SchedulerSettings:
     CLOCK_SKEW_WARN: float = 2.0
     """Seconds of skew between the beat host's clock and the database's before a warning."""
     RETENTION: str = ""
-    """Age of terminal occurrences the beat prunes daily, e.g. "90d"; empty: never."""
+    """Age of terminal occurrences the beat prunes daily, e.g. "90d"; empty: never. On a
+    partitioned ledger, partitions wholly older than that are dropped whole."""
+    PARTITIONS_AHEAD: int = 3
+    """Partitioned ledger (PostgreSQL): periods after the current one whose partitions the beat
+    keeps created (checked hourly)."""
+    PARTITION_INTERVAL: str = "month"
+    """Partitioned ledger: what one new partition covers, ``month``, ``week`` or ``day`` (UTC)."""
     METRICS_PORT: int = 0
     """Port of the beat's own /metrics endpoint; 0: off."""
     METRICS_TOKEN: str = ""

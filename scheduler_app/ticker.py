@@ -2,9 +2,10 @@
 
 Around the work, on their own cadences: the heartbeat (every ``SCHEDULER_HEALTH_STALE`` / 3
 seconds), the expected-run monitor (``SCHEDULER_MONITOR_INTERVAL``), the clock-skew check
-(at start and every ``SKEW_INTERVAL``), retention (``SCHEDULER_RETENTION``, daily) and the
-metrics endpoint (``SCHEDULER_METRICS_PORT``). The beat class is a thin adapter around
-``Ticker``; tests drive ``Ticker`` with a fake clock and a fake publisher.
+(at start and every ``SKEW_INTERVAL``), the ledger's partitions created ahead (PostgreSQL,
+hourly), retention (``SCHEDULER_RETENTION``, daily) and the metrics endpoint
+(``SCHEDULER_METRICS_PORT``). The beat class is a thin adapter around ``Ticker``; tests drive
+``Ticker`` with a fake clock and a fake publisher.
 
 Clocks: instants (slots, leases, cadences of the periodic jobs) come from ``clock``, the wall
 clock that the other processes share through the database; the tick's own duration is measured
@@ -43,6 +44,7 @@ from scheduler_app.outbox import (
     has_publishable,
     served_targets,
 )
+from scheduler_app.partitions.maintain import PartitionKeeper
 from scheduler_app.probe import probe
 from scheduler_app.reconcile import reconcile
 
@@ -111,6 +113,7 @@ class Ticker:
         self._monitor = Every(self.settings.MONITOR_INTERVAL)
         self._skew = Every(SKEW_INTERVAL)
         self._retention = Every(RETENTION_INTERVAL)
+        self.partitions = PartitionKeeper(self.settings)
         self._pruning = False
         self._error = ""
         self._metrics_started = False
@@ -185,6 +188,7 @@ class Ticker:
                         "recovered": len(report.recovered),
                     },
                 )
+        self.partitions.maybe_run(now)
         self.maybe_prune(now)
 
     def maybe_prune(self, now: datetime) -> None:

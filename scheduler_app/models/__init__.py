@@ -24,11 +24,18 @@ from scheduler_app.models.core import (  # the names used elsewhere, for type ch
 )
 from scheduler_app.models.history import AttemptKind, OccurrenceAttempt
 from scheduler_app.models.ledger import *  # noqa: F403
-from scheduler_app.models.ledger import ACTIVE_STATES, OPEN_STATES, Occurrence, OccurrenceState
+from scheduler_app.models.ledger import (
+    ACTIVE_STATES,
+    FINAL_STATES,
+    OPEN_STATES,
+    Occurrence,
+    OccurrenceState,
+)
 from scheduler_app.models.operations import *  # noqa: F403
 
 __all__ = [
     "ACTIVE_STATES",
+    "FINAL_STATES",
     "OPEN_STATES",
     "RULE_TRIGGERS",
     "SEMANTIC_FIELDS",

@@ -17,8 +17,11 @@ class AttemptKind(models.TextChoices):
 class OccurrenceAttempt(models.Model):
     """One attempt (worker, start, finish, outcome, error) or one operator event (who, why)."""
 
+    # No database constraint: on PostgreSQL the ledger is partitioned and its ``id`` alone is
+    # not a unique key a foreign key can point at (migration 0014). Django still cascades the
+    # deletes; retention's partition drop deletes the attempts of the rows it drops.
     occurrence = models.ForeignKey(
-        Occurrence, on_delete=models.CASCADE, related_name="attempt_history"
+        Occurrence, on_delete=models.CASCADE, related_name="attempt_history", db_constraint=False
     )
     kind = models.CharField(max_length=10, choices=AttemptKind.choices, default=AttemptKind.RUN)
     number = models.PositiveIntegerField(help_text="The occurrence's attempt number.")

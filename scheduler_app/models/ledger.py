@@ -32,6 +32,14 @@ ACTIVE_STATES = (
     OccurrenceState.RETRYING,
 )
 """States in which an occurrence counts as running for the overlap policy."""
+FINAL_STATES = (
+    OccurrenceState.SUCCEEDED,
+    OccurrenceState.FAILED,
+    OccurrenceState.EXPIRED,
+    OccurrenceState.SKIPPED,
+    OccurrenceState.CANCELLED,
+)
+"""States an occurrence never leaves on its own (retention may delete such rows)."""
 OPEN_STATES = (
     OccurrenceState.PENDING,
     OccurrenceState.DISPATCHED,
@@ -44,6 +52,9 @@ OPEN_STATES = (
 class Occurrence(models.Model):
     """The durable record of one slot (or one manual/backfill request)."""
 
+    # On PostgreSQL the table is partitioned by ``scheduled_for`` (migration 0014,
+    # docs/partitions.md) and its primary key is (id, scheduled_for) in the database; ``id``
+    # stays unique (a UUIDv5 of the idempotency key, which holds the slot) and Django reads it.
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # Its own index would repeat occ_schedule_idx's first column: that one serves the foreign
     # key's checks (PROTECT, PostgreSQL's referential action) and the per-schedule lists.
@@ -173,8 +184,13 @@ class Occurrence(models.Model):
             ),
             # The idempotency key, and the admin's exact search by it (``=idempotency_key``): a
             # constraint, not ``unique=True``, which on PostgreSQL adds a second, ``_like``
-            # index for LIKE searches that nothing makes.
-            models.UniqueConstraint(fields=["idempotency_key"], name="occ_key_unique"),
+            # index for LIKE searches that nothing makes. With the slot because a unique index
+            # of the partitioned table (PostgreSQL, migration 0014) must hold the partition
+            # key; the key is derived from the schedule and the slot, so the pair is as unique
+            # as the key alone.
+            models.UniqueConstraint(
+                fields=["idempotency_key", "scheduled_for"], name="occ_key_unique"
+            ),
             models.CheckConstraint(
                 condition=Q(window_start__lte=models.F("window_end")), name="occ_window_ordered"
             ),

@@ -6,6 +6,11 @@ Rules: only final states (succeeded, failed, expired, skipped, cancelled) whose
 schedule's counters (``occurrence_count``, ``missed_count`` ...) live on the schedule and are
 not touched. Each batch is its own short transaction, so no lock is held for long; the attempt
 history of a deleted occurrence goes with it.
+
+On a partitioned ledger (PostgreSQL, migration 0014) the partitions whose whole range is older
+than the cut-off are dropped first, the rows the rules keep moved out of them
+(``partitions.drop``); the batched delete then takes what is left (rows in DEFAULT, in the
+partition that holds the cut-off, and rows kept only because they had not finished yet).
 """
 
 from __future__ import annotations
@@ -18,17 +23,11 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.models import Occurrence, OccurrenceState
+from scheduler_app.models import FINAL_STATES, Occurrence
+from scheduler_app.partitions.drop import DropReport, drop_before
 from scheduler_app.timing import parse_duration
 
 logger = logging.getLogger("scheduler_app.retention")
-FINAL_STATES = (
-    OccurrenceState.SUCCEEDED,
-    OccurrenceState.FAILED,
-    OccurrenceState.EXPIRED,
-    OccurrenceState.SKIPPED,
-    OccurrenceState.CANCELLED,
-)
 DEFAULT_BATCH = 1000
 
 
@@ -40,6 +39,8 @@ class PruneReport:
     dry_run: bool
     more: bool = False
     """True when ``max_rows`` stopped it with old rows left (the beat goes on next tick)."""
+    partitions: tuple[str, ...] = ()
+    """Partitions dropped whole (their rows are counted in ``deleted``)."""
 
 
 def parse_age(text: str) -> timedelta:
@@ -68,24 +69,34 @@ def prune(
     batch: int = DEFAULT_BATCH,
     dry_run: bool = False,
     max_rows: int | None = None,
+    by_partition: bool = True,
 ) -> PruneReport:
+    """Delete what retention allows; ``by_partition=False`` only deletes in batches, also on a
+    partitioned ledger (``bench.partitions`` compares both)."""
     cutoff = now - older_than
     if dry_run:
         return PruneReport(cutoff, prunable(cutoff).count(), 0, True)
-    deleted = batches = 0
-    while max_rows is None or deleted < max_rows:
-        size = batch if max_rows is None else min(batch, max_rows - deleted)
+    dropped = drop_before(cutoff, FINAL_STATES) if by_partition else DropReport()
+    removed = batches = 0
+    while max_rows is None or removed < max_rows:
+        size = batch if max_rows is None else min(batch, max_rows - removed)
         with transaction.atomic():
             ids = list(prunable(cutoff).values_list("pk", flat=True)[:size])
             if not ids:
                 break
             Occurrence.objects.filter(pk__in=ids, state__in=FINAL_STATES).delete()
-        deleted += len(ids)
+        removed += len(ids)
         batches += 1
-    more = max_rows is not None and deleted >= max_rows and prunable(cutoff).exists()
+    more = max_rows is not None and removed >= max_rows and prunable(cutoff).exists()
+    deleted = dropped.rows + removed
     if deleted:
         logger.info(
             "old occurrences pruned",
-            extra={"action": "retention.pruned", "deleted": deleted, "cutoff": cutoff.isoformat()},
+            extra={
+                "action": "retention.pruned",
+                "deleted": deleted,
+                "partitions": len(dropped.partitions),
+                "cutoff": cutoff.isoformat(),
+            },
         )
-    return PruneReport(cutoff, deleted, batches, False, more)
+    return PruneReport(cutoff, deleted, batches, False, more, dropped.partitions)

@@ -86,10 +86,11 @@ def test_a_taken_idempotency_key_is_a_conflict_but_a_manual_run_of_the_slot_is_n
     clock = FakeClock(START)
     keyed, manual = hourly(clock), hourly(clock)
     now = FIRST + timedelta(seconds=5)
+    # The same key (and so the same slot: the key holds it, and ``occ_key_unique`` is
+    # (key, slot) since the ledger is partitioned) on a row outside the rule-slot constraint.
     [by_key] = planned(keyed, now)
     by_key.id = uuid.uuid4()
-    by_key.scheduled_for = by_key.window_end = by_key.not_before = FIRST - timedelta(minutes=1)
-    by_key.window_start = by_key.scheduled_for
+    by_key.trigger = Trigger.BACKFILL
     [run_now] = planned(manual, now)
     run_now.id = uuid.uuid4()
     run_now.trigger = Trigger.MANUAL
@@ -98,6 +99,7 @@ def test_a_taken_idempotency_key_is_a_conflict_but_a_manual_run_of_the_slot_is_n
 
     batch = planned(keyed, now) + planned(manual, now)
     assert insert_occurrences(batch) == {batch[1].id}
+    assert [row.id for row in rows(keyed)] == [by_key.id]
     # The partial constraint covers scheduled and catch-up rows only.
     assert sorted(str(row.trigger) for row in rows(manual)) == ["manual", "scheduled"]
 

@@ -13,8 +13,9 @@ from scheduler_app.monitoring.retention import DEFAULT_BATCH, parse_age, prune
 
 class Command(BaseCommand):
     help = (
-        "Delete finished occurrences older than --older-than, in batches; never a schedule's "
-        "latest occurrence; the schedules' counters are kept."
+        "Delete finished occurrences older than --older-than, in batches (on a partitioned "
+        "ledger, partitions wholly older go whole first); never a schedule's latest "
+        "occurrence; the schedules' counters are kept."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -38,7 +39,9 @@ class Command(BaseCommand):
                 f"would delete {report.deleted} occurrence(s) finished before {cutoff}"
             )
         else:
+            dropped = report.partitions
+            whole = f" and {len(dropped)} partition(s) dropped whole" if dropped else ""
             self.stdout.write(
                 f"deleted {report.deleted} occurrence(s) finished before {cutoff} "
-                f"in {report.batches} batch(es)"
+                f"in {report.batches} batch(es){whole}"
             )

@@ -7,6 +7,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.utils import timezone
 
 from scheduler_app.clock import FakeClock
@@ -74,7 +75,10 @@ def test_the_command_dry_run_and_errors() -> None:
     assert Occurrence.objects.count() == 4
     call_command("prune_occurrences", "--older-than", "90d", "--batch", "2", stdout=out)
     assert "deleted 3 occurrence(s) finished before" in out.getvalue()
-    assert "in 2 batch(es)" in out.getvalue()
+    if connection.vendor == "postgresql":  # the ticker made the partition of those days
+        assert "in 0 batch(es) and 1 partition(s) dropped whole" in out.getvalue()
+    else:
+        assert "in 2 batch(es)" in out.getvalue()
     with pytest.raises(CommandError, match="--older-than: '5m' is less than an hour"):
         call_command("prune_occurrences", "--older-than", "5m")
     with pytest.raises(CommandError, match="--older-than: 'soon' is not a duration"):

@@ -1,0 +1,278 @@
+"""What partitioning the ledger costs and buys (PostgreSQL, migration 0014).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/<scratch db> \\
+        .venv/bin/python bench/partitions.py --rows 1000000
+
+1. Migration time: the ledger at 0013 filled with ``--rows`` finished occurrences spread over
+   ``--months`` months (generated in SQL), then ``migrate`` to 0014, timed.
+2. Lookups at that many partitions: one row by ``id`` alone (every partition's index probed)
+   against ``(id, scheduled_for)`` (pruned to one partition): the median of ``--lookups``.
+3. Removing a month: ``--rows`` finished occurrences (with one attempt each) in one month,
+   removed by retention dropping the partition, then the same rows again removed by the
+   batched delete (1,000 rows per transaction), for at most ``--delete-budget`` seconds
+   (extrapolated to all rows when it runs out).
+
+It truncates the scheduler tables and migrates the scheduler app back and forth: never point
+it at a database you care about. Writes ``bench/results/partitions.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+
+import django
+
+django.setup()
+
+from django.db import connection, transaction  # noqa: E402
+from django.db.migrations.executor import MigrationExecutor  # noqa: E402
+
+from scheduler_app.clock import FakeClock  # noqa: E402
+from scheduler_app.models import FINAL_STATES  # noqa: E402
+from scheduler_app.monitoring.retention import prune  # noqa: E402
+from scheduler_app.partitions import ddl  # noqa: E402
+from scheduler_app.partitions.drop import drop_before, droppable  # noqa: E402
+from scheduler_app.partitions.maintain import create_ahead  # noqa: E402
+from scheduler_app.partitions.ranges import Interval, floor, following  # noqa: E402
+from scheduler_app.services import create_schedule  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "partitions.json"
+SCHEDULES = 1000
+BEFORE = ("scheduler_app", "0013_ledger_indexes")
+AFTER = ("scheduler_app", "0014_partition_ledger")
+TABLE = "scheduler_app_occurrence"
+
+
+def migrate(target: tuple[str, str]) -> float:
+    executor = MigrationExecutor(connection)
+    started = time.perf_counter()
+    executor.migrate([target])
+    return time.perf_counter() - started
+
+
+def execute(sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params or [])
+        return list(cursor.fetchall()) if cursor.description else []
+
+
+def copies(table: str, changed: dict[str, str], alias: str = "") -> str:
+    """The column list of ``table`` and a SELECT list that copies a row but ``changed``."""
+    names = [
+        name
+        for (name,) in execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+            "AND NOT attisdropped ORDER BY attnum",
+            [table],
+        )
+        if isinstance(name, str)
+    ]
+    prefix = f"{alias}." if alias else ""
+    values = ", ".join(changed.get(name, f'{prefix}"{name}"') for name in names)
+    return f"({', '.join(f'{chr(34)}{n}{chr(34)}' for n in names)}) SELECT {values}"
+
+
+def seed_schedules(now: datetime) -> None:
+    """``SCHEDULES`` schedules (copies of one made by the services), one version each, and
+    the temporary table ``numbered`` (n -> schedule, version) the row generator joins."""
+    execute("TRUNCATE scheduler_app_schedule, scheduler_app_scheduleversion CASCADE")
+    template = create_schedule(clock=FakeClock(now), task="demo.ping", kind="interval", rule="1h")
+    execute(
+        "INSERT INTO scheduler_app_schedule "
+        + copies("scheduler_app_schedule", {"id": "gen_random_uuid()", "key": "NULL"})
+        + " FROM scheduler_app_schedule, generate_series(2, %s) WHERE id = %s",
+        [SCHEDULES, template.pk],
+    )
+    execute(
+        "INSERT INTO scheduler_app_scheduleversion "
+        + copies(
+            "scheduler_app_scheduleversion",
+            {"id": "gen_random_uuid()", "schedule_id": "s.id"},
+            alias="v",
+        )
+        + " FROM scheduler_app_scheduleversion v, scheduler_app_schedule s "
+        "WHERE v.schedule_id = %s AND s.id <> %s",
+        [template.pk, template.pk],
+    )
+    execute("DROP TABLE IF EXISTS numbered")
+    execute(
+        "CREATE TEMP TABLE numbered AS SELECT s.id AS sid, v.id AS vid, "
+        "row_number() OVER () - 1 AS n FROM scheduler_app_schedule s "
+        "JOIN scheduler_app_scheduleversion v ON v.schedule_id = s.id"
+    )
+
+
+def add_rows(rows: int, first: datetime, last: datetime, *, attempts: bool = False) -> None:
+    """``rows`` succeeded occurrences with slots evenly from ``first`` to ``last``, spread
+    over the schedules of ``seed_schedules``."""
+    execute(
+        f"""
+        INSERT INTO {TABLE} (id, schedule_id, schedule_version_id, trigger, scheduled_for,
+            window_start, window_end, timezone, idempotency_key, task, args, kwargs, target,
+            handoff_id, not_before, state, reason, last_error, attempts, publish_count,
+            lease_owner, fencing_token, created_at, dispatched_at, started_at, finished_at,
+            received_by, requested_by, note)
+        SELECT gen_random_uuid(), numbered.sid, numbered.vid, 'scheduled', slot, slot, slot,
+            'UTC', numbered.sid || ':' || to_char(slot, 'YYYY-MM-DD"T"HH24:MI:SS.US'),
+            'demo.ping', '[]', '{{}}', 'celery', '', slot, 'succeeded', '', '', 1, 1, '', 0,
+            slot, slot, slot, slot + interval '5 seconds', '', '', ''
+        FROM (
+            SELECT g, %s::timestamptz + (g::float8 / %s) * (%s::timestamptz - %s::timestamptz)
+                AS slot
+            FROM generate_series(0, %s - 1) AS g
+        ) AS rows
+        JOIN numbered ON numbered.n = rows.g %% {SCHEDULES}
+        """,
+        [first, rows, last, first, rows],
+    )
+    if attempts:
+        execute(
+            "INSERT INTO scheduler_app_occurrenceattempt (occurrence_id, kind, number, worker, "
+            'started_at, finished_at, outcome, error, "by", note) '
+            f"SELECT id, 'run', 1, 'w', scheduled_for, finished_at, 'succeeded', '', '', '' "
+            f"FROM {TABLE} WHERE scheduled_for < %s",
+            [last],
+        )
+    execute("ANALYZE")
+
+
+def start_over() -> None:
+    execute("TRUNCATE scheduler_app_occurrenceattempt, scheduler_app_occurrence")
+
+
+def measure_migration(rows: int, months: int, now: datetime) -> dict[str, float]:
+    migrate(BEFORE)
+    execute("TRUNCATE scheduler_app_occurrenceattempt, scheduler_app_occurrence")
+    seed_schedules(now)
+    this_month = floor(now, Interval.MONTH)
+    first = this_month - timedelta(days=31 * (months - 1))
+    add_rows(rows, first, now)
+    seconds = migrate(AFTER)
+    count = len(ddl.partitions())
+    print(f"migration 0014: {seconds:.1f} s for {rows:,} rows ({count} partitions)")
+    return {
+        "rows": rows,
+        "seconds": seconds,
+        "per_million": seconds * 1e6 / rows,
+        "partitions": count,
+    }
+
+
+def measure_lookups(lookups: int) -> dict[str, float]:
+    sample = execute(f"SELECT id, scheduled_for FROM {TABLE} ORDER BY random() LIMIT %s", [lookups])
+    by_id, by_both = [], []
+    with connection.cursor() as cursor:
+        for pk, slot in sample:
+            started = time.perf_counter()
+            cursor.execute(f"SELECT state FROM {TABLE} WHERE id = %s", [pk])
+            cursor.fetchall()
+            by_id.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            cursor.execute(
+                f"SELECT state FROM {TABLE} WHERE id = %s AND scheduled_for = %s", [pk, slot]
+            )
+            cursor.fetchall()
+            by_both.append(time.perf_counter() - started)
+    result = {
+        "partitions": len(ddl.partitions()),
+        "by_id_ms": statistics.median(by_id) * 1000,
+        "by_id_and_slot_ms": statistics.median(by_both) * 1000,
+    }
+    print(
+        f"lookup at {result['partitions']} partitions: by id {result['by_id_ms']:.3f} ms, "
+        f"by (id, scheduled_for) {result['by_id_and_slot_ms']:.3f} ms (median of {lookups})"
+    )
+    return result
+
+
+def old_month(rows: int, now: datetime) -> tuple[datetime, datetime]:
+    """A month two years back filled with ``rows`` finished rows and attempts; each schedule
+    also has a later row, so that retention may remove every row of that month."""
+    start_over()
+    month = floor(now - timedelta(days=730), Interval.MONTH)
+    end = following(month, Interval.MONTH)
+    create_ahead(month, count=1, interval=Interval.MONTH)
+    add_rows(rows, month, end - timedelta(seconds=10), attempts=True)
+    add_rows(SCHEDULES, end, end + timedelta(days=1))
+    return month, end
+
+
+def measure_removal(rows: int, now: datetime, budget: float) -> dict[str, float]:
+    migrate(AFTER)
+    seed_schedules(now)
+    _, end = old_month(rows, now)
+    # The step that locks the ledger (keepers copied out, partition detached) apart from
+    # the whole (then the attempts deleted and the table dropped, the ledger not locked).
+    [partition] = droppable(end)
+    started = time.perf_counter()
+    with transaction.atomic():
+        ddl.retire(partition, list(FINAL_STATES), end)
+    locked = time.perf_counter() - started
+    report = drop_before(end, FINAL_STATES)  # finishes the retired table
+    dropped = time.perf_counter() - started
+    print(f"partition drop: ledger locked {locked:.2f} s")
+    print(f"partition drop: {rows:,} rows and {report.attempts:,} attempts in {dropped:.2f} s")
+    _, end = old_month(rows, now)
+    deleted, started = 0, time.perf_counter()
+    while time.perf_counter() - started < budget:
+        report_batch = prune(
+            timedelta(hours=1), end + timedelta(hours=1), max_rows=10_000, by_partition=False
+        )
+        deleted += report_batch.deleted
+        if not report_batch.more:
+            break
+    batched = time.perf_counter() - started
+    per_second = deleted / batched if batched else 0.0
+    estimate = rows / per_second if per_second else float("inf")
+    how = "" if deleted >= rows else ", extrapolated"
+    print(
+        f"batched delete: {deleted:,} rows in {batched:.1f} s ({per_second:,.0f} rows/s; "
+        f"all {rows:,}: {estimate:.0f} s{how})"
+    )
+    return {
+        "rows": rows,
+        "drop_locked_seconds": locked,
+        "drop_seconds": dropped,
+        "batched_rows": deleted,
+        "batched_seconds": batched,
+        "batched_rows_per_second": per_second,
+        "batched_all_seconds": estimate,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--months", type=int, default=20)
+    parser.add_argument("--lookups", type=int, default=2000)
+    parser.add_argument("--delete-budget", type=float, default=120.0)
+    parser.add_argument(
+        "--only",
+        default="migration,removal",
+        help="migration (with the lookups) and/or removal; the other figures are kept",
+    )
+    options = parser.parse_args()
+    if connection.vendor != "postgresql":
+        raise SystemExit("PostgreSQL only: set DATABASE_URL to a scratch database")
+    now = datetime.now(UTC)
+    results = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {}
+    if "migration" in options.only:
+        results["migration"] = measure_migration(options.rows, options.months, now)
+        results["lookups"] = measure_lookups(options.lookups)
+    if "removal" in options.only:
+        results["removal"] = measure_removal(options.rows, now, options.delete_budget)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
