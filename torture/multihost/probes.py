@@ -68,7 +68,8 @@ def session_set(url: str) -> Probe:
         url, "SET statement_timeout = '1234ms'", "SHOW statement_timeout"
     )
     return Probe(
-        "session SET (statement_timeout)", "no (grep: no SET, set_config or SET ROLE)",
+        "session SET (statement_timeout)",
+        "no: only SET LOCAL / SET CONSTRAINTS (partition DDL), which end with the transaction",
         value == "1234ms",
         f"A set 1234ms on backend {held}, then read {value!r} on backend {now}",
         required_safe=False,
@@ -91,7 +92,9 @@ def advisory_lock(url: str) -> Probe:
         url, "SELECT pg_advisory_lock(7431)", "SELECT pg_advisory_unlock(7431)"
     )
     return Probe(
-        "session advisory lock", "no (grep: no pg_advisory)", bool(released),
+        "session advisory lock",
+        "no: only partition maintenance's pg_try_advisory_xact_lock, held for one transaction",
+        bool(released),
         f"A locked on backend {held}; unlock on backend {now} returned {bool(released)}",
         required_safe=False,
     )  # fmt: skip
