@@ -285,19 +285,7 @@ class OccurrenceTask(Task):
         self._end(claim, OccurrenceState.FAILED, decision.reason, error, exc)
 
 
-def _renew(
-    occurrence_id: str,
-    token: int,
-    now: datetime,
-    lease: timedelta,
-    scheduled_for: datetime | None = None,
-) -> bool:
-    return lifecycle.heartbeat(
-        occurrence_id, token=token, now=now, lease=lease, scheduled_for=scheduled_for
-    )
-
-
-leases = LeaseKeeper(_renew)
+leases = LeaseKeeper(lifecycle.heartbeat)
 """The worker process's lease keeper (one thread for every attempt running in the process)."""
 
 

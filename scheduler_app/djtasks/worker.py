@@ -70,19 +70,7 @@ class Settings:
     """How the worker waits between tries of a database write (tests replace it)."""
 
 
-def _renew(
-    occurrence_id: str,
-    token: int,
-    now: datetime,
-    lease: timedelta,
-    scheduled_for: datetime | None = None,
-) -> bool:
-    return lifecycle.heartbeat(
-        occurrence_id, token=token, now=now, lease=lease, scheduled_for=scheduled_for
-    )
-
-
-leases = LeaseKeeper(_renew)
+leases = LeaseKeeper(lifecycle.heartbeat)
 
 
 @dataclass

@@ -22,8 +22,9 @@ from scheduler_app.clock import Clock
 
 logger = logging.getLogger("scheduler_app.tasks")
 Renew = Callable[..., bool]
-"""``renew(occurrence_id, token, now, lease[, scheduled_for=slot]) -> still held``: the slot
-(the ledger's partition key) is passed when the attempt was held with one."""
+"""``renew(occurrence_id, *, token, now, lease, scheduled_for) -> still held``
+(``lifecycle.heartbeat``): ``scheduled_for`` is the slot (the ledger's partition key) the
+attempt was held with, or None."""
 
 
 @dataclass
@@ -124,8 +125,13 @@ class LeaseKeeper:
         with self._cond:
             if key not in self._held:
                 return  # ended meanwhile
-        slot = {} if held.scheduled_for is None else {"scheduled_for": held.scheduled_for}
-        if self._renew(held.occurrence_id, held.token, held.clock.now(), held.lease, **slot):
+        if self._renew(
+            held.occurrence_id,
+            token=held.token,
+            now=held.clock.now(),
+            lease=held.lease,
+            scheduled_for=held.scheduled_for,
+        ):
             return
         logger.warning(
             "lease lost while running",

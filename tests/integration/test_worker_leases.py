@@ -31,7 +31,15 @@ class Renewals:
         self.alive = alive
         self.lock = threading.Lock()
 
-    def __call__(self, occurrence_id: str, token: int, now: datetime, lease: timedelta) -> bool:
+    def __call__(
+        self,
+        occurrence_id: str,
+        *,
+        token: int,
+        now: datetime,
+        lease: timedelta,
+        scheduled_for: datetime | None = None,
+    ) -> bool:
         with self.lock:
             self.calls.append((occurrence_id, token))
         return self.alive
