@@ -70,7 +70,7 @@ def reconcile(
         requeued=requeued,
         expired=expired,
         republished=republished + receipts + _lost_retries(now, retry_grace),
-        released=_stuck_cancellations(now),
+        released=_stuck_cancellations(now) + _stranded_buffers(now),
     )
 
 
@@ -212,6 +212,26 @@ def _stuck_cancellations(now: datetime) -> int:
     for schedule_id in set(asked):
         with parking(schedule_id, now):
             released += _release_after_grace(schedule_id, now)
+    return released
+
+
+def _stranded_buffers(now: datetime) -> int:
+    """Buffered occurrences of a schedule with nothing active: the run they waited for ended
+    but its release never committed (the worker ends a run in one statement and releases the
+    next one in a second transaction; a worker killed between the two strands the queue, and
+    new slots would only queue behind it). Release the oldest, as the worker would have."""
+    active = Occurrence.objects.filter(state__in=ACTIVE_STATES).values("schedule_id")
+    stranded = (
+        Occurrence.objects.filter(state=OccurrenceState.BUFFERED)
+        .exclude(schedule_id__in=active)
+        .values_list("schedule_id", flat=True)
+        .distinct()[:BATCH]
+    )
+    released = 0
+    for schedule_id in set(stranded):
+        with parking(schedule_id, now), transaction.atomic():
+            locked = Schedule.objects.select_for_update().get(pk=schedule_id)
+            released += release_next(locked, now) is not None
     return released
 
 

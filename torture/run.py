@@ -333,7 +333,7 @@ class Harness:
         from project.celery import app
         from scheduler_app.clock import FakeClock
         from scheduler_app.conf import get_settings
-        from scheduler_app.models import ACTIVE_STATES, Occurrence
+        from scheduler_app.models import OPEN_STATES, Occurrence
         from scheduler_app.publishing import CeleryPublisher
         from scheduler_app.ticker import Ticker
 
@@ -353,7 +353,7 @@ class Harness:
             closer._reconcile.next = datetime.min.replace(tzinfo=UTC)  # reconcile every pass
             closer.maybe_reconcile(self.clock().now())
             closer.dispatch(self.clock().now())
-            if not Occurrence.objects.filter(state__in=ACTIVE_STATES).exists():
+            if not Occurrence.objects.filter(state__in=OPEN_STATES).exists():
                 break
             time.sleep(1.0)
         (run_dir / "drain.txt").write_text(f"{time.monotonic() - started:.1f}\n")

@@ -130,6 +130,22 @@ def test_buffer_all_runs_every_slot_in_order() -> None:
     assert s.broker.ids == [str(row.pk) for row in rows(s.target)]  # slot order
 
 
+def test_the_reconciler_releases_a_queue_whose_release_never_committed() -> None:
+    # The worker ends a run in one statement and releases the next buffered one in a second
+    # transaction: a worker killed between the two leaves the queue with nothing active.
+    s, _first = scene("buffer_all")
+    s.next_slot()
+    s.next_slot()
+    assert s.states() == [R, B, B]
+    Occurrence.objects.filter(pk=s.occurrence(0).pk).update(state=OccurrenceState.SUCCEEDED)
+
+    report = reconcile(s.clock.now(), retry_grace=LEASE)
+    assert report.released == 1
+    assert s.states() == ["succeeded", P, B]
+    assert s.occurrence(1).reason == "released"
+    assert reconcile(s.clock.now(), retry_grace=LEASE).released == 0  # one at a time
+
+
 def test_cancel_previous_asks_the_running_one_to_stop_and_supersedes(
     django_capture_on_commit_callbacks: Any,
 ) -> None:
