@@ -35,10 +35,10 @@ from django.db import DatabaseError, connection
 from scheduler_app.clock import SystemClock
 from scheduler_app.conf import SchedulerSettings, get_settings
 from scheduler_app.context import header_slot
+from scheduler_app.db.connections import fresh
 from scheduler_app.lifecycle import by_id
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.outbox import HEADER
-from scheduler_app.worker.connections import fresh
 
 logger = logging.getLogger("scheduler_app.receiving")
 DEFAULT_RECEIVE_LEASE = SchedulerSettings.RECEIVE_LEASE

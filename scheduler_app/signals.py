@@ -26,10 +26,10 @@ from kombu.transport import TRANSPORT_ALIASES
 from scheduler_app import lifecycle
 from scheduler_app.clock import SystemClock
 from scheduler_app.context import context_from_request
+from scheduler_app.db.connections import fresh
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.permissions import pause_owned_schedules
 from scheduler_app.receiving import ReceiveLeases, on_task_received
-from scheduler_app.worker.connections import fresh
 
 logger = logging.getLogger("scheduler_app.signals")
 _clock = SystemClock()

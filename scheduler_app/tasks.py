@@ -42,17 +42,17 @@ from scheduler_app.context import (
     scheduler_header,
     use_occurrence,
 )
+from scheduler_app.db.connections import (
+    CONNECTION_ERRORS,
+    close_old,
+    drop_broken,
+    mark_used,
+)
 from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import OccurrenceState
 from scheduler_app.retrying import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
 from scheduler_app.worker import outcomes, redelivery
-from scheduler_app.worker.connections import (
-    CONNECTION_ERRORS,
-    before_task,
-    drop_broken,
-    mark_used,
-)
 from scheduler_app.worker.leases import LeaseKeeper
 from scheduler_app.worker.outcomes import RECORD_ATTEMPTS as RECORD_ATTEMPTS
 
@@ -103,7 +103,7 @@ class OccurrenceTask(Task):
                 return self._run_scheduled(occurrence_id, header_slot(header), args, kwargs)
             # A worker between tasks: drop a connection that died or aged out. Never when
             # run eagerly, where the caller's transaction may be open on this connection.
-            before_task()
+            close_old()
             try:
                 return self._run_scheduled(occurrence_id, header_slot(header), args, kwargs)
             finally:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.scale.drivers import WARMUP_TICKS
+
 DCB_SOAK_NOTE = (
     "django-celery-beat and celery-redbeat read the real time in several places"
     " (`datetime.now()`, Django's `timezone.now()`, Celery's `app.now()`, `time.monotonic()`),"
@@ -39,10 +41,12 @@ LIMITS = {
     ),
     "idle": (
         "What limits it: round trips (next table) and the Python around them: ours asks"
-        " PostgreSQL in one statement for the earliest `next_run_at` and for outbox work; before"
-        " it, `DurableScheduler.tick()` calls Django's `close_old_connections()`, and with"
-        " `CONN_HEALTH_CHECKS` (on in the example project) the next use of the connection first"
-        " checks it with a `SELECT 1` (not counted by Django: one more round trip); celery-redbeat"
+        " PostgreSQL in one statement for the earliest `next_run_at` and for outbox work, sent"
+        " with its values apart and prepared (`prepare_threshold` = 5 in the bench settings:"
+        " planning it, across every partition of the ledger, costs more than running it);"
+        " before it, `DurableScheduler.tick()` does Django's `close_old_connections()` minus the"
+        " health check's `SELECT 1` (`CONN_HEALTH_CHECKS`, on in the example project) when the"
+        " previous tick used the connection less than a second ago; celery-redbeat"
         " extends its lock and reads its sorted set; django-celery-beat checks for schedule"
         " changes and walks its heap."
     ),
@@ -122,11 +126,12 @@ def method_text(settings: dict[str, Any], zones: list[str]) -> str:
         ".\n\n"
         "**Start-up, RSS, idle tick:** a fresh process per sample"
         f" ({settings['repeats']} per size and scheduler, {settings['idle_ticks']} idle ticks"
-        " each, nothing due); start-up is building the beat scheduler class"
-        " (`DurableScheduler` / `RedBeatScheduler` with its lock taken as `celery beat` takes"
-        " it / `DatabaseScheduler`) plus its first tick, after Django is set up; a process"
-        f" that needs more than its budget (django-celery-beat {settings['dcb_budget']:g} s,"
-        f" celery-redbeat {rb_budget}) is stopped and"
+        f" each after {WARMUP_TICKS} unmeasured ones, nothing due); start-up is building the"
+        " beat scheduler class (`DurableScheduler` / `RedBeatScheduler` with its lock taken as"
+        " `celery beat` takes it / `DatabaseScheduler`) plus its first tick, after Django is"
+        " set up; a process that needs more than its budget"
+        f" (django-celery-beat {settings['dcb_budget']:g} s, celery-redbeat {rb_budget}) is"
+        " stopped and"
         " reported as not finished.\n\n"
         "**Bursts** (1,000 / 10,000 / 100,000 where the size allows): the first B schedules"
         " due at T, the rest later. Ours: `Ticker.tick()` with `CeleryPublisher` and a"

@@ -22,6 +22,7 @@ from typing import Any
 
 from django.db import connection
 
+from scheduler_app.db.cursors import Statement, fetch_one, statement
 from scheduler_app.models import (
     AttemptKind,
     KillSwitch,
@@ -33,7 +34,6 @@ from scheduler_app.models import (
     ScheduleStatus,
     ScheduleVersion,
 )
-from scheduler_app.worker.cursors import Statement, fetch_one, statement
 from scheduler_app.worker.rows import build, columns, width
 
 

@@ -96,3 +96,32 @@ def test_the_probe_answers_what_the_two_queries_answer() -> None:
     agree(clock.now() + timedelta(seconds=31))
     Occurrence.objects.update(state="dispatched", publish_lease_until=None)
     agree(clock.now())
+
+
+@pytest.mark.postgres
+def test_with_the_opt_in_postgresql_prepares_the_probe() -> None:
+    """``OPTIONS["prepare_threshold"]``: the probe (same text every tick) is prepared as the
+    worker's statements are, so an idle tick stops paying for planning it; without it nothing
+    is prepared (PgBouncer in transaction mode)."""
+    from scheduler_app.probe import probe
+
+    def prepared() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            return [text for (text,) in cursor.fetchall()]
+
+    add_schedules(3)
+    for _ in range(6):
+        probe(START)
+    assert prepared() == []
+    connection.ensure_connection()
+    raw = connection.connection
+    raw.prepare_threshold = 2
+    try:
+        for _ in range(3):
+            assert probe(START).due == FIRST_DUE
+        (text,) = prepared()
+        assert "EXISTS" in text and "next_run_at" in text
+    finally:
+        raw.prepare_threshold = None
+        connection.close()  # the prepared statement goes with the connection

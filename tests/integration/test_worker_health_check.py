@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 
 from scheduler_app.clock import FakeClock
+from scheduler_app.db import connections
+from scheduler_app.db.connections import close_old, mark_used
 from scheduler_app.models import OccurrenceState
-from scheduler_app.worker import connections
-from scheduler_app.worker.connections import before_task, mark_used
 from tests.integration.support import START
 from tests.integration.test_worker_claim_redelivery import (
     BODY_RUNS,
@@ -51,10 +51,10 @@ def test_a_connection_used_within_the_second_is_not_checked_again(
     query()
     checks = Checks(monkeypatch)
     mark_used(now=100.0)
-    before_task(now=100.0 + connections.RECENTLY_USED / 2)
+    close_old(now=100.0 + connections.RECENTLY_USED / 2)
     query()
     assert checks.count == 0
-    before_task(now=100.0 + connections.RECENTLY_USED * 2)
+    close_old(now=100.0 + connections.RECENTLY_USED * 2)
     query()
     assert checks.count == 1  # idle longer: Django's check as before
 
@@ -66,7 +66,7 @@ def test_a_connection_that_errored_is_checked_however_recent(
     mark_used(now=100.0)
     checks = Checks(monkeypatch)
     connection.errors_occurred = True
-    before_task(now=100.1)
+    close_old(now=100.1)
     assert checks.count == 1
 
 
@@ -97,6 +97,6 @@ def test_a_connection_that_died_within_the_second_costs_one_redelivery(
 def test_mark_used_skips_a_closed_connection() -> None:
     connection.close()
     mark_used(now=1.0)
-    before_task(now=1.1)
+    close_old(now=1.1)
     assert connection.connection is None
     query()  # opens a new one, checked by nobody (Django marks a new connection as checked)

@@ -1,4 +1,4 @@
-"""Database connections of the worker's own hooks, outside any task.
+"""Database connections of the worker's own hooks, of each delivery and of each beat tick.
 
 Django checks its connections at the start and end of each HTTP request, and the task base
 class does before each claim. The hooks a Celery worker's main process runs between tasks
@@ -10,13 +10,14 @@ each use, and after an error, so the next use reconnects.
 A connection inside a caller's transaction (``atomic``) is never closed here: it is not
 ours, and closing it would break that transaction.
 
-Before each scheduled delivery ``before_task`` does what Django does between requests
-(``close_old_connections``), except the health check (``CONN_HEALTH_CHECKS``: a ``SELECT 1``
-round trip before the first query) of a connection the previous delivery used less than
-``RECENTLY_USED`` ago: a worker busy with short tasks would otherwise pay one extra round trip
-per task. A connection that errored is still checked, and one that died within that second
-fails the claim, which hands the delivery back to the broker (``worker.redelivery``) and
-closes it, so the next delivery reconnects.
+Before each scheduled delivery and each beat tick ``close_old`` does what Django does between
+requests (``close_old_connections``), except the health check (``CONN_HEALTH_CHECKS``: a
+``SELECT 1`` round trip before the first query) of a connection the previous delivery or tick
+used less than ``RECENTLY_USED`` ago: a worker busy with short tasks, or a beat ticking often,
+would otherwise pay one extra round trip each time. A connection that errored is still
+checked, and one that died within that second fails the claim, which hands the delivery back
+to the broker (``worker.redelivery``) and closes it, so the next delivery reconnects (in the
+beat: the tick fails as a database error, and the next tick reconnects).
 """
 
 from __future__ import annotations
@@ -35,24 +36,26 @@ CONNECTION_ERRORS = (OperationalError, InterfaceError)
 
 
 RECENTLY_USED = 1.0
-"""Seconds after a delivery used a connection during which the next one skips its health
-check."""
+"""Seconds after a delivery (or a tick) used a connection during which the next one skips its
+health check."""
 _used_at: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 """``time.monotonic()`` of each connection's last use by a delivery (connections are per
 thread: each thread's own)."""
 
 
 def mark_used(now: float | None = None) -> None:
-    """A delivery has just used this thread's default connection (the one the claim and the
-    outcome run on) without an error. Other aliases are left to Django's check."""
+    """A delivery (or a beat tick) has just used this thread's default connection (the one the
+    claim and the outcome, or the tick's statements, run on) without an error. Other aliases
+    are left to Django's check."""
     conn = connections[DEFAULT_DB_ALIAS]  # this thread's wrapper (``connection`` is a proxy)
     if conn.connection is not None and not conn.errors_occurred:
         _used_at[conn] = time.monotonic() if now is None else now
 
 
-def before_task(now: float | None = None) -> None:
-    """Django's ``close_old_connections`` for a delivery about to claim, minus the health
-    check of a connection used less than ``RECENTLY_USED`` seconds ago."""
+def close_old(now: float | None = None) -> None:
+    """Django's ``close_old_connections`` for a delivery about to claim (or a tick about to
+    start), minus the health check of a connection used less than ``RECENTLY_USED`` seconds
+    ago."""
     at = time.monotonic() if now is None else now
     for conn in connections.all(initialized_only=True):
         conn.close_if_unusable_or_obsolete()  # errored or past CONN_MAX_AGE: closed here

@@ -1,11 +1,12 @@
-"""Cursors for the worker's own statements: the values sent apart from the statement's text.
+"""Cursors for statements run over and over (the worker's claim and outcome, the beat's probe):
+the values sent apart from the statement's text.
 
 Django's PostgreSQL backend on psycopg 3 binds parameters on the client by default
 (``OPTIONS["server_side_binding"]`` unset): every execute quotes each value into a new
 statement string, Python work on every task, and PostgreSQL plans that new text each time.
-The worker's claim and outcome statements are the same text on every task, so they run on a
-server-binding cursor: the text and the values travel apart (psycopg converts the text once
-and keeps it), and PostgreSQL can prepare them.
+The worker's claim and outcome statements are the same text on every task (and the beat's
+probe on every tick), so they run on a server-binding cursor: the text and the values travel
+apart (psycopg converts the text once and keeps it), and PostgreSQL can prepare them.
 
 Prepared statements stay off unless the project opts in with
 ``DATABASES[...]["OPTIONS"]["prepare_threshold"]`` (psycopg 3; Django passes ``None``, "never
