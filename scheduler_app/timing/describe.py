@@ -105,7 +105,9 @@ def _weekdays(days: tuple[int, ...]) -> str:
         return "Monday through Friday"
     if days == (0, 6):
         return "on Saturday and Sunday"
-    if len(days) > 2 and days == tuple(range(days[0], days[-1] + 1)):
+    # Cron counts from Sunday (0), people and the phrase reader from Monday: SUN-TUE is no
+    # "Sunday through Tuesday" (that range would run backwards) but a list.
+    if len(days) > 2 and days[0] != 0 and days == tuple(range(days[0], days[-1] + 1)):
         return f"{_DAY_NAMES[days[0]]} through {_DAY_NAMES[days[-1]]}"
     monday_first = sorted((d - 1) % 7 for d in days)  # FRI-SUN reads Friday through Sunday
     if len(days) > 2 and monday_first == list(range(monday_first[0], monday_first[-1] + 1)):
