@@ -124,15 +124,33 @@ def previous_slot(timing: Timing, instant: datetime, *, inclusive: bool = True) 
         and timing.holidays is None
     ):
         return _interval_at_or_before(rule, timing.starts_at, end)
+    floor = _search_floor(timing)
+    if end < floor:
+        return None
     span = timedelta(hours=1)
     while True:
-        start = end - span if end - _EARLIEST > span else _EARLIEST
+        start = max(end - span if end - _EARLIEST > span else _EARLIEST, floor)
         found = slots_between(timing, start, end)
         if found:
             return found[-1]
-        if start <= _EARLIEST or (timing.starts_at is not None and start < timing.starts_at):
+        if start <= floor or (timing.starts_at is not None and start < timing.starts_at):
             return None
         span *= 2
+
+
+def _search_floor(timing: Timing) -> datetime:
+    """An instant before which ``timing`` has no slot: an RRULE's first wall time (its DTSTART,
+    or an earlier RDATE) less the widest reach of a zone's offset, else ``_EARLIEST``. Without
+    it the backward search of a rule whose first slot is its DTSTART walks back to year 1 (a
+    new schedule's first occurrence asks for the slot before it)."""
+    rule = timing.rule
+    if not isinstance(rule, RRuleRule):
+        return _EARLIEST
+    first = min((rule.spec.anchor, *rule.spec.rdates[:1])).replace(tzinfo=UTC)
+    try:
+        return max(first - _DST_REACH, _EARLIEST)
+    except OverflowError:  # a DTSTART in the first days of year 1
+        return _EARLIEST
 
 
 def _interval_at_or_before(

@@ -23,6 +23,7 @@ from scheduler_app.timing import (
     parse_duration,
     previous_slot,
     slots_between,
+    zones,
 )
 
 from .helpers import cron, iso, utc, window
@@ -339,3 +340,35 @@ def test_describe_other_kinds() -> None:
         kind="rrule", rule="FREQ=WEEKLY;INTERVAL=2", anchor=datetime(2024, 1, 1, 9), timezone="UTC"
     )
     assert describe(rule) == "Every 2 weeks on Monday at 09:00, from 2024-01-01 09:00, UTC"
+
+
+def test_previous_slot_of_an_rrule_stops_at_its_dtstart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new schedule's first occurrence asks for the slot before it: for an RRULE whose first
+    slot is its DTSTART the answer is None, found without walking the calendar back to year 1
+    (each year looked at costs a scan of the zone's offsets)."""
+    years: list[int] = []
+    marks = zones._transition_marks
+
+    def spy(zone: ZoneInfo, year: int) -> tuple[datetime, ...]:
+        years.append(year)
+        return marks(zone, year)
+
+    monkeypatch.setattr(zones, "_transition_marks", spy)
+    timing = build_timing(
+        kind="rrule",
+        rule="DTSTART:20261203T090000\nRRULE:FREQ=DAILY;BYHOUR=9;BYMINUTE=0",
+        timezone="Europe/Riga",
+    )
+    first = utc(2026, 12, 3, 7)
+    assert next_after(timing, utc(2026, 1, 1)) == first
+    assert previous_slot(timing, first, inclusive=False) is None
+    assert previous_slot(timing, utc(2026, 12, 1)) is None
+    assert previous_slot(timing, first + timedelta(days=1), inclusive=False) == first
+    assert min(years) >= 2025, sorted(set(years))
+    # An RDATE before DTSTART is a slot too: the search reaches back to it.
+    with_rdate = build_timing(
+        kind="rrule",
+        rule="DTSTART:20261203T090000\nRDATE:20260601T090000\nRRULE:FREQ=DAILY;COUNT=2",
+        timezone="Europe/Riga",
+    )
+    assert previous_slot(with_rdate, first, inclusive=False) == utc(2026, 6, 1, 6)
