@@ -128,7 +128,7 @@ def test_a_tick_on_a_dead_database_backs_off_with_one_traceback(
         return outcome
 
     monkeypatch.setattr(beat.ticker, "tick", tick)
-    monkeypatch.setattr(beat_module, "close_old_connections", lambda: None)
+    monkeypatch.setattr(beat_module.connections, "close_old", lambda: None)
     monkeypatch.setattr(beat_module.connection, "close", lambda: None)
     assert [beat.tick() for _ in range(5)] == [1.0, 2.0, 4.0, 8.0, 5.0]
     failed = [r for r in caplog.records if getattr(r, "action", "") == "beat.tick_failed"]
@@ -221,7 +221,7 @@ def test_a_busy_tick_logs_one_readable_line_with_its_counts_and_duration(
     caplog.set_level(logging.INFO, "scheduler_app")
     beat = scheduler()
     monkeypatch.setattr(beat.ticker, "tick", lambda: TickResult(created=12, published=12, sleep=0))
-    monkeypatch.setattr(beat_module, "close_old_connections", lambda: None)
+    monkeypatch.setattr(beat_module.connections, "close_old", lambda: None)
     monkeypatch.setattr(beat, "maybe_cleanup_results", lambda: False)
     assert beat.tick() == 0
     (record,) = [r for r in caplog.records if getattr(r, "action", "") == "beat.tick"]
