@@ -197,24 +197,38 @@ def measure_lookups(lookups: int) -> dict[str, float]:
     return result
 
 
-def old_month(rows: int, now: datetime) -> tuple[datetime, datetime]:
+def old_month(rows: int, now: datetime, other_attempts: int = 0) -> tuple[datetime, datetime]:
     """A month two years back filled with ``rows`` finished rows and attempts; each schedule
-    also has a later row, so that retention may remove every row of that month."""
+    also has a later row, so that retention may remove every row of that month. Then
+    ``other_attempts`` attempts of later months (of occurrences not made: the attempts
+    table has no foreign key), as the attempts table holds in a retention window."""
     start_over()
     month = floor(now - timedelta(days=730), Interval.MONTH)
     end = following(month, Interval.MONTH)
     create_ahead(month, count=1, interval=Interval.MONTH)
     add_rows(rows, month, end - timedelta(seconds=10), attempts=True)
     add_rows(SCHEDULES, end, end + timedelta(days=1))
+    if other_attempts:
+        execute(
+            "INSERT INTO scheduler_app_occurrenceattempt (occurrence_id, kind, number, worker, "
+            'started_at, finished_at, outcome, error, "by", note) '
+            "SELECT gen_random_uuid(), 'run', 1, 'w', slot, slot, 'succeeded', '', '', '' "
+            "FROM (SELECT %s::timestamptz + g * interval '1 second' AS slot "
+            "FROM generate_series(1, %s) AS g) AS later",
+            [end, other_attempts],
+        )
+        execute("ANALYZE scheduler_app_occurrenceattempt")
     return month, end
 
 
-def measure_removal(rows: int, now: datetime, budget: float) -> dict[str, float]:
+def measure_removal(
+    rows: int, now: datetime, budget: float, other_attempts: int = 0
+) -> dict[str, float]:
     migrate(AFTER)
     for name in retire.retired_tables():  # left by an interrupted run
         retire.finish_retired(name)
     seed_schedules(now)
-    _, end = old_month(rows, now)
+    _, end = old_month(rows, now, other_attempts)
     # The steps apart: the trigger set (``watch``), the keepers found (the ledger not
     # locked), the ledger locked (changes looked up, keepers copied, partition detached, until
     # the commit), then the attempts deleted in batches and the table dropped.
@@ -269,6 +283,7 @@ def measure_removal(rows: int, now: datetime, budget: float) -> dict[str, float]
         "drop_seconds": dropped,
         "drop_finding_seconds": finding,
         "drop_attempts_seconds": finishing,
+        "other_attempts": other_attempts,
         "batched_rows": deleted,
         "batched_seconds": batched,
         "batched_rows_per_second": per_second,
@@ -283,6 +298,12 @@ def main() -> None:
     parser.add_argument("--lookups", type=int, default=2000)
     parser.add_argument("--delete-budget", type=float, default=120.0)
     parser.add_argument(
+        "--other-attempts",
+        type=int,
+        default=0,
+        help="attempts of later months in the attempts table besides the month's own",
+    )
+    parser.add_argument(
         "--only",
         default="migration,removal",
         help="migration (with the lookups) and/or removal; the other figures are kept",
@@ -296,7 +317,9 @@ def main() -> None:
         results["migration"] = measure_migration(options.rows, options.months, now)
         results["lookups"] = measure_lookups(options.lookups)
     if "removal" in options.only:
-        results["removal"] = measure_removal(options.rows, now, options.delete_budget)
+        results["removal"] = measure_removal(
+            options.rows, now, options.delete_budget, options.other_attempts
+        )
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
