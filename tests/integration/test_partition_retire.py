@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, transaction
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.models import FINAL_STATES, Occurrence, OccurrenceState
+from scheduler_app.models import FINAL_STATES, Occurrence, OccurrenceAttempt, OccurrenceState
 from scheduler_app.partitions import ddl, retire
 from scheduler_app.partitions.drop import drop_before
 from scheduler_app.partitions.maintain import create_ahead
@@ -137,4 +137,29 @@ def test_a_retire_that_failed_after_the_watch_is_done_again_later(
     assert (report.rows, report.kept) == (19, 1)
     assert list(Occurrence.objects.filter(scheduled_for__lt=CUTOFF)) == [rows[7]]
     assert fetch("SELECT count(*) FROM pg_trigger WHERE tgname = %s", [retire.TRIGGER]) == [(0,)]
+    assert retire.retired_tables() == []
+
+
+def test_the_attempts_of_a_retired_partition_go_in_batches_of_pages() -> None:
+    target = schedule(FakeClock(START), kind="interval", rule="1h")
+    rows = [occurrence(target, JAN + timedelta(hours=n)) for n in range(100)]
+    Occurrence.objects.bulk_create([*rows, occurrence(target, datetime(2024, 4, 1, tzinfo=UTC))])
+    OccurrenceAttempt.objects.bulk_create(
+        OccurrenceAttempt(occurrence=row, number=n, started_at=row.scheduled_for)
+        for row in rows
+        for n in (1, 2)
+    )
+    create_ahead(JAN, count=0, interval=Interval.MONTH)
+    [partition] = [p for p in ddl.partitions() if p.name == f"{TABLE}_p20240101"]
+    with transaction.atomic():
+        retire.watch(partition)
+    with transaction.atomic():
+        assert retire.retire(partition, FINAL_STATES, CUTOFF) == 0
+    retired = f"{TABLE}_retired_p20240101"
+    [(pages,)] = fetch("SELECT pg_relation_size(%s) / 8192", [retired])
+    assert int(pages) > 1  # type: ignore[call-overload]  # so more than one batch
+
+    assert retire.finish_retired(retired, blocks=1) == (100, 200)
+
+    assert OccurrenceAttempt.objects.count() == 0
     assert retire.retired_tables() == []
