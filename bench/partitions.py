@@ -24,8 +24,10 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
@@ -40,8 +42,8 @@ from django.db.migrations.executor import MigrationExecutor  # noqa: E402
 from scheduler_app.clock import FakeClock  # noqa: E402
 from scheduler_app.models import FINAL_STATES  # noqa: E402
 from scheduler_app.monitoring.retention import prune  # noqa: E402
-from scheduler_app.partitions import ddl  # noqa: E402
-from scheduler_app.partitions.drop import drop_before, droppable  # noqa: E402
+from scheduler_app.partitions import ddl, retire  # noqa: E402
+from scheduler_app.partitions.drop import droppable  # noqa: E402
 from scheduler_app.partitions.maintain import create_ahead  # noqa: E402
 from scheduler_app.partitions.ranges import Interval, floor, following  # noqa: E402
 from scheduler_app.services import create_schedule  # noqa: E402
@@ -195,33 +197,69 @@ def measure_lookups(lookups: int) -> dict[str, float]:
     return result
 
 
-def old_month(rows: int, now: datetime) -> tuple[datetime, datetime]:
+def old_month(rows: int, now: datetime, other_attempts: int = 0) -> tuple[datetime, datetime]:
     """A month two years back filled with ``rows`` finished rows and attempts; each schedule
-    also has a later row, so that retention may remove every row of that month."""
+    also has a later row, so that retention may remove every row of that month. Then
+    ``other_attempts`` attempts of later months (of occurrences not made: the attempts
+    table has no foreign key), as the attempts table holds in a retention window."""
     start_over()
     month = floor(now - timedelta(days=730), Interval.MONTH)
     end = following(month, Interval.MONTH)
     create_ahead(month, count=1, interval=Interval.MONTH)
     add_rows(rows, month, end - timedelta(seconds=10), attempts=True)
     add_rows(SCHEDULES, end, end + timedelta(days=1))
+    if other_attempts:
+        execute(
+            "INSERT INTO scheduler_app_occurrenceattempt (occurrence_id, kind, number, worker, "
+            'started_at, finished_at, outcome, error, "by", note) '
+            "SELECT gen_random_uuid(), 'run', 1, 'w', slot, slot, 'succeeded', '', '', '' "
+            "FROM (SELECT %s::timestamptz + g * interval '1 second' AS slot "
+            "FROM generate_series(1, %s) AS g) AS later",
+            [end, other_attempts],
+        )
+        execute("ANALYZE scheduler_app_occurrenceattempt")
     return month, end
 
 
-def measure_removal(rows: int, now: datetime, budget: float) -> dict[str, float]:
+def measure_removal(
+    rows: int, now: datetime, budget: float, other_attempts: int = 0
+) -> dict[str, float]:
     migrate(AFTER)
+    for name in retire.retired_tables():  # left by an interrupted run
+        retire.finish_retired(name)
     seed_schedules(now)
-    _, end = old_month(rows, now)
-    # The step that locks the ledger (keepers copied out, partition detached) apart from
-    # the whole (then the attempts deleted and the table dropped, the ledger not locked).
+    _, end = old_month(rows, now, other_attempts)
+    # The steps apart: the trigger set (``watch``), the keepers found (the ledger not
+    # locked), the ledger locked (changes looked up, keepers copied, partition detached, until
+    # the commit), then the attempts deleted in batches and the table dropped.
     [partition] = droppable(end)
+    marks: dict[str, float] = {}
+    find_keepers = retire.find_keepers
+
+    def timed_find(
+        cursor: Any, partition: ddl.Partition, final_states: Sequence[str], cutoff: datetime
+    ) -> None:
+        marks["found"] = time.perf_counter()
+        find_keepers(cursor, partition, final_states, cutoff)
+        marks["locking"] = time.perf_counter()
+
+    retire.find_keepers = timed_find
     started = time.perf_counter()
     with transaction.atomic():
-        ddl.retire(partition, list(FINAL_STATES), end)
-    locked = time.perf_counter() - started
-    report = drop_before(end, FINAL_STATES)  # finishes the retired table
+        retire.watch(partition)
+    with transaction.atomic():
+        kept = retire.retire(partition, list(FINAL_STATES), end)
+    committed = time.perf_counter()
+    retire.find_keepers = find_keepers
+    gone, attempts = retire.finish_retired(retire.retired_name(partition))
     dropped = time.perf_counter() - started
-    print(f"partition drop: ledger locked {locked:.2f} s")
-    print(f"partition drop: {rows:,} rows and {report.attempts:,} attempts in {dropped:.2f} s")
+    locked = committed - marks["locking"]
+    finding = marks["locking"] - marks["found"]
+    finishing = time.perf_counter() - committed
+    print(f"partition drop: keepers found in {finding:.2f} s (ledger not locked), {kept} kept")
+    print(f"partition drop: ledger locked {locked * 1000:.0f} ms")
+    print(f"partition drop: {gone:,} rows and {attempts:,} attempts in {dropped:.2f} s")
+    print(f"partition drop: attempts deleted and table dropped in {finishing:.2f} s")
     _, end = old_month(rows, now)
     deleted, started = 0, time.perf_counter()
     while time.perf_counter() - started < budget:
@@ -243,6 +281,9 @@ def measure_removal(rows: int, now: datetime, budget: float) -> dict[str, float]
         "rows": rows,
         "drop_locked_seconds": locked,
         "drop_seconds": dropped,
+        "drop_finding_seconds": finding,
+        "drop_attempts_seconds": finishing,
+        "other_attempts": other_attempts,
         "batched_rows": deleted,
         "batched_seconds": batched,
         "batched_rows_per_second": per_second,
@@ -257,6 +298,12 @@ def main() -> None:
     parser.add_argument("--lookups", type=int, default=2000)
     parser.add_argument("--delete-budget", type=float, default=120.0)
     parser.add_argument(
+        "--other-attempts",
+        type=int,
+        default=0,
+        help="attempts of later months in the attempts table besides the month's own",
+    )
+    parser.add_argument(
         "--only",
         default="migration,removal",
         help="migration (with the lookups) and/or removal; the other figures are kept",
@@ -270,7 +317,9 @@ def main() -> None:
         results["migration"] = measure_migration(options.rows, options.months, now)
         results["lookups"] = measure_lookups(options.lookups)
     if "removal" in options.only:
-        results["removal"] = measure_removal(options.rows, now, options.delete_budget)
+        results["removal"] = measure_removal(
+            options.rows, now, options.delete_budget, options.other_attempts
+        )
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 

@@ -1,4 +1,4 @@
-"""The partitions of the ledger in PostgreSQL: read them, create one, drop one.
+"""The partitions of the ledger in PostgreSQL: read them, create one (``retire`` takes one out).
 
 Every function here runs inside the caller's transaction. Locks are taken in one order
 (the partitioned table, then the DEFAULT partition, then the partition concerned) and wait
@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import connection
 
-from scheduler_app.models import Occurrence, OccurrenceAttempt
+from scheduler_app.models import Occurrence
 from scheduler_app.partitions.ranges import Range
 
 LOCK_TIMEOUT = "5s"
@@ -124,82 +124,3 @@ def create(span: Range) -> int:
             [span.start, span.end],
         )
     return moved
-
-
-def keepers_sql(name: str) -> str:
-    """The rows of partition ``name`` that retention keeps (parameters: the final states,
-    the cut-off): not final, finished at or after the cut-off, or the latest of their
-    schedule (``monitoring.retention``'s rules)."""
-    return f"""
-        SELECT id FROM {name}
-        WHERE NOT (state = ANY(%s)) OR finished_at IS NULL OR finished_at >= %s
-        UNION
-        SELECT last.id FROM (
-            SELECT DISTINCT ON (schedule_id) id, schedule_id, {KEY} FROM {name}
-            ORDER BY schedule_id, {KEY} DESC
-        ) last
-        WHERE NOT EXISTS (
-            SELECT 1 FROM {table()} newer
-            WHERE newer.schedule_id = last.schedule_id AND newer.{KEY} > last.{KEY}
-        )
-    """
-
-
-def retire(partition: Partition, final_states: list[str], cutoff: datetime) -> tuple[int, int]:
-    """Take ``partition`` out of the ledger, keeping the rows retention must keep (copied out
-    first and inserted again, into DEFAULT): it becomes the standalone table ``retired_name``,
-    which ``finish_retired`` drops with the attempts of its rows after this transaction. Returns
-    (rows retired, rows kept).
-
-    The ledger is locked ACCESS EXCLUSIVE (taken first: a weaker lock upgraded later could
-    deadlock with a writer) only for the keepers' copy and the detach, not for the deletes."""
-    name = partition.name
-    with connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-        cursor.execute(f"LOCK TABLE ONLY {table()} IN ACCESS EXCLUSIVE MODE")
-        names = columns(cursor)
-        cursor.execute(
-            f"CREATE TEMPORARY TABLE partition_keepers AS "
-            f"SELECT {names} FROM {name} WHERE id IN ({keepers_sql(name)})",
-            [final_states, cutoff],
-        )
-        kept = cursor.rowcount
-        # Foreign-key checks still deferred on rows written earlier in this transaction would
-        # stop the table from being dropped: run them now (Django's own constraint check).
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
-        cursor.execute(f"ALTER TABLE {table()} DETACH PARTITION {name}")
-        retired = retired_name(partition)
-        cursor.execute(f"ALTER TABLE {name} RENAME TO {retired}")
-        cursor.execute(f"INSERT INTO {table()} ({names}) SELECT {names} FROM partition_keepers")
-        cursor.execute(f"DELETE FROM {retired} WHERE id IN (SELECT id FROM partition_keepers)")
-        cursor.execute("DROP TABLE partition_keepers")
-        cursor.execute(f"SELECT count(*) FROM {retired}")
-        row = cursor.fetchone()
-    return (int(row[0]) if row else 0), kept
-
-
-def retired_name(partition: Partition) -> str:
-    return partition.name.replace(f"{table()}_", f"{table()}_retired_", 1)
-
-
-def retired_tables() -> list[str]:
-    """Partitions retired but not yet dropped (a beat stopped between the two steps)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE %s "
-            "AND relnamespace = to_regnamespace(current_schema()) ORDER BY relname",
-            [f"{table()}_retired_%"],
-        )
-        return [name for (name,) in cursor.fetchall()]
-
-
-def finish_retired(name: str) -> int:
-    """Delete the attempts of a retired partition's rows, then drop it (the ledger is not
-    locked: these rows left it already). Returns the attempts deleted."""
-    attempts = OccurrenceAttempt._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {attempts} WHERE occurrence_id IN (SELECT id FROM {name})")
-        deleted = cursor.rowcount
-        cursor.execute(f"DROP TABLE {name}")
-    return deleted

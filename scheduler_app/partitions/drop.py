@@ -2,10 +2,11 @@
 
 A partition goes when its whole range is older than the cut-off. The rows retention must keep
 (not final, finished after the cut-off, or the latest occurrence of their schedule: the
-rules of ``monitoring.retention``) are copied out first and inserted again, into DEFAULT; the
-attempts of the other rows are deleted after the ledger's lock is released, then the table is
-dropped. A beat stopped between the two steps leaves a ``*_retired_*`` table that the next
-call finishes.
+rules of ``monitoring.retention``) are found before the ledger is locked, the few that can
+have changed since are looked up under the lock, and they go back into the ledger (into
+DEFAULT) as the partition is detached (``partitions.retire``); the attempts of the other rows
+are deleted in batches after the ledger's lock is released, then the table is dropped. A beat
+stopped between the steps leaves a ``*_retired_*`` table that the next call finishes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from scheduler_app.partitions import ddl
+from scheduler_app.partitions import ddl, retire
 from scheduler_app.partitions.maintain import locked
 from scheduler_app.partitions.ranges import Range
 
@@ -46,18 +47,19 @@ def drop_before(cutoff: datetime, final_states: Sequence[str]) -> DropReport:
     """Drop every partition wholly older than ``cutoff`` (each in its own transaction)."""
     if not ddl.is_partitioned():
         return DropReport()
-    attempts = sum(_finish(name) for name in ddl.retired_tables())
+    rows = attempts = 0
+    for name in retire.retired_tables():
+        gone, removed = retire.finish_retired(name)
+        rows, attempts = rows + gone, attempts + removed
     names: list[str] = []
-    rows = kept = 0
+    kept = 0
     for partition in droppable(cutoff):
-        with transaction.atomic():
-            if not locked():
-                return DropReport(tuple(names), rows, kept, attempts, busy=True)
-            gone, stays = ddl.retire(partition, list(final_states), cutoff)
-        attempts += _finish(ddl.retired_name(partition))
+        stays = _retire(partition, final_states, cutoff)
+        if stays is None:
+            return DropReport(tuple(names), rows, kept, attempts, busy=True)
+        gone, removed = retire.finish_retired(retire.retired_name(partition))
         names.append(partition.name)
-        rows += gone
-        kept += stays
+        rows, kept, attempts = rows + gone, kept + stays, attempts + removed
     if names:
         logger.info(
             "partitions dropped",
@@ -72,6 +74,20 @@ def drop_before(cutoff: datetime, final_states: Sequence[str]) -> DropReport:
     return DropReport(tuple(names), rows, kept, attempts)
 
 
-def _finish(name: str) -> int:
+def _retire(partition: ddl.Partition, final_states: Sequence[str], cutoff: datetime) -> int | None:
+    """Watch, then retire ``partition``, each in its own transaction under the maintenance
+    lock; the rows kept, or None when another process holds the lock or took the partition
+    out meanwhile."""
     with transaction.atomic():
-        return ddl.finish_retired(name)
+        if not _ours(partition):
+            return None
+        retire.watch(partition)
+    with transaction.atomic():
+        if not _ours(partition):
+            return None
+        return retire.retire(partition, final_states, cutoff)
+
+
+def _ours(partition: ddl.Partition) -> bool:
+    """Take the maintenance lock for this transaction, if ``partition`` is still there."""
+    return locked() and partition.name in {p.name for p in ddl.partitions()}

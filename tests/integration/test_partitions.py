@@ -18,7 +18,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.conf import SchedulerSettings
 from scheduler_app.models import FINAL_STATES, Occurrence, OccurrenceAttempt, OccurrenceState
 from scheduler_app.monitoring.retention import prune
-from scheduler_app.partitions import ddl, maintain
+from scheduler_app.partitions import ddl, maintain, retire
 from scheduler_app.partitions.drop import drop_before
 from scheduler_app.partitions.maintain import PartitionKeeper, create_ahead
 from scheduler_app.partitions.ranges import Interval
@@ -79,7 +79,7 @@ def test_retention_drops_old_partitions_whole_and_keeps_what_it_must() -> None:
     assert partition_counts()["default"] == 3
     assert OccurrenceAttempt.objects.count() == 2  # the keepers' attempts stay
     assert Occurrence.objects.filter(scheduled_for__gte=cutoff).count() == 9
-    assert ddl.retired_tables() == []
+    assert retire.retired_tables() == []
 
 
 @pytest.mark.postgres
