@@ -110,7 +110,9 @@ def start_over(schedules: int) -> tuple[int, datetime, int]:
     first = (now - timedelta(hours=1)) - MONTHS * MONTH
     report = create_ahead(first, count=MONTHS + 3, interval=Interval.MONTH)
     print(f"partitions created: {len(report.created)}")
-    execute(f"CREATE TABLE {META} (total bigint, first timestamptz, schedules int, due timestamptz)")
+    execute(
+        f"CREATE TABLE {META} (total bigint, first timestamptz, schedules int, due timestamptz)"
+    )
     execute(f"INSERT INTO {META} VALUES (0, %s, %s, %s)", [first, schedules, due])
     execute("DROP TABLE IF EXISTS bench_ledger_ids")
     execute(
