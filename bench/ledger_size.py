@@ -12,7 +12,8 @@ partitions (``scheduler_app.partitions``, as ``manage.py scheduler_partitions`` 
 the rows, in SQL (``INSERT ... SELECT ... FROM generate_series``, one statement per month):
 spread over 25 months up to an hour ago, 96.5% succeeded, 2% failed, 1% skipped, the rest
 cancelled or expired, a few running with a live lease, 0.5% manual, and one attempt row per
-occurrence that ran. A later, larger ``--generate`` adds rows to the same months.
+occurrence that ran. A later, larger ``--generate`` adds rows to the same months;
+``--fresh`` starts over.
 
 ``--measure`` times, on whatever ledger is there, each the median of ``--samples``:
 
@@ -187,11 +188,12 @@ FROM made WHERE state IN ('succeeded', 'failed', 'running')
 """
 
 
-def generate(total: int, schedules: int) -> dict[str, Any]:
-    """Add rows until the ledger holds ``total``; the elapsed time and the sizes."""
+def generate(total: int, schedules: int, fresh: bool) -> dict[str, Any]:
+    """Add rows until the ledger holds ``total`` (``fresh``: from an empty ledger); the elapsed
+    time and the sizes."""
     began = time.perf_counter()
     known = meta()
-    if known is None or known[2] != schedules:
+    if fresh or known is None or known[2] != schedules:
         known = start_over(schedules)
     done, first, _ = known
     if total <= done:
@@ -395,6 +397,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--generate", type=int, metavar="N", help="fill the ledger up to N rows")
     parser.add_argument("--schedules", type=int, default=10_000)
+    parser.add_argument(
+        "--fresh", action="store_true", help="with --generate: start over from an empty ledger"
+    )
     parser.add_argument("--measure", action="store_true", help="measure the ledger there is")
     parser.add_argument("--samples", type=int, default=5, help="bursts, monitor passes, pages")
     parser.add_argument("--ticks", type=int, default=200, help="idle ticks sampled")
@@ -412,7 +417,7 @@ def main() -> None:
         raise SystemExit("refusing a test database: point DATABASE_URL at a scratch one")
     results = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {}
     if options.generate:
-        generated = generate(options.generate, options.schedules)
+        generated = generate(options.generate, options.schedules, options.fresh)
         if generated:
             results.setdefault("generation", {})[str(options.generate)] = generated
             RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
