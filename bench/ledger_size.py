@@ -404,6 +404,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=5, help="bursts, monitor passes, pages")
     parser.add_argument("--ticks", type=int, default=200, help="idle ticks sampled")
     parser.add_argument("--only", default="idle,burst,monitor,admin")
+    parser.add_argument("--label", default="", help="kept beside the size in the JSON's key")
     parser.add_argument(
         "--every-page",
         action="store_true",
@@ -427,7 +428,8 @@ def main() -> None:
             raise SystemExit("nothing generated yet: run with --generate N first")
         figures = measure(options.samples, options.ticks, options.only, options.every_page)
         sizes = results.setdefault("sizes", {})
-        sizes[str(known[0])] = {**sizes.get(str(known[0]), {}), **figures}
+        key = f"{known[0]} {options.label}".strip()
+        sizes[key] = {**sizes.get(key, {}), **figures}
         RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
