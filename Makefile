@@ -12,7 +12,7 @@ BENCH_ARGS ?=
 
 DIST_DIR ?= dist
 
-.PHONY: install dist test-adoption test-matrix test-matrix-ends test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak test-multihost demo bench bench-timing bench-tracing docs clean
+.PHONY: install dist test-adoption test-matrix test-matrix-ends test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak test-multihost demo bench bench-timing bench-tracing bench-ledger-size docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -113,6 +113,16 @@ bench: $(VENV)/.installed-bench
 bench-tracing: $(VENV)/.installed-bench
 	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
 		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.tracing $(TRACING_ARGS)
+
+# The idle tick, a burst, the monitor pass and the admin's lists against a large ledger (issue
+# 22). Fills the bench database's ledger up to LEDGER_ROWS (the first time it truncates the
+# scheduler tables), then measures; run again with a larger LEDGER_ROWS to add rows:
+# make bench-ledger-size LEDGER_ROWS=10000000   # ~9 GB, ~15 min to add on 2 CPUs
+LEDGER_ROWS ?= 1000000
+bench-ledger-size: $(VENV)/.installed-bench
+	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
+		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) bench/ledger_size.py \
+		--generate $(LEDGER_ROWS) --measure
 
 bench-timing: install
 	$(PY) -m bench.timing

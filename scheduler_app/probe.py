@@ -7,6 +7,12 @@ tick is this one round trip and the Python around it); elsewhere the two ORM que
 statements: planning it costs more than running it (every partition of the ledger and its
 partial indexes are looked at), 0.5-0.6 ms a tick at five partitions. Both answers are the ones
 ``materialize.earliest_due()`` and ``outbox.has_publishable()`` give.
+
+The states, status and targets are written into the text; only ``now`` is a parameter. A
+prepared statement switches to a generic plan after five executions, and a generic plan cannot
+use a partial index whose predicate (``state = 'pending'``) depends on a parameter: with the
+states as parameters it read every row of every partition (1.3 s a tick at a few million rows,
+``bench/ledger_size.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from scheduler_app.outbox import Targets, has_publishable, publishable
 _NOW = datetime(2000, 1, 1, 0, 0, 0, 123457, tzinfo=UTC)
 """A stand-in for ``now`` while compiling, found again among the parameters."""
 _POSITIONAL = re.compile(r"%s")
+_CONSTANT = re.compile(r"[a-z_]{1,20}")
+"""The values written into the text: the states, status and targets the ORM compiled in."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,15 @@ def _compiled(targets: Targets) -> tuple[Statement, tuple[tuple[str, Any], ...]]
         publishable(_NOW, targets).order_by().values("pk")[:1].query.sql_with_params()
     )
     sql = f"SELECT ({due_sql}), EXISTS ({outbox_sql})"
-    values = (*due_params, *outbox_params)
-    names = iter(f"p{index}" for index in range(len(values)))
-    named = _POSITIONAL.sub(lambda _match: f"%({next(names)})s", sql)
-    return statement(named), tuple((f"p{index}", v) for index, v in enumerate(values))
+    values = iter((*due_params, *outbox_params))
+    params: list[tuple[str, Any]] = []
+
+    def place(_match: re.Match[str]) -> str:
+        value = next(values)
+        if isinstance(value, str) and _CONSTANT.fullmatch(value):
+            return f"'{value}'"  # a state, a status, a target: a constant of the code
+        params.append((f"p{len(params)}", value))
+        return f"%({params[-1][0]})s"
+
+    named = _POSITIONAL.sub(place, sql)
+    return statement(named), tuple(params)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -125,3 +126,30 @@ def test_with_the_opt_in_postgresql_prepares_the_probe() -> None:
     finally:
         raw.prepare_threshold = None
         connection.close()  # the prepared statement goes with the connection
+
+
+@pytest.mark.postgres
+def test_the_prepared_probe_finds_the_outbox_through_its_partial_index() -> None:
+    """A prepared statement gets a generic plan after five executions. The probe's states are
+    in its text, so that plan still reads the outbox's partial index (``state = 'pending'``)
+    of every partition; with the states as parameters it read every row of the ledger."""
+    from scheduler_app.probe import _compiled
+
+    sql, params = _compiled(None)
+    assert [name for name, _ in params] == ["p0"]  # only ``now``
+    with connection.cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+        cursor.execute("SET enable_seqscan = off")
+        try:
+            cursor.execute(f"PREPARE idle_probe AS {sql.native}")
+            cursor.execute("EXPLAIN EXECUTE idle_probe('2026-01-01T00:00:00Z')")
+            plan = "\n".join(line for (line,) in cursor.fetchall())
+            cursor.execute("DEALLOCATE idle_probe")
+        finally:
+            cursor.execute("RESET plan_cache_mode")
+            cursor.execute("RESET enable_seqscan")
+    # The outbox's partial indexes, or that of the open rows (its predicate implies theirs).
+    used = re.findall(r"(?:Scan on|Scan using) (scheduler_app_occurrence_\w+_idx)\b", plan)
+    partial = ("_created_at_idx", "_not_before_idx", "_schedule_id_state_idx")
+    assert used and all(name.endswith(partial) for name in used), plan
+    assert "Seq Scan" not in plan, plan
