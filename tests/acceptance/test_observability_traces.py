@@ -78,6 +78,12 @@ def test_every_occurrence_has_beat_and_worker_spans_in_one_trace(
 
     wait_for(done, f"{RUNS} runs and their worker spans", timeout=90)
     wait_for(lambda: len(occurrence_ids(beat.spans())) == RUNS, "the beat's spans", timeout=30)
+    if celery_instrumentation:  # Celery's own span ends (and is exported) after ours
+        wait_for(
+            lambda: len([s for s in worker.spans() if s["name"].startswith("run/")]) >= RUNS,
+            "Celery's own spans",
+            timeout=30,
+        )
 
     in_beat, in_worker = occurrence_ids(beat.spans()), occurrence_ids(worker.spans())
     for occurrence in Occurrence.objects.all():
