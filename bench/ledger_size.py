@@ -188,6 +188,18 @@ FROM made WHERE state IN ('succeeded', 'failed', 'running')
 """
 
 
+FOLLOW = f"""
+UPDATE scheduler_app_schedule s SET last_success_at = m.success, last_scheduled_for = m.slot
+FROM (
+    SELECT schedule_id, max(finished_at) FILTER (WHERE state = 'succeeded') AS success,
+        max(scheduled_for) FILTER (WHERE trigger IN ('scheduled', 'catch_up')) AS slot
+    FROM {TABLE} GROUP BY schedule_id
+) m WHERE s.id = m.schedule_id
+"""
+"""The schedule rows as the beat and the workers would have left them after these rows: the
+latest success (migration 0015 fills an existing install's so) and the last slot handled."""
+
+
 def generate(total: int, schedules: int, fresh: bool) -> dict[str, Any]:
     """Add rows until the ledger holds ``total`` (``fresh``: from an empty ledger); the elapsed
     time and the sizes."""
@@ -214,6 +226,7 @@ def generate(total: int, schedules: int, fresh: bool) -> dict[str, Any]:
         elapsed = time.perf_counter() - started
         print(f"month {month + 1}/{MONTHS}: {high - low:,} rows in {elapsed:.1f} s (load {load()})")
     execute(f"UPDATE {META} SET total = %s", [total])
+    execute(FOLLOW)
     inserted = time.perf_counter() - began
     execute(f"VACUUM ANALYZE {TABLE}")
     execute(f"VACUUM ANALYZE {ATTEMPTS}")

@@ -474,12 +474,21 @@ def end(
         if not rows.update(**changes, lease_expires_at=None):
             return False
         close_attempt(occurrence.pk, now, state, error)
+        if state == OccurrenceState.SUCCEEDED:
+            record_success(schedule, now)
         release_next(schedule, now)
         _after_fixed_delay_run(schedule, now)
         occurrence.state, occurrence.reason, occurrence.finished_at = state, reason, now
         announce_finished([occurrence], state, reason)
     _log_ended(occurrence, state, reason)
     return True
+
+
+def record_success(schedule: Schedule, at: datetime) -> None:
+    """A success of ``schedule`` at ``at``: its ``last_success_at`` moves forward (the ORM
+    path's write; the one-statement outcome does it in SQL). Call with its row lock held."""
+    if schedule.note_success(at):
+        Schedule.objects.filter(pk=schedule.pk).update(last_success_at=at)
 
 
 def _log_ended(occurrence: Occurrence, state: str, reason: str) -> None:

@@ -8,7 +8,8 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
@@ -28,13 +29,13 @@ from scheduler_app.models import (
     KillSwitch,
     KillSwitchScope,
     MisfirePolicy,
-    Occurrence,
     OverlapPolicy,
     Schedule,
     ScheduleMode,
     ScheduleOrigin,
     ScheduleStatus,
 )
+from scheduler_app.models.latest import RECENT, decoded, latest
 from scheduler_app.permissions import RUN_PERMISSION
 from scheduler_app.preview import calendar_notes, preview_rows
 from scheduler_app.tenancy import scope
@@ -159,15 +160,16 @@ def kill_switched(schedule: Schedule) -> bool:
     return switches_covering(schedule.tenant, schedule.task).exists()
 
 
-def last_outcome_annotations() -> dict[str, Subquery]:
-    """The latest occurrence's state, slot and start, as subqueries on the indexed
-    ``(schedule, -scheduled_for)``: the list needs no query per row."""
-    latest = Occurrence.objects.filter(schedule=OuterRef("pk")).order_by("-scheduled_for")
-    return {
-        "last_state": Subquery(latest.values("state")[:1]),
-        "last_slot": Subquery(latest.values("scheduled_for")[:1]),
-        "last_started": Subquery(latest.values("started_at")[:1]),
-    }
+LAST_OUTCOME = ("scheduled_for", "state", "started_at")
+
+
+def last_outcome_annotation() -> Any:
+    """The latest occurrence's slot, state and start (``last``, one JSON object): one search
+    of the ledger per row, from the schedule's ``last_scheduled_for`` and the last five weeks
+    (``models.latest``); the list needs no query per row, nor a scan of every partition."""
+    return latest(
+        LAST_OUTCOME, since=OuterRef("last_scheduled_for"), recent=timezone.now() - RECENT
+    )
 
 
 class LastOutcomeFilter(admin.SimpleListFilter):
@@ -182,8 +184,8 @@ class LastOutcomeFilter(admin.SimpleListFilter):
         if value is None:
             return queryset
         if value == "none":
-            return queryset.filter(last_state__isnull=True)
-        return queryset.filter(last_state=value)
+            return queryset.filter(last__isnull=True)
+        return queryset.filter(last__state=value)
 
 
 class TaskFilter(admin.SimpleListFilter):
@@ -244,7 +246,7 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
             "scheduler_app_schedule_changelist"
         ):
             queryset = queryset.annotate(
-                kill_switched=kill_switched_annotation(), **last_outcome_annotations()
+                kill_switched=kill_switched_annotation(), last=last_outcome_annotation()
             )
         return queryset
 
@@ -382,12 +384,11 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
     def next_run_text(self, obj: Schedule) -> str:
         return display.next_run(obj, kill_switched(obj))
 
-    @admin.display(description="last run", ordering="last_slot")
+    @admin.display(description="last run", ordering=KeyTextTransform("scheduled_for", "last"))
     def last_outcome(self, obj: Schedule) -> str:
+        last = decoded(getattr(obj, "last", None))
         return display.last_outcome(
-            getattr(obj, "last_state", None),
-            getattr(obj, "last_slot", None),
-            getattr(obj, "last_started", None),
+            last.get("state"), last.get("scheduled_for"), last.get("started_at")
         )
 
     # -- the change page -----------------------------------------------------------------

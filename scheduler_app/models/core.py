@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -323,6 +324,13 @@ class Schedule(models.Model):
         help_text="Pause after this many consecutive terminal failures.",
     )
     consecutive_failures = models.PositiveIntegerField(default=0)
+    last_success_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="When an occurrence of it last succeeded: written with the outcome, under "
+        "the schedule's lock, so the monitor and the admin never search the ledger for it.",
+    )
     archive_on_completion = models.BooleanField(
         default=False, help_text="One-time schedules: archive once the run is finished."
     )
@@ -387,6 +395,14 @@ class Schedule(models.Model):
             ),
             *range_constraints(),
         ]
+
+    def note_success(self, at: datetime) -> bool:
+        """Move ``last_success_at`` forward to ``at`` (never back); True when it moved. The
+        worker's one-statement outcome writes the same rule in SQL (``GREATEST``)."""
+        if self.last_success_at is not None and self.last_success_at >= at:
+            return False
+        self.last_success_at = at
+        return True
 
     def __str__(self) -> str:
         """Its name or key; an unnamed one reads as its task and rule, never as a UUID."""

@@ -21,18 +21,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db.models import F, OuterRef, QuerySet, Subquery, Value
+from django.db.models import F, OuterRef, QuerySet, Value
 from django.db.models.functions import Coalesce, Greatest
 
 from scheduler_app import events
 from scheduler_app.conf import get_settings
 from scheduler_app.models import (
-    Occurrence,
     OccurrenceState,
     Schedule,
     ScheduleHealth,
     ScheduleStatus,
 )
+from scheduler_app.models.latest import RECENT, decoded, latest
 from scheduler_app.monitoring.sql import ShiftSeconds
 
 logger = logging.getLogger("scheduler_app.monitoring")
@@ -45,6 +45,7 @@ TERMINAL = (
     OccurrenceState.SKIPPED,
     OccurrenceState.CANCELLED,
 )
+LAST_ATTEMPT = ("scheduled_for", "state", "last_error", "reason")
 NO_SUCCESS = "no_success"
 OVERDUE = "overdue"
 
@@ -87,10 +88,6 @@ class MonitorReport:
         return not self.problems
 
 
-def _latest(**filters: Any) -> QuerySet[Occurrence]:
-    return Occurrence.objects.filter(schedule=OuterRef("pk"), **filters).order_by("-scheduled_for")
-
-
 def candidates(now: datetime, margin: float) -> QuerySet[Schedule]:
     """Schedules that may be unhealthy now, and those flagged before, with what ``diagnose``
     reads.
@@ -103,27 +100,27 @@ def candidates(now: datetime, margin: float) -> QuerySet[Schedule]:
     """
     active = Schedule.objects.filter(status=ScheduleStatus.ACTIVE)
     overdue = active.filter(next_run_at__lt=now - timedelta(seconds=margin)).order_by("next_run_at")
-    missing = _annotated(active.filter(expected_every__isnull=False)).filter(
+    missing = _annotated(active.filter(expected_every__isnull=False), now).filter(
         success_due__lt=Value(now)  # type: ignore[misc]  # an annotation the stubs cannot see
     )
     flagged = Schedule.objects.filter(health=ScheduleHealth.UNHEALTHY)
     ids: set[Any] = set()
     for kind in (overdue, missing, flagged):
         ids.update(kind.values_list("pk", flat=True)[: LIMIT + 1])
-    return _annotated(Schedule.objects.filter(pk__in=ids)).order_by("next_run_at", "id")
+    return _annotated(Schedule.objects.filter(pk__in=ids), now).order_by("next_run_at", "id")
 
 
-def _annotated(rows: QuerySet[Schedule]) -> QuerySet[Schedule]:
-    """The latest success and the latest ended occurrence of each schedule, and when a
-    success is due by ``expected_every``."""
-    last_success = _latest(state=OccurrenceState.SUCCEEDED).values("finished_at")[:1]
-    last = _latest(state__in=TERMINAL)
+def _annotated(rows: QuerySet[Schedule], now: datetime) -> QuerySet[Schedule]:
+    """When a success is due by ``expected_every`` (from the schedule's own
+    ``last_success_at``), and the latest ended occurrence of each schedule (``last_attempt``,
+    ``models.latest``): searched from the schedule's last slot minus its ``expected_every``
+    and the last five weeks, so the search reads the recent partitions of the ledger, and all
+    of them only for a schedule with no ended occurrence there."""
+    since = ShiftSeconds(
+        OuterRef("last_scheduled_for"), -Coalesce(OuterRef("expected_every"), Value(0))
+    )
     return rows.annotate(
-        last_success_at=Subquery(last_success),
-        last_attempt_for=Subquery(last.values("scheduled_for")[:1]),
-        last_attempt_state=Subquery(last.values("state")[:1]),
-        last_attempt_error=Subquery(last.values("last_error")[:1]),
-        last_attempt_reason=Subquery(last.values("reason")[:1]),
+        last_attempt=latest(LAST_ATTEMPT, since=since, recent=now - RECENT, state__in=TERMINAL),
         success_due=ShiftSeconds(
             Greatest(Coalesce("last_success_at", "created_at"), F("created_at")),
             F("expected_every"),
@@ -172,10 +169,11 @@ def _no_success(schedule: Any, now: datetime) -> Problem | None:
 
 
 def _last_attempt(schedule: Any) -> str:
-    if schedule.last_attempt_for is None:
+    last = decoded(getattr(schedule, "last_attempt", None))
+    if not last.get("scheduled_for"):
         return "no run has finished yet"
-    text = f"last attempt {_stamp(schedule.last_attempt_for)} {schedule.last_attempt_state}"
-    detail = _first_line(schedule.last_attempt_error) or schedule.last_attempt_reason
+    text = f"last attempt {_stamp(last['scheduled_for'])} {last['state']}"
+    detail = _first_line(last.get("last_error")) or last.get("reason")
     return f"{text}: {detail}" if detail else text
 
 

@@ -216,10 +216,19 @@ class Ended:
 
 
 @cache
-def _finish_sql(with_error: bool) -> Statement:
+def _finish_sql(with_error: bool, succeeded: bool) -> Statement:
     # The slot is the one the claim read from the row: always known here. ``locked.*`` and
-    # ``ended.*`` are the columns in the order the CTEs list them (the models' field order).
+    # ``ended.*`` are the columns in the order the CTEs list them (the models' field order);
+    # ``locked.*`` is the schedule as it was before ``noted`` (a success) wrote it.
     last_error = ", last_error = %(error)s" if with_error else ""
+    noted = (
+        """, noted AS (
+    UPDATE "{sched}" s SET last_success_at = GREATEST(s.last_success_at, %(now)s)
+    WHERE s.id = %(schedule_id)s AND EXISTS (SELECT 1 FROM ended)
+)""".format(**_tables())
+        if succeeded
+        else ""
+    )
     return statement(
         """
 WITH locked AS (
@@ -235,7 +244,7 @@ WITH locked AS (
     UPDATE "{att}" a SET finished_at = %(now)s, outcome = %(state)s, error = %(error)s
     WHERE a.occurrence_id = %(id)s AND a.kind = %(run)s AND a.finished_at IS NULL
         AND EXISTS (SELECT 1 FROM ended)
-)
+){noted}
 SELECT locked.*, ended.*, EXISTS (
     SELECT 1 FROM "{occ}" b WHERE b.schedule_id = %(schedule_id)s AND b.state = %(buffered)s)
 FROM locked JOIN ended ON TRUE
@@ -243,6 +252,7 @@ FROM locked JOIN ended ON TRUE
             s_cols=columns(Schedule, "s"),
             o_cols=columns(Occurrence, "o"),
             last_error=last_error,
+            noted=noted,
             **_tables(),
         )
     )
@@ -260,8 +270,8 @@ def finish(
     error: str,
 ) -> Ended | None:
     """End a running attempt that still holds ``token``: one statement that locks the schedule
-    (first, as the beat does), ends the occurrence and closes its attempt. None when the
-    attempt lost its lease."""
+    (first, as the beat does), ends the occurrence, closes its attempt and, for a success,
+    moves the schedule's ``last_success_at`` forward. None when the attempt lost its lease."""
     params: dict[str, Any] = {
         "id": occurrence_id,
         "slot": scheduled_for,
@@ -275,12 +285,15 @@ def finish(
         "buffered": OccurrenceState.BUFFERED.value,
         "run": AttemptKind.RUN.value,
     }
-    row = fetch_one(_finish_sql(bool(error)), params)
+    succeeded = state == OccurrenceState.SUCCEEDED
+    row = fetch_one(_finish_sql(bool(error), succeeded), params)
     if row is None:
         return None
     s_end = width(Schedule)
     o_end = s_end + width(Occurrence)
     schedule = build(Schedule, row[:s_end])
+    if succeeded:
+        schedule.note_success(now)
     occurrence = build(Occurrence, row[s_end:o_end])
     occurrence.schedule = schedule
     return Ended(occurrence, schedule, buffered=bool(row[o_end]))

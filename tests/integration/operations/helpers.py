@@ -7,12 +7,14 @@ from typing import Any
 
 from scheduler_app import events
 from scheduler_app.clock import FakeClock
+from scheduler_app.lifecycle import record_success
 from scheduler_app.models import Occurrence, Schedule
 from tests.integration.support import MemoryPublisher, rows, ticker
 
 
 def finish(occurrence: Occurrence, state: str, at: datetime, error: str = "") -> Occurrence:
-    """Write a final state (as the worker does) and send ``occurrence_finished``."""
+    """Write a final state (as the worker does, with a success noted on the schedule row)
+    and send ``occurrence_finished``."""
     Occurrence.objects.filter(pk=occurrence.pk).update(
         state=state,
         started_at=occurrence.scheduled_for + timedelta(seconds=2),
@@ -21,6 +23,8 @@ def finish(occurrence: Occurrence, state: str, at: datetime, error: str = "") ->
         reason="" if state == "succeeded" else "error",
     )
     occurrence.refresh_from_db()
+    if state == "succeeded":
+        record_success(Schedule.objects.get(pk=occurrence.schedule_id), at)
     events.occurrence_finished.send(
         sender=Occurrence, occurrence=occurrence, state=state, reason=occurrence.reason
     )
