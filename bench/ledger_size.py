@@ -21,6 +21,7 @@ occurrence that ran. A later, larger ``--generate`` adds rows to the same months
   (``bench.scale.drivers.ours.running_ticker``; the burst's rows are deleted after each);
 - idle tick: ``Ticker.tick()`` with nothing due, after 10 unmeasured warm-up ticks;
 - monitor pass: ``run_monitor`` (the beat's), with ``expected_every`` on 1 schedule in 10;
+  again with 100 of them two days without a success (each problem reads the ledger);
 - the admin's pages (``bench/admin_pages.py``'s list, without the schedule list filtered by
   last outcome unless ``--every-page``) through Django's test client, as a superuser.
 
@@ -189,15 +190,18 @@ FROM made WHERE state IN ('succeeded', 'failed', 'running')
 
 
 FOLLOW = f"""
-UPDATE scheduler_app_schedule s SET last_success_at = m.success, last_scheduled_for = m.slot
+UPDATE scheduler_app_schedule s SET last_success_at = m.success, last_scheduled_for = m.slot,
+    created_at = LEAST(s.created_at, m.first)
 FROM (
     SELECT schedule_id, max(finished_at) FILTER (WHERE state = 'succeeded') AS success,
-        max(scheduled_for) FILTER (WHERE trigger IN ('scheduled', 'catch_up')) AS slot
+        max(scheduled_for) FILTER (WHERE trigger IN ('scheduled', 'catch_up')) AS slot,
+        min(scheduled_for) AS first
     FROM {TABLE} GROUP BY schedule_id
 ) m WHERE s.id = m.schedule_id
 """
 """The schedule rows as the beat and the workers would have left them after these rows: the
-latest success (migration 0015 fills an existing install's so) and the last slot handled."""
+latest success (migration 0015 fills an existing install's so), the last slot handled, and
+created no later than their first occurrence."""
 
 
 def generate(total: int, schedules: int, fresh: bool) -> dict[str, Any]:
@@ -354,6 +358,41 @@ def measure_monitor(samples: int) -> dict[str, Any]:
     print(
         f"monitor pass: {out['median_ms']:.0f} ms (first, marking {out['problems']} "
         f"unhealthy: {out['first_ms']:.0f} ms) (load {out['load']})"
+    )
+    out["with_problems"] = measure_monitor_problems(samples, now)
+    return out
+
+
+PROBLEMS = 100
+
+
+def measure_monitor_problems(samples: int, now: datetime) -> dict[str, Any]:
+    """The pass when ``PROBLEMS`` schedules with ``expected_every`` have had no success for two
+    days: each problem's message reads its latest ended occurrence from the ledger."""
+    keep = execute(
+        "SELECT id, last_success_at FROM scheduler_app_schedule "
+        "WHERE expected_every IS NOT NULL ORDER BY id LIMIT %s",
+        [PROBLEMS],
+    )
+    ids = [row[0] for row in keep]
+    execute(
+        "UPDATE scheduler_app_schedule SET last_success_at = %s WHERE id = ANY(%s)",
+        [now - timedelta(days=2), ids],
+    )
+    try:
+        first, times = timed_calls(lambda: run_monitor(now), samples)
+        problems = len(run_monitor(now).problems)
+    finally:
+        for sid, success in keep:
+            execute(
+                "UPDATE scheduler_app_schedule SET last_success_at = %s, health = 'ok', "
+                "health_reason = '' WHERE id = %s",
+                [success, sid],
+            )
+    out = {**summary(times), "first_ms": round(first * 1000, 1), "problems": problems}
+    print(
+        f"monitor pass with {problems} problems: {out['median_ms']:.0f} ms "
+        f"(first: {out['first_ms']:.0f} ms) (load {out['load']})"
     )
     return out
 

@@ -184,16 +184,24 @@ def misfires(request: HttpRequest, now: datetime) -> dict[str, Any]:
     return {"skipped_by_reason": list(skipped), "by_policy": list(by_policy)}
 
 
+FAILED_CAP = 10_000
+"""The dead letters counted on the page at most ("10,000+" beyond)."""
+
+
 def outbox(request: HttpRequest, now: datetime) -> dict[str, Any]:
     pending = (
         _occurrences(request)
         .filter(state=OccurrenceState.PENDING)
         .aggregate(n=Count("pk"), oldest=Min("created_at"))
     )
-    failed = _occurrences(request).filter(state=OccurrenceState.FAILED).count()
+    # Counted up to a cap on the partial index of failed rows: the count of every dead
+    # letter ever kept grows with the ledger (200,000 rows, 41 ms, at 10,000,000 occurrences).
+    dead = _occurrences(request).filter(state=OccurrenceState.FAILED).values("pk")
+    failed = dead[: FAILED_CAP + 1].count()
     oldest = pending["oldest"]
     age = None if oldest is None else format_seconds((now - oldest).total_seconds())
-    return {"pending": pending["n"], "oldest_age": age, "failed": failed}
+    shown = f"{FAILED_CAP:,}+" if failed > FAILED_CAP else f"{failed:,}"
+    return {"pending": pending["n"], "oldest_age": age, "failed": shown}
 
 
 def timeline(request: HttpRequest, now: datetime) -> SafeString:

@@ -9,9 +9,8 @@ partitions, the monitor pass and the admin's schedule list took 2-2.5 times what
 
 - the columns wanted come back together, as one JSON object (``latest``), so the ledger is
   searched once per schedule, not once per column;
-- the search starts at ``recent`` (an instant: PostgreSQL prunes the older partitions when it
-  plans) and at ``since`` (an expression of the outer row, such as its
-  ``last_scheduled_for``: pruned again at run time);
+- the search starts at ``recent`` (an instant, so PostgreSQL prunes the older partitions when
+  it plans the statement: the current and the previous month's, with ``RECENT``);
 - only when no matching row is there does a second, unbounded subquery run (``COALESCE``
   evaluates it only then), so the answer is always the unbounded search's.
 
@@ -24,7 +23,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db.models import F, JSONField, OuterRef, Q, Subquery
+from django.db.models import F, JSONField, OuterRef, Subquery
 from django.db.models.functions import Coalesce, JSONObject
 from django.utils.dateparse import parse_datetime
 
@@ -36,12 +35,12 @@ partitions); the whole ledger only for a schedule with nothing there."""
 INSTANTS = frozenset({"scheduled_for", "started_at", "finished_at", "dispatched_at"})
 
 
-def latest(fields: tuple[str, ...], *, since: Any, recent: datetime, **filters: Any) -> Coalesce:
+def latest(fields: tuple[str, ...], *, recent: datetime, **filters: Any) -> Coalesce:
     """``fields`` of the outer schedule's newest occurrence matching ``filters``, as a JSON
     object, or NULL when it has none."""
     rows = Occurrence.objects.filter(schedule=OuterRef("pk"), **filters).order_by("-scheduled_for")
     row = JSONObject(**{name: F(name) for name in fields})
-    near = rows.filter(Q(scheduled_for__gte=recent) & Q(scheduled_for__gte=since))
+    near = rows.filter(scheduled_for__gte=recent)
     return Coalesce(
         Subquery(near.values_list(row)[:1]),
         Subquery(rows.values_list(row)[:1]),

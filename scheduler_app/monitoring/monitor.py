@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db.models import F, OuterRef, QuerySet, Value
+from django.db.models import F, QuerySet, Value
 from django.db.models.functions import Coalesce, Greatest
 
 from scheduler_app import events
@@ -113,14 +113,10 @@ def candidates(now: datetime, margin: float) -> QuerySet[Schedule]:
 def _annotated(rows: QuerySet[Schedule], now: datetime) -> QuerySet[Schedule]:
     """When a success is due by ``expected_every`` (from the schedule's own
     ``last_success_at``), and the latest ended occurrence of each schedule (``last_attempt``,
-    ``models.latest``): searched from the schedule's last slot minus its ``expected_every``
-    and the last five weeks, so the search reads the recent partitions of the ledger, and all
-    of them only for a schedule with no ended occurrence there."""
-    since = ShiftSeconds(
-        OuterRef("last_scheduled_for"), -Coalesce(OuterRef("expected_every"), Value(0))
-    )
+    ``models.latest``: the last five weeks' partitions first, all of them only for a schedule
+    with no ended occurrence there)."""
     return rows.annotate(
-        last_attempt=latest(LAST_ATTEMPT, since=since, recent=now - RECENT, state__in=TERMINAL),
+        last_attempt=latest(LAST_ATTEMPT, recent=now - RECENT, state__in=TERMINAL),
         success_due=ShiftSeconds(
             Greatest(Coalesce("last_success_at", "created_at"), F("created_at")),
             F("expected_every"),

@@ -4,12 +4,11 @@ with the whole ledger as the fallback (``models.latest``)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from django.db.models import OuterRef, Value
 
 from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
@@ -93,37 +92,29 @@ def test_the_monitor_reads_the_success_on_the_row_not_the_ledger() -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("since_field", ["last_scheduled_for", None])
-def test_latest_falls_back_to_the_whole_ledger(since_field: str | None) -> None:
-    """A schedule whose newest row is older than both bounds (``recent``, its own
-    ``last_scheduled_for``) still gets it: the unbounded search runs then."""
+def test_latest_falls_back_to_the_whole_ledger() -> None:
+    """A schedule whose newest row is older than ``recent`` still gets it: the unbounded
+    search runs then; a newer row is found by the bounded one; none is NULL."""
     clock = FakeClock(START)
     target = schedule(clock, kind="interval", rule="60")
     clock.advance(MINUTE)
     ticker(MemoryPublisher(), clock).tick()
     row = rows(target)[-1]
     old = row.scheduled_for
-    since = OuterRef(since_field) if since_field else Value(START + timedelta(days=400))
-    now = START + timedelta(days=400)
-    Schedule.objects.filter(pk=target.pk).update(last_scheduled_for=now)
-    found = (
-        Schedule.objects.filter(pk=target.pk)
-        .annotate(last=latest(("scheduled_for", "state"), since=since, recent=now - RECENT))
-        .get()
-    )
-    assert decoded(found.last) == {"scheduled_for": old, "state": row.state}
-    recent = (
-        Schedule.objects.filter(pk=target.pk)
-        .annotate(last=latest(("scheduled_for",), since=Value(old), recent=old - RECENT))
-        .get()
-    )
-    assert decoded(recent.last) == {"scheduled_for": old}
-    none = (
-        Schedule.objects.filter(pk=target.pk)
-        .annotate(last=latest(("state",), since=since, recent=now, state=OccurrenceState.SUCCEEDED))
-        .get()
-    )
-    assert decoded(none.last) == {}
+
+    def found(recent: datetime, fields: tuple[str, ...], **filters: object) -> dict:
+        annotated = Schedule.objects.filter(pk=target.pk).annotate(
+            last=latest(fields, recent=recent, **filters)
+        )
+        return decoded(annotated.get().last)
+
+    later = START + timedelta(days=400)
+    assert found(later - RECENT, ("scheduled_for", "state")) == {
+        "scheduled_for": old,
+        "state": row.state,
+    }
+    assert found(old - RECENT, ("scheduled_for",)) == {"scheduled_for": old}
+    assert found(later, ("state",), state=OccurrenceState.SUCCEEDED) == {}
 
 
 @pytest.mark.django_db
@@ -141,24 +132,13 @@ def test_a_manual_run_after_the_last_slot_is_the_latest() -> None:
     manual.idempotency_key = f"{rule_row.idempotency_key}-manual"
     manual.state = OccurrenceState.FAILED
     manual.save(force_insert=True)
-    found = (
-        Schedule.objects.filter(pk=target.pk)
-        .annotate(
-            last=latest(
-                ("scheduled_for", "state"),
-                since=OuterRef("last_scheduled_for"),
-                recent=START - RECENT,
-            )
-        )
-        .get()
+    annotated = Schedule.objects.filter(pk=target.pk).annotate(
+        last=latest(("scheduled_for", "state"), recent=START - RECENT)
     )
-    assert decoded(found.last) == {"scheduled_for": manual.scheduled_for, "state": "failed"}
-
-
-def OuterRefSlot() -> object:  # reads as the expression it is
-    from django.db.models import OuterRef
-
-    return OuterRef("last_scheduled_for")
+    assert decoded(annotated.get().last) == {
+        "scheduled_for": manual.scheduled_for,
+        "state": "failed",
+    }
 
 
 def migrate(target: list[tuple[str, str]] | None) -> None:

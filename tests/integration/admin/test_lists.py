@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from scheduler_app import services
+from scheduler_app.admin import monitoring
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule
 from tests.integration.admin.support import client_for, with_history
 
@@ -134,6 +135,19 @@ def test_the_monitoring_page_shows_the_figures(client: Client) -> None:
     assert "1</span> overdue active schedule(s)" in page
     for heading in ("Lateness", "Last 24 hours", "Misfires and skips"):
         assert heading in page
+
+
+def test_the_monitoring_page_counts_dead_letters_up_to_a_cap(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count of every failed row ever kept grows with the ledger: it stops at the cap."""
+    for name in ("one", "two", "three"):
+        _, occurrence = with_history(name=name)
+        Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
+    monkeypatch.setattr(monitoring, "FAILED_CAP", 2)
+    assert "2+</span> failed (dead letters)" in client.get(MONITORING).content.decode()
+    monkeypatch.setattr(monitoring, "FAILED_CAP", 3)
+    assert "3</span> failed (dead letters)" in client.get(MONITORING).content.decode()
 
 
 def test_the_monitoring_page_is_scoped_and_needs_view_permission() -> None:
