@@ -62,6 +62,7 @@ from bench.scale.drivers.ours import running_ticker  # noqa: E402
 from bench.scale.env import DAY, PREFIX, clear_broker, due_instant, queued  # noqa: E402
 from bench.scale.workload import create_schedules, name_of  # noqa: E402
 from scheduler_app.monitoring.monitor import run_monitor  # noqa: E402
+from scheduler_app.partitions.ddl import partitions  # noqa: E402
 from scheduler_app.partitions.maintain import create_ahead  # noqa: E402
 from scheduler_app.partitions.ranges import Interval  # noqa: E402
 
@@ -277,7 +278,19 @@ def arrange(due: int, at: datetime) -> None:
         "ELSE %s::timestamptz END OR last_scheduled_for IS NOT NULL OR status <> 'active')",
         [name_of(due), at, at + DAY, PREFIX + "%", name_of(due), at, at + DAY],
     )
+    vacuum_hot(at)
     clear_broker()
+
+
+def vacuum_hot(at: datetime) -> None:
+    """What autovacuum does in a running install (this machine's PostgreSQL runs without it):
+    the schedule table and the partition of ``at`` vacuumed after the bench rewrote them.
+    Without it the dead entries of earlier arrangements lead the due index, and the idle
+    tick's probe visited 4,000 of them (6 ms instead of 0.5)."""
+    execute("VACUUM (ANALYZE) scheduler_app_schedule")
+    for part in partitions():
+        if part.range is None or part.range.start <= at < part.range.end:
+            execute(f'VACUUM "{part.name}"')
 
 
 def summary(samples: list[float]) -> dict[str, Any]:
