@@ -259,7 +259,20 @@ def set_due(burst: int, at: datetime) -> None:
             ],
         )
     PeriodicTasks.update_changed()
+    vacuum_schedules()
     clear_broker()
+
+
+def vacuum_schedules() -> None:
+    """What autovacuum does in a running install, outside the timed part (this machine's
+    PostgreSQL runs without it): each arrangement rewrites the due rows, and their dead
+    versions would lead the due index for every later sample (bench/ledger_size.py measured
+    a 6 ms idle tick from 194,000 of them instead of 0.5 ms)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM scheduler_app_schedule")
+        cursor.execute("VACUUM django_celery_beat_periodictask")
 
 
 def set_idle(at: datetime) -> None:

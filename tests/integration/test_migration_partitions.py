@@ -41,9 +41,9 @@ def hourly(count: int) -> Iterator[datetime]:
     return (FIRST + timedelta(hours=7 * n) for n in range(count))
 
 
-def populate() -> Schedule:
-    """At 0013: 500 rows over five months, two strays (1999, 2099), three attempts."""
-    target = schedule(FakeClock(START), kind="interval", rule="3600")
+def populate(target: Schedule) -> Schedule:
+    """At 0013: 500 rows over five months, two strays (1999, 2099), three attempts, of
+    ``target`` (made at the latest migration: the model's schedule columns are today's)."""
     slots = [*hourly(500), STRAY_PAST, STRAY_FUTURE]
     Occurrence.objects.bulk_create([occurrence(target, slot) for slot in slots])
     first = Occurrence.objects.get(scheduled_for=FIRST)
@@ -93,9 +93,10 @@ def assert_duplicates_refused(target: Schedule) -> None:
 @pytest.fixture
 def populated() -> Iterator[Schedule]:
     """A ledger populated at 0013; the latest migrations again afterwards."""
+    target = schedule(FakeClock(START), kind="interval", rule="3600")
     migrate(BEFORE)
     try:
-        yield populate()
+        yield populate(target)
     finally:
         migrate(None)
 

@@ -23,9 +23,9 @@ def migrate(target: list[tuple[str, str]] | None) -> None:
 
 
 def test_a_stored_unknown_target_stops_the_migration_with_the_fix() -> None:
+    odd = schedule(FakeClock(START), kind="interval", rule="60")  # today's columns
     migrate(BEFORE)
     try:
-        odd = schedule(FakeClock(START), kind="interval", rule="60")
         Schedule.objects.filter(pk=odd.pk).update(target="rq")
         with pytest.raises(RuntimeError, match=r"target is 'rq', not one of celery, django_tasks"):
             migrate(AFTER)
