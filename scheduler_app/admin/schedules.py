@@ -116,6 +116,7 @@ STATE_FIELDS = (
     "version",
     "next_run_text",
     "last_slot_text",
+    "last_success_text",
     "health",
     "health_reason",
     "missed_count",
@@ -402,6 +403,10 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
     @admin.display(description="last slot")
     def last_slot_text(self, obj: Schedule) -> str:
         return display.instant_text(obj.last_scheduled_for, obj.timezone)
+
+    @admin.display(description="last success")
+    def last_success_text(self, obj: Schedule) -> str:
+        return display.instant_text(obj.last_success_at, obj.timezone)
 
     @admin.display(description="anchor")
     def anchor_text(self, obj: Schedule) -> str:

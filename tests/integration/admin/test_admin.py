@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -81,6 +83,20 @@ def test_the_change_page_shows_the_next_slots(client: Client) -> None:
     page = client.get(reverse("admin:scheduler_app_schedule_change", args=[schedule.pk]))
     assert "Next slots" in page.content.decode()
     assert "02:30" in page.content.decode()
+
+
+def test_the_change_page_shows_the_last_success_in_the_schedules_zone(client: Client) -> None:
+    schedule = services.create_schedule(
+        task="demo.ping", kind="cron", rule="30 2 * * *", timezone="Europe/Riga"
+    )
+    url = reverse("admin:scheduler_app_schedule_change", args=[schedule.pk])
+    page = client.get(url).content.decode()
+    assert "last success" in page.lower()
+    Schedule.objects.filter(pk=schedule.pk).update(
+        last_success_at=datetime(2026, 7, 1, 9, 15, tzinfo=UTC)
+    )
+    page = client.get(url).content.decode()
+    assert "2026-07-01 12:15" in page  # Riga, summer time (UTC+3)
 
 
 def test_pause_and_resume_go_through_a_confirmation_page(client: Client) -> None:
