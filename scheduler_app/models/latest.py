@@ -19,11 +19,10 @@ partitions, the monitor pass and the admin's schedule list took 2-2.5 times what
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db.models import F, JSONField, OuterRef, Subquery
+from django.db.models import DateTimeField, F, JSONField, OuterRef, Subquery
 from django.db.models.functions import Coalesce, JSONObject
 from django.utils.dateparse import parse_datetime
 
@@ -32,7 +31,6 @@ from scheduler_app.models.ledger import Occurrence
 RECENT = timedelta(days=35)
 """Where a search looks first (``recent = now - RECENT``: the current and the previous month's
 partitions); the whole ledger only for a schedule with nothing there."""
-INSTANTS = frozenset({"scheduled_for", "started_at", "finished_at", "dispatched_at"})
 
 
 def latest(fields: tuple[str, ...], *, recent: datetime, **filters: Any) -> Coalesce:
@@ -48,16 +46,12 @@ def latest(fields: tuple[str, ...], *, recent: datetime, **filters: Any) -> Coal
     )
 
 
-def decoded(value: dict[str, Any] | str | None) -> dict[str, Any]:
+def decoded(value: dict[str, Any] | None) -> dict[str, Any]:
     """The columns of a ``latest`` value, instants as aware datetimes; {} for NULL."""
-    if value is None:
-        return {}
-    if isinstance(value, str):  # a backend that hands JSON back as text
-        value = json.loads(value)
-    out = dict(value)  # type: ignore[arg-type]
-    for name in INSTANTS.intersection(out):
-        if isinstance(out[name], str):
-            instant = parse_datetime(out[name])
+    out = dict(value or {})
+    for name, text in out.items():
+        if isinstance(text, str) and isinstance(Occurrence._meta.get_field(name), DateTimeField):
+            instant = parse_datetime(text)
             if instant is not None and instant.tzinfo is None:
                 instant = instant.replace(tzinfo=UTC)  # SQLite's stored text is UTC
             out[name] = instant
