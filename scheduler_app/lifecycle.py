@@ -251,6 +251,7 @@ def _take(occurrence: Occurrence, *, owner: str, now: datetime, lease: timedelta
             return Claim(False, "claimed_by_another", occurrence=occurrence)
         OccurrenceAttempt.objects.create(
             occurrence_id=occurrence.pk,
+            scheduled_for=occurrence.scheduled_for,
             kind=AttemptKind.RUN,
             number=occurrence.attempts + 1,
             worker=owner[:200],
@@ -259,11 +260,23 @@ def _take(occurrence: Occurrence, *, owner: str, now: datetime, lease: timedelta
     return Claim(True, "", token, occurrence.attempts + 1, occurrence)
 
 
-def close_attempt(occurrence_id: UUID | str, now: datetime, outcome: str, error: str = "") -> int:
-    """Finish the open run attempt of an occurrence (the one its last claim wrote)."""
-    return OccurrenceAttempt.objects.filter(
+def close_attempt(
+    occurrence_id: UUID | str,
+    now: datetime,
+    outcome: str,
+    error: str = "",
+    scheduled_for: datetime | None = None,
+) -> int:
+    """Finish the open run attempt of an occurrence (the one its last claim wrote).
+
+    ``scheduled_for``: the occurrence's slot when the caller has it (the attempts' partition
+    key: one partition read instead of each one's index)."""
+    attempts = OccurrenceAttempt.objects.filter(
         occurrence_id=occurrence_id, kind=AttemptKind.RUN, finished_at__isnull=True
-    ).update(finished_at=now, outcome=outcome, error=error[:4000])
+    )
+    if scheduled_for is not None:
+        attempts = attempts.filter(scheduled_for=scheduled_for)
+    return attempts.update(finished_at=now, outcome=outcome, error=error[:4000])
 
 
 TERMINAL_STATES = frozenset(
@@ -448,7 +461,7 @@ def retry_later(
             )
         )
         if moved:
-            close_attempt(occurrence_id, now, "retrying", error)
+            close_attempt(occurrence_id, now, "retrying", error, scheduled_for)
     return bool(moved)
 
 
@@ -473,7 +486,7 @@ def end(
             changes["last_error"] = error[:4000]
         if not rows.update(**changes, lease_expires_at=None):
             return False
-        close_attempt(occurrence.pk, now, state, error)
+        close_attempt(occurrence.pk, now, state, error, slot_of(occurrence))
         if state == OccurrenceState.SUCCEEDED:
             record_success(schedule, now)
         release_next(schedule, now)

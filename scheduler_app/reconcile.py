@@ -168,7 +168,7 @@ def _requeue(occurrence: Occurrence, now: datetime) -> int:
             not_before=now,
         )
         if moved:
-            close_attempt(occurrence.pk, now, "lost", error)
+            close_attempt(occurrence.pk, now, "lost", error, occurrence.scheduled_for)
     return moved
 
 

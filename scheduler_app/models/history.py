@@ -23,6 +23,10 @@ class OccurrenceAttempt(models.Model):
     occurrence = models.ForeignKey(
         Occurrence, on_delete=models.CASCADE, related_name="attempt_history", db_constraint=False
     )
+    # The occurrence's slot, copied: on PostgreSQL the partition key of this table, whose
+    # partitions mirror the ledger's (migration 0016), so that retention drops a month of
+    # attempts with the month of occurrences, and a lookup by occurrence reads one partition.
+    scheduled_for = models.DateTimeField(help_text="The occurrence's slot (its scheduled_for).")
     kind = models.CharField(max_length=10, choices=AttemptKind.choices, default=AttemptKind.RUN)
     number = models.PositiveIntegerField(help_text="The occurrence's attempt number.")
     worker = models.CharField(max_length=200, blank=True, default="")

@@ -1,7 +1,11 @@
 """The partitions of the ledger in PostgreSQL: read them, create one (``retire`` takes one out).
 
+The attempt history is partitioned the same way (migration 0016): each ledger partition has
+an attempts partition of the same range and suffix, created with it (``create``) and retired
+with it, so that an attempt lives where its occurrence's range is.
+
 Every function here runs inside the caller's transaction. Locks are taken in one order
-(the partitioned table, then the DEFAULT partition, then the partition concerned) and wait
+(the ledger, its DEFAULT partition, then the attempts and theirs) and wait
 at most ``LOCK_TIMEOUT``: partition maintenance queues behind no long query (a queued
 ACCESS EXCLUSIVE request would stall every reader behind it); it fails and is tried again.
 """
@@ -15,8 +19,8 @@ from typing import Any
 
 from django.db import connection
 
-from scheduler_app.models import Occurrence
-from scheduler_app.partitions.ranges import Range
+from scheduler_app.models import Occurrence, OccurrenceAttempt
+from scheduler_app.partitions.ranges import Range, gaps
 
 LOCK_TIMEOUT = "5s"
 KEY = "scheduled_for"
@@ -39,28 +43,41 @@ def table() -> str:
     return Occurrence._meta.db_table
 
 
-def default_name() -> str:
-    return f"{table()}_default"
+def attempts_table() -> str:
+    return OccurrenceAttempt._meta.db_table
 
 
-def is_partitioned() -> bool:
-    """Whether the ledger is a partitioned table (PostgreSQL after migration 0014)."""
+def default_name(parent: str | None = None) -> str:
+    return f"{parent or table()}_default"
+
+
+def is_partitioned(parent: str | None = None) -> bool:
+    """Whether the ledger (or ``parent``) is a partitioned table (PostgreSQL after migration
+    0014; the attempts after 0016)."""
     if connection.vendor != "postgresql":
         return False
     with connection.cursor() as cursor:
-        cursor.execute("SELECT relkind FROM pg_class WHERE oid = %s::regclass", [table()])
+        cursor.execute(
+            "SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", [parent or table()]
+        )
         row = cursor.fetchone()
     return row is not None and row[0] == "p"
 
 
-def partitions() -> list[Partition]:
-    """The ledger's partitions, DEFAULT first, then by range."""
+def tables() -> list[str]:
+    """The partitioned tables whose partitions go together: the ledger, then the attempts
+    (when migration 0016 partitioned them)."""
+    return [table(), *([attempts_table()] if is_partitioned(attempts_table()) else [])]
+
+
+def partitions(parent: str | None = None) -> list[Partition]:
+    """The ledger's (or ``parent``'s) partitions, DEFAULT first, then by range."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT c.relname, pg_get_expr(c.relpartbound, c.oid), c.reltuples::bigint "
             "FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
             "WHERE i.inhparent = %s::regclass",
-            [table()],
+            [parent or table()],
         )
         rows = cursor.fetchall()
     found = [Partition(name=name, range=_bounds(text), estimated_rows=n) for name, text, n in rows]
@@ -83,44 +100,59 @@ def _instant(text: str, unbounded: datetime) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
 
 
-def columns(cursor: Any) -> str:
-    """The ledger's columns, quoted, in the table's order (for moving rows between tables)."""
+def columns(cursor: Any, parent: str | None = None) -> str:
+    """The ledger's (or ``parent``'s) columns, quoted, in the table's order (for moving rows
+    between tables)."""
     cursor.execute(
         "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
         "AND NOT attisdropped ORDER BY attnum",
-        [table()],
+        [parent or table()],
     )
     return ", ".join(connection.ops.quote_name(name) for (name,) in cursor.fetchall())
 
 
-def lock(cursor: Any) -> None:
-    """The partitioned table (against concurrent partition changes; reads and writes go on),
-    then DEFAULT (nothing lands there while rows move in or out of it)."""
+def lock(cursor: Any, parents: list[str]) -> None:
+    """Each partitioned table (against concurrent partition changes; reads and writes go on),
+    then its DEFAULT (nothing lands there while rows move in or out of it)."""
     cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-    cursor.execute(f"LOCK TABLE ONLY {table()} IN SHARE UPDATE EXCLUSIVE MODE")
-    cursor.execute(f"LOCK TABLE {default_name()} IN ACCESS EXCLUSIVE MODE")
+    for parent in parents:
+        cursor.execute(f"LOCK TABLE ONLY {parent} IN SHARE UPDATE EXCLUSIVE MODE")
+        cursor.execute(f"LOCK TABLE {default_name(parent)} IN ACCESS EXCLUSIVE MODE")
 
 
 def create(span: Range) -> int:
-    """Create the partition of ``span`` and move into it the rows DEFAULT holds for it;
-    return how many moved. Made apart and attached (``ATTACH`` leaves reads and writes of
-    the other partitions alone, where ``CREATE TABLE ... PARTITION OF`` would stop them)."""
-    name = f"{table()}_{span.suffix}"
+    """Create the partition of ``span`` of the ledger (and of the attempts) and move into it
+    the rows DEFAULT holds for it; return how many occurrences moved. Made apart and attached
+    (``ATTACH`` leaves reads and writes of the other partitions alone, where ``CREATE TABLE
+    ... PARTITION OF`` would stop them)."""
+    parents = tables()
     with connection.cursor() as cursor:
-        lock(cursor)
-        cursor.execute(
-            f"CREATE TABLE {name} (LIKE {table()} INCLUDING DEFAULTS INCLUDING CONSTRAINTS "
-            "INCLUDING STORAGE)"
-        )
-        names = columns(cursor)
-        cursor.execute(
-            f"WITH moved AS (DELETE FROM {default_name()} WHERE {KEY} >= %s AND {KEY} < %s "
-            f"RETURNING {names}) INSERT INTO {name} ({names}) SELECT {names} FROM moved",
-            [span.start, span.end],
-        )
-        moved = cursor.rowcount
-        cursor.execute(
-            f"ALTER TABLE {table()} ATTACH PARTITION {name} FOR VALUES FROM (%s) TO (%s)",
-            [span.start, span.end],
-        )
+        lock(cursor, parents)
+        moved = _create(cursor, table(), span)
+        for parent in parents[1:]:
+            # The attempts' partitions follow the ledger's; one made by hand is left alone.
+            existing = [p.range for p in partitions(parent) if p.range is not None]
+            for part in gaps(span, existing):
+                _create(cursor, parent, part)
     return moved
+
+
+def _create(cursor: Any, parent: str, span: Range) -> int:
+    name = f"{parent}_{span.suffix}"
+    default = default_name(parent)
+    cursor.execute(
+        f"CREATE TABLE {name} (LIKE {parent} INCLUDING DEFAULTS INCLUDING CONSTRAINTS "
+        "INCLUDING STORAGE)"
+    )
+    names = columns(cursor, parent)
+    cursor.execute(
+        f"WITH moved AS (DELETE FROM {default} WHERE {KEY} >= %s AND {KEY} < %s "
+        f"RETURNING {names}) INSERT INTO {name} ({names}) SELECT {names} FROM moved",
+        [span.start, span.end],
+    )
+    moved = cursor.rowcount
+    cursor.execute(
+        f"ALTER TABLE {parent} ATTACH PARTITION {name} FOR VALUES FROM (%s) TO (%s)",
+        [span.start, span.end],
+    )
+    return int(moved)

@@ -4,9 +4,10 @@ A partition goes when its whole range is older than the cut-off. The rows retent
 (not final, finished after the cut-off, or the latest occurrence of their schedule: the
 rules of ``monitoring.retention``) are found before the ledger is locked, the few that can
 have changed since are looked up under the lock, and they go back into the ledger (into
-DEFAULT) as the partition is detached (``partitions.retire``); the attempts of the other rows
-are deleted in batches after the ledger's lock is released, then the table is dropped. A beat
-stopped between the steps leaves a ``*_retired_*`` table that the next call finishes.
+DEFAULT) as the partition is detached (``partitions.retire``), and the attempts' partition of the
+same range goes with it (the keepers' attempts stay); both are dropped after the ledger's lock
+is released. A beat stopped between the steps leaves ``*_retired_*`` tables that the next call
+finishes.
 """
 
 from __future__ import annotations

@@ -9,8 +9,12 @@ Three steps, so that the ledger is locked ACCESS EXCLUSIVE for milliseconds, not
    then the ledger is locked and only what can have changed since that read is added, through
    indexes: the rows the trigger noted and the open rows (``occ_open_idx``). The partition is
    detached and renamed ``*_retired_*``, the keepers go back into the ledger (into DEFAULT).
-3. ``finish_retired`` (short transactions, the ledger not locked): the attempts of the retired
-   rows deleted in batches through their index on the occurrence, then the table dropped.
+   The attempts' partition of the same range (migration 0016) is detached with it and
+   renamed alike; the keepers' attempts go back into the attempts (into their DEFAULT).
+3. ``finish_retired`` (the ledger not locked): both retired tables dropped. Without an
+   attempts partition of that range (attempts not partitioned, a partition made by hand, a
+   retirement begun before 0016), the attempts of the retired rows are first deleted in short
+   transactions through their index on the occurrence.
 
 Why the read before the lock loses nothing (``monitoring.retention``'s rules): whether a row
 is open, or finished at or after the cut-off, depends on the row alone, so a row not written
@@ -20,6 +24,10 @@ the latest occurrence of its schedule can only be gained if the schedule's newer
 deleted, and its newest row never is: retention keeps it, a schedule with occurrences is not
 deleted (PROTECT), nothing else deletes occurrences. Rows kept because they were the latest
 at the read and are no longer only wait in DEFAULT for the batched delete.
+
+An attempt carries its occurrence's slot, so it lives in the attempts' partition of its
+occurrence's range: the keepers' attempts are there when the attempts' partition is taken
+out (the attempts table is locked then too, so none is added meanwhile).
 """
 
 from __future__ import annotations
@@ -35,7 +43,10 @@ from scheduler_app.partitions.ddl import (
     KEY,
     LOCK_TIMEOUT,
     Partition,
+    attempts_table,
     columns,
+    is_partitioned,
+    partitions,
     table,
 )
 
@@ -52,6 +63,20 @@ def changed_name(partition: Partition) -> str:
 
 def retired_name(partition: Partition) -> str:
     return partition.name.replace(f"{table()}_", f"{table()}_retired_", 1)
+
+
+def attempts_name(ledger_name: str) -> str:
+    """The attempts' table beside a ledger partition (or retired partition) of that name."""
+    return ledger_name.replace(table(), attempts_table(), 1)
+
+
+def attempts_partition(partition: Partition) -> str | None:
+    """The attempts' partition of exactly ``partition``'s range, if there is one."""
+    if not is_partitioned(attempts_table()):
+        return None
+    name = attempts_name(partition.name)
+    found = {p.name: p.range for p in partitions(attempts_table())}
+    return name if name in found and found[name] == partition.range else None
 
 
 def watch(partition: Partition) -> None:
@@ -109,10 +134,13 @@ def retire(partition: Partition, final_states: Sequence[str], cutoff: datetime) 
     The ledger is locked ACCESS EXCLUSIVE after the keepers are found, for the index lookups of
     what changed meanwhile, the keepers' copy and the detach."""
     name, changed = partition.name, changed_name(partition)
+    attempts = attempts_partition(partition)
     with connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
         find_keepers(cursor, partition, final_states, cutoff)
         cursor.execute(f"LOCK TABLE ONLY {table()} IN ACCESS EXCLUSIVE MODE")
+        if attempts is not None:
+            cursor.execute(f"LOCK TABLE ONLY {attempts_table()} IN ACCESS EXCLUSIVE MODE")
         kept = _copy_keepers(cursor, name, changed, open_states(final_states))
         # Foreign-key checks still deferred on rows written earlier in this transaction would
         # stop the table from being dropped: run them now (Django's own constraint check).
@@ -125,8 +153,26 @@ def retire(partition: Partition, final_states: Sequence[str], cutoff: datetime) 
         names = columns(cursor)
         cursor.execute(f"INSERT INTO {table()} ({names}) SELECT {names} FROM partition_keepers")
         cursor.execute(f"DELETE FROM {retired} WHERE id IN (SELECT id FROM partition_keepers)")
+        if attempts is not None:
+            _retire_attempts(cursor, attempts)
         cursor.execute(f"DROP TABLE {changed}, partition_found, partition_keepers")
     return kept
+
+
+def _retire_attempts(cursor: Any, name: str) -> None:
+    """Detach the attempts' partition ``name`` (the attempts table locked), rename it beside
+    the retired ledger partition, and put the keepers' attempts back (into DEFAULT): looked up
+    by the partition's index on the occurrence."""
+    parent = attempts_table()
+    cursor.execute(f"ALTER TABLE {parent} DETACH PARTITION {name}")
+    retired = name.replace(f"{parent}_", f"{parent}_retired_", 1)
+    cursor.execute(f"ALTER TABLE {name} RENAME TO {retired}")
+    names = columns(cursor, parent)
+    cursor.execute(
+        f"WITH back AS (DELETE FROM {retired} WHERE occurrence_id IN "
+        f"(SELECT id FROM partition_keepers) RETURNING {names}) "
+        f"INSERT INTO {parent} ({names}) SELECT {names} FROM back"
+    )
 
 
 def find_keepers(
@@ -169,9 +215,12 @@ def retired_tables() -> list[str]:
 
 
 def finish_retired(name: str, *, blocks: int = BLOCKS) -> tuple[int, int]:
-    """Delete the attempts of a retired partition's rows, a few thousand rows per transaction
-    (the ledger is not locked: these rows left it already; only their attempts are touched),
-    then drop the table. Returns (rows dropped, attempts deleted).
+    """Drop a retired partition and its attempts. Returns (rows dropped, attempts removed).
+
+    When the attempts' partition of its range was retired with it, both tables are dropped
+    together. Otherwise the attempts of its rows are deleted first, a few thousand rows per
+    transaction (the ledger is not locked: these rows left it already; only their attempts are
+    touched).
 
     The rows are read in the table's physical order, ``blocks`` pages per batch (a TID range
     scan: no index, no sort), which is about the order their attempts were written in, so a
@@ -179,7 +228,16 @@ def finish_retired(name: str, *, blocks: int = BLOCKS) -> tuple[int, int]:
     attempts' index on the occurrence (the ids stay in the database: sent as a list of
     thousands of values, the planner scans the whole attempts table per batch instead), so
     its cost follows the rows deleted, not the size of the attempts table."""
-    with connection.cursor() as cursor:
+    attempts = attempts_name(name)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [attempts])
+        if cursor.fetchone()[0]:
+            cursor.execute(
+                f"SELECT (SELECT count(*) FROM {name}), (SELECT count(*) FROM {attempts})"
+            )
+            rows, removed = cursor.fetchone()
+            cursor.execute(f"DROP TABLE {name}, {attempts}")
+            return int(rows), int(removed)
         cursor.execute("SELECT pg_relation_size(%s) / current_setting('block_size')::int", [name])
         row = cursor.fetchone()
     size = int(row[0]) if row else 0

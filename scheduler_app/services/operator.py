@@ -474,6 +474,7 @@ def restore_schedule(
             [
                 OccurrenceAttempt(
                     occurrence_id=pk,
+                    scheduled_for=slot,
                     kind=AttemptKind.RESTORE,
                     number=attempts,
                     started_at=now,
@@ -482,7 +483,7 @@ def restore_schedule(
                     by=_who(user),
                     note="the schedule's cancel was undone; replay this occurrence to run it",
                 )
-                for pk, attempts in stopped.values_list("pk", "attempts")
+                for pk, attempts, slot in stopped.values_list("pk", "attempts", "scheduled_for")
             ]
         )
         audit.record(target, AuditAction.RESTORED, user, now, reason=reason)

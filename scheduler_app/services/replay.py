@@ -90,6 +90,7 @@ def replay_occurrence(
         occurrence.save()
         OccurrenceAttempt.objects.create(
             occurrence=occurrence,
+            scheduled_for=occurrence.scheduled_for,
             kind=AttemptKind.REPLAY,
             number=occurrence.attempts,
             started_at=now,

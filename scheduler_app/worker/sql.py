@@ -100,11 +100,12 @@ WITH cur AS (
         AND cur.s_status NOT IN (%(s_cancelled)s, %(s_awaiting)s)
         AND ({approval})
         AND ({permission})
-    RETURNING o.id, o.fencing_token, o.attempts
+    RETURNING o.id, o.fencing_token, o.attempts, o.scheduled_for
 ), attempt AS (
-    INSERT INTO "{att}" (occurrence_id, kind, number, worker, started_at, outcome, error,
-        "by", note)
-    SELECT won.id, %(run)s, won.attempts, %(worker)s, %(now)s, '', '', '', '' FROM won
+    INSERT INTO "{att}" (occurrence_id, scheduled_for, kind, number, worker, started_at,
+        outcome, error, "by", note)
+    SELECT won.id, won.scheduled_for, %(run)s, won.attempts, %(worker)s, %(now)s,
+        '', '', '', '' FROM won
 )
 SELECT cur.*, won.fencing_token, won.attempts,
     won.attempts IS NOT NULL AND EXISTS (
@@ -242,8 +243,8 @@ WITH locked AS (
     RETURNING {o_cols}
 ), closed AS (
     UPDATE "{att}" a SET finished_at = %(now)s, outcome = %(state)s, error = %(error)s
-    WHERE a.occurrence_id = %(id)s AND a.kind = %(run)s AND a.finished_at IS NULL
-        AND EXISTS (SELECT 1 FROM ended)
+    WHERE a.occurrence_id = %(id)s AND a.scheduled_for = %(slot)s AND a.kind = %(run)s
+        AND a.finished_at IS NULL AND EXISTS (SELECT 1 FROM ended)
 ){noted}
 SELECT locked.*, ended.*, EXISTS (
     SELECT 1 FROM "{occ}" b WHERE b.schedule_id = %(schedule_id)s AND b.state = %(buffered)s)
@@ -311,11 +312,11 @@ WITH moved AS (
     RETURNING o.id
 ), closed AS (
     UPDATE "{att}" a SET finished_at = %(now)s, outcome = %(retrying)s, error = %(error)s
-    WHERE a.occurrence_id = %(id)s AND a.kind = %(run)s AND a.finished_at IS NULL
-        AND EXISTS (SELECT 1 FROM moved)
+    WHERE a.occurrence_id = %(id)s {attempt_slot} AND a.kind = %(run)s
+        AND a.finished_at IS NULL AND EXISTS (SELECT 1 FROM moved)
 )
 SELECT count(*) FROM moved
-""".format(slot=slot, **_tables())
+""".format(slot=slot, attempt_slot=slot.replace("o.", "a.", 1), **_tables())
     )
 
 

@@ -11,6 +11,7 @@ from scheduler_app.models import Occurrence, OccurrenceState, Schedule, Trigger
 from tests.integration.support import TASK
 
 TABLE = "scheduler_app_occurrence"
+ATTEMPTS = "scheduler_app_occurrenceattempt"
 
 
 def occurrence(target: Schedule, slot: datetime, **fields: object) -> Occurrence:
@@ -42,15 +43,15 @@ def fetch(sql: str, params: list[object] | None = None) -> list[tuple[object, ..
         return list(cursor.fetchall())
 
 
-def partition_counts() -> dict[str, int]:
+def partition_counts(table: str = TABLE) -> dict[str, int]:
     """Each partition's name (without the table's) and row count."""
     names = fetch(
         "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
         "WHERE i.inhparent = %s::regclass ORDER BY c.relname",
-        [TABLE],
+        [table],
     )
     counts: dict[str, int] = {}
     for (name,) in names:
         [(count,)] = fetch(f"SELECT count(*) FROM {name}")
-        counts[str(name).removeprefix(f"{TABLE}_")] = int(count)  # type: ignore[call-overload]
+        counts[str(name).removeprefix(f"{table}_")] = int(count)  # type: ignore[call-overload]
     return counts

@@ -145,7 +145,9 @@ def test_the_attempts_of_a_retired_partition_go_in_batches_of_pages() -> None:
     rows = [occurrence(target, JAN + timedelta(hours=n)) for n in range(100)]
     Occurrence.objects.bulk_create([*rows, occurrence(target, datetime(2024, 4, 1, tzinfo=UTC))])
     OccurrenceAttempt.objects.bulk_create(
-        OccurrenceAttempt(occurrence=row, number=n, started_at=row.scheduled_for)
+        OccurrenceAttempt(
+            occurrence=row, scheduled_for=row.scheduled_for, number=n, started_at=row.scheduled_for
+        )
         for row in rows
         for n in (1, 2)
     )

@@ -64,7 +64,9 @@ def test_retention_drops_old_partitions_whole_and_keeps_what_it_must() -> None:
     last_of_quiet = occurrence(quiet, JAN)
     Occurrence.objects.bulk_create([*rows, last_of_quiet])
     OccurrenceAttempt.objects.bulk_create(
-        OccurrenceAttempt(occurrence=row, number=1, started_at=row.scheduled_for)
+        OccurrenceAttempt(
+            occurrence=row, scheduled_for=row.scheduled_for, number=1, started_at=row.scheduled_for
+        )
         for row in (rows[0], rows[3], last_of_quiet)
     )
     create_ahead(JAN, count=2, interval=Interval.MONTH)

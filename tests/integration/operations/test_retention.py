@@ -30,7 +30,9 @@ def history(clock: FakeClock, days: int) -> Schedule:
         Occurrence.objects.filter(pk=row.pk).update(
             state=OccurrenceState.SUCCEEDED, finished_at=row.scheduled_for + timedelta(minutes=1)
         )
-        OccurrenceAttempt.objects.create(occurrence=row, number=1, started_at=row.scheduled_for)
+        OccurrenceAttempt.objects.create(
+            occurrence=row, scheduled_for=row.scheduled_for, number=1, started_at=row.scheduled_for
+        )
     return target
 
 
