@@ -10,16 +10,22 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, connection
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.models import FINAL_STATES, Occurrence, OccurrenceAttempt, OccurrenceState
+from scheduler_app.models import FINAL_STATES, Occurrence, OccurrenceState
 from scheduler_app.partitions import ddl, retire
 from scheduler_app.partitions.drop import drop_before
 from scheduler_app.partitions.maintain import create_ahead
 from scheduler_app.partitions.ranges import Interval
 from scheduler_app.services.replay import replay_occurrence
-from tests.integration.partition_support import TABLE, fetch, occurrence, partition_counts
+from tests.integration.partition_support import (
+    ATTEMPTS,
+    TABLE,
+    fetch,
+    occurrence,
+    partition_counts,
+)
 from tests.integration.support import START, schedule
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -34,14 +40,15 @@ def no_partitions_left() -> Iterator[None]:
     """The partitions these tests make are committed: take them out again, whatever happens."""
     yield
     with connection.cursor() as cursor:
-        for partition in ddl.partitions():
-            if partition.range is not None and partition.range.start.year == 2024:
-                cursor.execute(f"ALTER TABLE {TABLE} DETACH PARTITION {partition.name}")
-                cursor.execute(f"DROP TABLE {partition.name}")
+        for parent in (TABLE, ATTEMPTS):
+            for partition in ddl.partitions(parent):
+                if partition.range is not None and partition.range.start.year == 2024:
+                    cursor.execute(f"ALTER TABLE {parent} DETACH PARTITION {partition.name}")
+                    cursor.execute(f"DROP TABLE {partition.name}")
         for (name,) in fetch(
             "SELECT relname FROM pg_class WHERE relkind = 'r' AND "
             "(relname LIKE %s OR relname LIKE %s)",
-            [f"{TABLE}\\_retired\\_%", f"{TABLE}\\_%\\_changed"],
+            [f"{TABLE}%\\_retired\\_%", f"{TABLE}\\_%\\_changed"],
         ):
             cursor.execute(f"DROP TABLE {name}")
 
@@ -137,31 +144,4 @@ def test_a_retire_that_failed_after_the_watch_is_done_again_later(
     assert (report.rows, report.kept) == (19, 1)
     assert list(Occurrence.objects.filter(scheduled_for__lt=CUTOFF)) == [rows[7]]
     assert fetch("SELECT count(*) FROM pg_trigger WHERE tgname = %s", [retire.TRIGGER]) == [(0,)]
-    assert retire.retired_tables() == []
-
-
-def test_the_attempts_of_a_retired_partition_go_in_batches_of_pages() -> None:
-    target = schedule(FakeClock(START), kind="interval", rule="1h")
-    rows = [occurrence(target, JAN + timedelta(hours=n)) for n in range(100)]
-    Occurrence.objects.bulk_create([*rows, occurrence(target, datetime(2024, 4, 1, tzinfo=UTC))])
-    OccurrenceAttempt.objects.bulk_create(
-        OccurrenceAttempt(
-            occurrence=row, scheduled_for=row.scheduled_for, number=n, started_at=row.scheduled_for
-        )
-        for row in rows
-        for n in (1, 2)
-    )
-    create_ahead(JAN, count=0, interval=Interval.MONTH)
-    [partition] = [p for p in ddl.partitions() if p.name == f"{TABLE}_p20240101"]
-    with transaction.atomic():
-        retire.watch(partition)
-    with transaction.atomic():
-        assert retire.retire(partition, FINAL_STATES, CUTOFF) == 0
-    retired = f"{TABLE}_retired_p20240101"
-    [(pages,)] = fetch("SELECT pg_relation_size(%s) / 8192", [retired])
-    assert int(pages) > 1  # type: ignore[call-overload]  # so more than one batch
-
-    assert retire.finish_retired(retired, blocks=1) == (100, 200)
-
-    assert OccurrenceAttempt.objects.count() == 0
     assert retire.retired_tables() == []

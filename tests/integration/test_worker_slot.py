@@ -120,6 +120,8 @@ def test_every_statement_of_a_delivery_names_the_slot(
     assert len(statements) == 2, statements  # the claim and the outcome
     for sql in statements:
         assert "scheduled_for =" in sql, sql
+    # The attempt is closed in its own partition too (the attempts are partitioned alike).
+    assert "a.scheduled_for = " in statements[1], statements[1]
 
 
 def test_a_receipt_with_a_wrong_slot_marks_its_own_occurrence() -> None:
