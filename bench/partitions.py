@@ -1,14 +1,16 @@
-"""What partitioning the ledger costs and buys (PostgreSQL, migration 0014).
+"""What partitioning the ledger costs and buys (PostgreSQL, migrations 0014 and 0016).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/<scratch db> \\
         .venv/bin/python bench/partitions.py --rows 1000000
 
 1. Migration time: the ledger at 0013 filled with ``--rows`` finished occurrences spread over
-   ``--months`` months (generated in SQL), then ``migrate`` to 0014, timed.
+   ``--months`` months (generated in SQL, one attempt each), then ``migrate`` to 0014, timed,
+   and from 0015 to 0016 (the attempts partitioned alike), timed.
 2. Lookups at that many partitions: one row by ``id`` alone (every partition's index probed)
    against ``(id, scheduled_for)`` (pruned to one partition): the median of ``--lookups``.
 3. Removing a month: ``--rows`` finished occurrences (with one attempt each) in one month,
-   removed by retention dropping the partition, then the same rows again removed by the
+   removed by retention dropping the partition (and the attempts' partition of that month),
+   then the same rows again removed by the
    batched delete (1,000 rows per transaction), for at most ``--delete-budget`` seconds
    (extrapolated to all rows when it runs out).
 
@@ -52,6 +54,8 @@ RESULTS = Path(__file__).resolve().parent / "results" / "partitions.json"
 SCHEDULES = 1000
 BEFORE = ("scheduler_app", "0013_ledger_indexes")
 AFTER = ("scheduler_app", "0014_partition_ledger")
+BEFORE_ATTEMPTS = ("scheduler_app", "0015_schedule_last_success")
+LATEST = ("scheduler_app", "0016_partition_attempts")
 TABLE = "scheduler_app_occurrence"
 
 
@@ -138,14 +142,25 @@ def add_rows(rows: int, first: datetime, last: datetime, *, attempts: bool = Fal
         [first, rows, last, first, rows],
     )
     if attempts:
+        slot, of_slot = (", scheduled_for", ", scheduled_for") if attempt_slots() else ("", "")
         execute(
-            "INSERT INTO scheduler_app_occurrenceattempt (occurrence_id, kind, number, worker, "
-            'started_at, finished_at, outcome, error, "by", note) '
-            f"SELECT id, 'run', 1, 'w', scheduled_for, finished_at, 'succeeded', '', '', '' "
-            f"FROM {TABLE} WHERE scheduled_for < %s",
+            f"INSERT INTO scheduler_app_occurrenceattempt (occurrence_id{slot}, kind, number, "
+            'worker, started_at, finished_at, outcome, error, "by", note) '
+            f"SELECT id{of_slot}, 'run', 1, 'w', scheduled_for, finished_at, 'succeeded', '', "
+            f"'', '' FROM {TABLE} WHERE scheduled_for < %s",
             [last],
         )
     execute("ANALYZE")
+
+
+def attempt_slots() -> bool:
+    """Whether the attempts have their occurrence's slot (migration 0016)."""
+    return bool(
+        execute(
+            "SELECT 1 FROM pg_attribute WHERE attrelid = 'scheduler_app_occurrenceattempt'"
+            "::regclass AND attname = 'scheduled_for' AND NOT attisdropped"
+        )
+    )
 
 
 def start_over() -> None:
@@ -153,20 +168,26 @@ def start_over() -> None:
 
 
 def measure_migration(rows: int, months: int, now: datetime) -> dict[str, float]:
+    migrate(LATEST)
+    seed_schedules(now)  # made by today's services, so at the latest schema
     migrate(BEFORE)
-    execute("TRUNCATE scheduler_app_occurrenceattempt, scheduler_app_occurrence")
-    seed_schedules(now)
     this_month = floor(now, Interval.MONTH)
     first = this_month - timedelta(days=31 * (months - 1))
-    add_rows(rows, first, now)
+    add_rows(rows, first, now, attempts=True)
     seconds = migrate(AFTER)
     count = len(ddl.partitions())
     print(f"migration 0014: {seconds:.1f} s for {rows:,} rows ({count} partitions)")
+    migrate(BEFORE_ATTEMPTS)
+    [(attempts,)] = execute("SELECT count(*) FROM scheduler_app_occurrenceattempt")
+    attempts_seconds = migrate(LATEST)
+    print(f"migration 0016: {attempts_seconds:.1f} s for {attempts:,} attempts")
     return {
         "rows": rows,
         "seconds": seconds,
         "per_million": seconds * 1e6 / rows,
         "partitions": count,
+        "attempts": attempts,
+        "attempts_seconds": attempts_seconds,
     }
 
 
@@ -210,9 +231,9 @@ def old_month(rows: int, now: datetime, other_attempts: int = 0) -> tuple[dateti
     add_rows(SCHEDULES, end, end + timedelta(days=1))
     if other_attempts:
         execute(
-            "INSERT INTO scheduler_app_occurrenceattempt (occurrence_id, kind, number, worker, "
-            'started_at, finished_at, outcome, error, "by", note) '
-            "SELECT gen_random_uuid(), 'run', 1, 'w', slot, slot, 'succeeded', '', '', '' "
+            "INSERT INTO scheduler_app_occurrenceattempt (occurrence_id, scheduled_for, kind, "
+            'number, worker, started_at, finished_at, outcome, error, "by", note) '
+            "SELECT gen_random_uuid(), slot, 'run', 1, 'w', slot, slot, 'succeeded', '', '', '' "
             "FROM (SELECT %s::timestamptz + g * interval '1 second' AS slot "
             "FROM generate_series(1, %s) AS g) AS later",
             [end, other_attempts],
@@ -224,14 +245,14 @@ def old_month(rows: int, now: datetime, other_attempts: int = 0) -> tuple[dateti
 def measure_removal(
     rows: int, now: datetime, budget: float, other_attempts: int = 0
 ) -> dict[str, float]:
-    migrate(AFTER)
+    migrate(LATEST)
     for name in retire.retired_tables():  # left by an interrupted run
         retire.finish_retired(name)
     seed_schedules(now)
     _, end = old_month(rows, now, other_attempts)
     # The steps apart: the trigger set (``watch``), the keepers found (the ledger not
-    # locked), the ledger locked (changes looked up, keepers copied, partition detached, until
-    # the commit), then the attempts deleted in batches and the table dropped.
+    # locked), the ledger locked (changes looked up, keepers copied, the partition and its
+    # attempts' partition detached, until the commit), then the tables dropped.
     [partition] = droppable(end)
     marks: dict[str, float] = {}
     find_keepers = retire.find_keepers
@@ -259,7 +280,7 @@ def measure_removal(
     print(f"partition drop: keepers found in {finding:.2f} s (ledger not locked), {kept} kept")
     print(f"partition drop: ledger locked {locked * 1000:.0f} ms")
     print(f"partition drop: {gone:,} rows and {attempts:,} attempts in {dropped:.2f} s")
-    print(f"partition drop: attempts deleted and table dropped in {finishing:.2f} s")
+    print(f"partition drop: retired tables dropped in {finishing:.2f} s")
     _, end = old_month(rows, now)
     deleted, started = 0, time.perf_counter()
     while time.perf_counter() - started < budget:

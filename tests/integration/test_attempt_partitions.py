@@ -41,6 +41,8 @@ AFTER = [("scheduler_app", "0016_partition_attempts")]
 JAN = datetime(2024, 1, 10, 12, 0, tzinfo=UTC)
 CUTOFF = datetime(2024, 3, 1, tzinfo=UTC)
 DAY = timedelta(days=1)
+LONG_AGO = datetime(1990, 1, 1, tzinfo=UTC)
+"""Older than any partition a test makes (migration 0014 makes none more than 10 years back)."""
 
 
 def migrate(target: list[tuple[str, str]] | None) -> None:
@@ -83,7 +85,7 @@ def at_0015() -> Iterator[list[Occurrence]]:
     try:
         for row in rows:
             insert_old_attempt(row.pk, row.scheduled_for + timedelta(minutes=1))
-        insert_old_attempt(occurrence(target, START - DAY * 400).pk, START - DAY * 3)
+        insert_old_attempt(occurrence(target, START - DAY * 400).pk, LONG_AGO)
         yield rows
     finally:
         with connection.cursor() as cursor:
@@ -108,7 +110,7 @@ def test_the_migration_gives_every_attempt_its_occurrences_slot_on_any_database(
     for row in at_0015:
         assert by_occurrence.pop(row.pk) == row.scheduled_for
     # The attempt whose occurrence is gone takes its own start.
-    assert list(by_occurrence.values()) == [START - DAY * 3]
+    assert list(by_occurrence.values()) == [LONG_AGO]
     migrate(BEFORE)
     assert fetch(f"SELECT count(*) FROM {ATTEMPTS}") == [(4,)]
 
