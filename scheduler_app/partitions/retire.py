@@ -5,7 +5,8 @@ Three steps, so that the ledger is locked ACCESS EXCLUSIVE for milliseconds, not
 1. ``watch`` (its own transaction, committed first): a trigger on the partition notes the id
    of every row inserted into it or updated from then on, in ``<partition>_changed``.
 2. ``retire`` (one transaction): the keepers are found by reading the partition with the
-   ledger *not* locked (``keepers_sql``: a scan and a sort, seconds for millions of rows);
+   ledger *not* locked (``keepers_sql``: a scan and an index read or skip scan, under a second
+   for a million rows);
    then the ledger is locked and only what can have changed since that read is added, through
    indexes: the rows the trigger noted and the open rows (``occ_open_idx``). The partition is
    detached and renamed ``*_retired_*``, the keepers go back into the ledger (into DEFAULT).
@@ -38,7 +39,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from scheduler_app.models import OccurrenceAttempt, OccurrenceState
+from scheduler_app.models import OccurrenceAttempt, OccurrenceState, Schedule
 from scheduler_app.partitions.ddl import (
     KEY,
     LOCK_TIMEOUT,
@@ -100,24 +101,74 @@ def watch(partition: Partition) -> None:
         )
 
 
-def keepers_sql(name: str) -> str:
+SKIP_SCAN_ROWS_PER_SCHEDULE = 40
+"""With more rows per schedule than this in a partition, each schedule's latest row there is
+found by two index probes per schedule (a skip scan of the ``(schedule, slot)`` index) instead
+of a read of the whole index: a probe costs some tens of rows read in order."""
+
+
+def keepers_sql(name: str, *, skip: bool = False) -> str:
     """The rows of partition ``name`` that retention keeps (parameters: the final states,
-    the cut-off): not final, finished at or after the cut-off, or the latest of their
-    schedule (``monitoring.retention``'s rules). Reads the whole partition: run it before
-    the ledger is locked."""
+    the cut-off, the partition's end): not final, finished at or after the cut-off (a read of
+    the whole partition), or the latest of their schedule (``skip``: by a skip scan, else by
+    a read of the partition's ``(schedule, slot)`` index). Run it before the ledger is locked.
+
+    A newer row of the same schedule can only be at or after the partition's end (it is not
+    in this partition, whose newest row of that schedule it is compared with, and DEFAULT holds
+    no slot of this range), so only the later partitions are searched for it, by index."""
     return f"""
         SELECT id FROM {name}
         WHERE NOT (state = ANY(%s)) OR finished_at IS NULL OR finished_at >= %s
         UNION
-        SELECT last.id FROM (
-            SELECT DISTINCT ON (schedule_id) id, schedule_id, {KEY} FROM {name}
-            ORDER BY schedule_id, {KEY} DESC
-        ) last
+        SELECT last.id FROM ({_latest_sql(name) if skip else _latest_by_index_sql(name)}) last
         WHERE NOT EXISTS (
             SELECT 1 FROM {table()} newer
             WHERE newer.schedule_id = last.schedule_id AND newer.{KEY} > last.{KEY}
+                AND newer.{KEY} >= %s
         )
     """
+
+
+def _latest_by_index_sql(name: str) -> str:
+    return f"""
+        SELECT DISTINCT ON (schedule_id) id, schedule_id, {KEY} FROM {name}
+        ORDER BY schedule_id, {KEY} DESC
+    """
+
+
+def _latest_sql(name: str) -> str:
+    """Each schedule's newest row in ``name``: the schedules found one after the other by
+    index (a recursive skip scan), then each one's newest row by index."""
+    return f"""
+        WITH RECURSIVE schedules(schedule_id) AS (
+            (SELECT schedule_id FROM {name} ORDER BY schedule_id LIMIT 1)
+            UNION ALL
+            SELECT (SELECT p.schedule_id FROM {name} p WHERE p.schedule_id > s.schedule_id
+                    ORDER BY p.schedule_id LIMIT 1)
+            FROM schedules s WHERE s.schedule_id IS NOT NULL
+        )
+        SELECT newest.id, s.schedule_id, newest.{KEY} FROM schedules s
+        CROSS JOIN LATERAL (
+            SELECT p.id, p.{KEY} FROM {name} p WHERE p.schedule_id = s.schedule_id
+            ORDER BY p.{KEY} DESC LIMIT 1
+        ) newest
+        WHERE s.schedule_id IS NOT NULL
+    """
+
+
+def skip_scan_pays(cursor: Any, partition: Partition) -> bool:
+    """Whether the partition holds many rows per schedule (planner estimates; the schedule
+    table's count is an upper bound of the schedules in the partition)."""
+    if partition.estimated_rows <= 0:
+        return False
+    schedules = Schedule._meta.db_table
+    cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [schedules])
+    row = cursor.fetchone()
+    count = int(row[0]) if row else -1
+    if count < 0:  # never analysed
+        cursor.execute(f"SELECT count(*) FROM {schedules}")
+        count = int(cursor.fetchone()[0])
+    return partition.estimated_rows > SKIP_SCAN_ROWS_PER_SCHEDULE * max(count, 1)
 
 
 def open_states(final_states: Sequence[str]) -> list[str]:
@@ -180,9 +231,11 @@ def find_keepers(
 ) -> None:
     """The keepers as the partition holds them now, into the temporary ``partition_found``
     (the ledger not locked: only what this read cannot see is looked up under the lock)."""
+    assert partition.range is not None, "DEFAULT is never retired"
     cursor.execute(
-        f"CREATE TEMPORARY TABLE partition_found AS {keepers_sql(partition.name)}",
-        [list(final_states), cutoff],
+        "CREATE TEMPORARY TABLE partition_found AS "
+        + keepers_sql(partition.name, skip=skip_scan_pays(cursor, partition)),
+        [list(final_states), cutoff, partition.range.end],
     )
     # Statistics, so that the lookups under the lock go by index, not by a scan.
     cursor.execute("ANALYZE partition_found")

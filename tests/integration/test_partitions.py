@@ -180,3 +180,48 @@ def test_the_check_refuses_unknown_partition_settings() -> None:
     assert [e.id for e in errors] == ["scheduler_app.E007"] * 2
     assert "'year', not one of 'month', 'week', 'day'" in errors[0].msg
     assert partition_errors("day", True)[0].id == "scheduler_app.E007"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("skip", [False, True], ids=["index read", "skip scan"])
+def test_the_latest_row_of_each_schedule_is_kept_by_either_search(skip: bool) -> None:
+    clock = FakeClock(START)
+    moved_on, stopped, far = (schedule(clock, kind="interval", rule="1d") for _ in range(3))
+    rows = {
+        target: [occurrence(target, slot) for slot in days(JAN, 5)]
+        for target in (moved_on, stopped, far)
+    }
+    later = [
+        occurrence(moved_on, datetime(2024, 4, 1, tzinfo=UTC)),
+        occurrence(far, datetime(2099, 1, 1, tzinfo=UTC)),  # no partition: in DEFAULT
+    ]
+    Occurrence.objects.bulk_create([*(row for each in rows.values() for row in each), *later])
+    create_ahead(JAN, count=0, interval=Interval.MONTH)
+    [partition] = [p for p in ddl.partitions() if p.name == f"{TABLE}_p20240101"]
+    assert partition.range is not None
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM ({retire.keepers_sql(partition.name, skip=skip)}) k",
+            [list(FINAL_STATES), datetime(2024, 3, 1, tzinfo=UTC), partition.range.end],
+        )
+        kept = {pk for (pk,) in cursor.fetchall()}
+
+    assert kept == {rows[stopped][-1].pk}
+
+
+@pytest.mark.postgres
+def test_the_skip_scan_is_chosen_for_many_rows_per_schedule() -> None:
+    for _ in range(3):
+        schedule(FakeClock(START), kind="interval", rule="1d")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE scheduler_app_schedule")
+
+        def pays(rows: int) -> bool:
+            return retire.skip_scan_pays(
+                cursor, ddl.Partition(name="p", range=None, estimated_rows=rows)
+            )
+
+        assert not pays(-1)  # never analysed: the index read, whatever its size
+        assert not pays(retire.SKIP_SCAN_ROWS_PER_SCHEDULE * 3)
+        assert pays(retire.SKIP_SCAN_ROWS_PER_SCHEDULE * 3 + 1)
