@@ -179,11 +179,11 @@ WITH made AS (
         FROM generate_series(%(low)s::bigint, %(high)s::bigint - 1) AS j
     ) AS g
     JOIN bench_ledger_ids ids ON ids.s = g.s
-    RETURNING id, state, started_at, finished_at
+    RETURNING id, scheduled_for, state, started_at, finished_at
 )
-INSERT INTO {ATTEMPTS} (occurrence_id, kind, number, worker, started_at, finished_at, outcome,
-    error, "by", note)
-SELECT id, 'run', 1, 'bench-worker', started_at, finished_at,
+INSERT INTO {ATTEMPTS} (occurrence_id, scheduled_for, kind, number, worker, started_at,
+    finished_at, outcome, error, "by", note)
+SELECT id, scheduled_for, 'run', 1, 'bench-worker', started_at, finished_at,
     CASE WHEN state = 'running' THEN '' ELSE state END,
     CASE WHEN state = 'failed' THEN 'RuntimeError: bench failure' ELSE '' END, '', ''
 FROM made WHERE state IN ('succeeded', 'failed', 'running')
@@ -250,14 +250,16 @@ def measure_sizes() -> dict[str, Any]:
         f"SELECT (SELECT count(*) FROM {TABLE}), (SELECT count(*) FROM {ATTEMPTS}), "
         "pg_database_size(current_database()), "
         "(SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits "
-        f"WHERE inhparent = '{TABLE}'::regclass), pg_total_relation_size('{ATTEMPTS}')"
+        f"WHERE inhparent = '{TABLE}'::regclass), "
+        "(SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits "
+        f"WHERE inhparent = '{ATTEMPTS}'::regclass)"
     )
     return {
         "occurrences": occurrences,
         "attempts": attempts,
         "database_bytes": database,
         "ledger_bytes": int(ledger),
-        "attempt_bytes": attempt_bytes,
+        "attempt_bytes": int(attempt_bytes or 0),
         "bytes_per_occurrence": round(database / max(occurrences, 1), 1),
         "partitions": execute(
             f"SELECT count(*) FROM pg_inherits WHERE inhparent = '{TABLE}'::regclass"

@@ -109,9 +109,17 @@ def test_the_occurrence_page_shows_its_attempts(client: Client) -> None:
     _, occurrence = with_history()
     Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
     services.replay_occurrence(occurrence.pk, by="admin", note="after the fix")
-    page = client.get(reverse("admin:scheduler_app_occurrence_change", args=[occurrence.pk]))
+    with CaptureQueriesContext(connection) as seen:
+        page = client.get(reverse("admin:scheduler_app_occurrence_change", args=[occurrence.pk]))
     text = page.content.decode()
     assert "after the fix" in text and "replay" in text
+    # The attempts are read by the occurrence and its slot (their partition key).
+    [read] = [
+        q["sql"]
+        for q in seen.captured_queries
+        if 'FROM "scheduler_app_occurrenceattempt"' in q["sql"]
+    ]
+    assert '"scheduler_app_occurrenceattempt"."scheduled_for" =' in read, read
 
 
 def test_the_monitoring_page_costs_a_fixed_number_of_queries(client: Client) -> None:
