@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from functools import cached_property
 from typing import Any
 
@@ -10,22 +11,39 @@ from django.db import connections
 
 ESTIMATE_ABOVE = 100_000
 """Unfiltered tables with more rows than this (by the planner's estimate) are not counted."""
+COUNT_UP_TO = 10_000
+"""Filtered lists are counted exactly up to this many rows; beyond, the planner's estimate."""
 
 
 class EstimatedCountPaginator(Paginator):
     """On PostgreSQL an unfiltered list takes its row count from the planner's statistics
     (``pg_class.reltuples``, summed over the partitions of a partitioned table) when that is
-    large; filtered lists are counted exactly."""
+    large; a filtered list is counted exactly up to ``COUNT_UP_TO`` rows, and beyond takes
+    the planner's estimate of the filtered query (at least ``COUNT_UP_TO + 1``): the count
+    of one schedule's occurrences does not grow with its history."""
 
     @cached_property
     def count(self) -> int:
         objects: Any = self.object_list
         query = getattr(objects, "query", None)
-        if query is not None and not query.where:
+        if query is None or connections[objects.db].vendor != "postgresql":
+            return int(super().count)
+        if not query.where:
             estimate = _estimate(objects.db, objects.model._meta.db_table)
             if estimate > ESTIMATE_ABOVE:
                 return estimate
-        return int(super().count)
+            return int(super().count)
+        unordered = objects.order_by()
+        counted = int(unordered[: COUNT_UP_TO + 1].count())
+        if counted <= COUNT_UP_TO:
+            return counted
+        return max(counted, _planned_rows(unordered))
+
+
+def _planned_rows(objects: Any) -> int:
+    """The planner's estimate of the rows ``objects`` returns (``EXPLAIN``, not run)."""
+    plan = json.loads(objects.explain(format="json"))
+    return int(plan[0]["Plan"]["Plan Rows"])
 
 
 def _estimate(alias: str, table: str) -> int:

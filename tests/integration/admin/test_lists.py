@@ -187,6 +187,38 @@ def test_the_unfiltered_occurrence_list_does_not_count_every_row(
     assert any("COUNT(*)" in q["sql"] for q in captured)  # filtered lists are counted exactly
 
 
+@pytest.mark.postgres
+def test_a_filtered_occurrence_list_counts_up_to_a_cap_then_estimates(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scheduler_app.admin import paging
+
+    make(6, with_history)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE scheduler_app_occurrence")
+    filtered = OCCURRENCES + "?q=report"
+    assert client.get(filtered).context["cl"].result_count == 6
+    monkeypatch.setattr(paging, "COUNT_UP_TO", 2)  # as if the schedule had a long history
+    with CaptureQueriesContext(connection) as captured:
+        shown = client.get(filtered).context["cl"].result_count
+    # Counted no further than the cap, then the planner's estimate (at least the cap + 1).
+    counts = [q["sql"] for q in captured if "COUNT(*)" in q["sql"] and "occurrence" in q["sql"]]
+    assert counts and all("LIMIT 3" in sql for sql in counts), counts
+    assert shown >= 3
+
+
+def test_a_filtered_occurrence_list_is_counted_exactly_on_sqlite(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scheduler_app.admin import paging
+
+    if connection.vendor == "postgresql":
+        pytest.skip("SQLite only")
+    make(3, with_history)
+    monkeypatch.setattr(paging, "COUNT_UP_TO", 1)
+    assert client.get(OCCURRENCES + "?q=report").context["cl"].result_count == 3
+
+
 def test_the_admin_indexes_exist() -> None:
     with connection.cursor() as cursor:
         occurrence = connection.introspection.get_constraints(cursor, "scheduler_app_occurrence")
