@@ -6,7 +6,7 @@ import json
 from functools import cached_property
 from typing import Any
 
-from django.core.paginator import Paginator
+from django.core.paginator import EmptyPage, Page, Paginator
 from django.db import connections
 
 ESTIMATE_ABOVE = 100_000
@@ -20,7 +20,13 @@ class EstimatedCountPaginator(Paginator):
     (``pg_class.reltuples``, summed over the partitions of a partitioned table) when that is
     large; a filtered list is counted exactly up to ``COUNT_UP_TO`` rows, and beyond takes
     the planner's estimate of the filtered query (at least ``COUNT_UP_TO + 1``): the count
-    of one schedule's occurrences does not grow with its history."""
+    of one schedule's occurrences does not grow with its history.
+
+    An estimate can be short of the real count: then a page past the last one it gives is
+    still served, full, by its number (the admin's ``?p=N``), not refused as out of range."""
+
+    estimated = False
+    """Whether ``count`` is the planner's estimate rather than a count."""
 
     @cached_property
     def count(self) -> int:
@@ -31,13 +37,30 @@ class EstimatedCountPaginator(Paginator):
         if not query.where:
             estimate = _estimate(objects.db, objects.model._meta.db_table)
             if estimate > ESTIMATE_ABOVE:
+                self.estimated = True
                 return estimate
             return int(super().count)
         unordered = objects.order_by()
         counted = int(unordered[: COUNT_UP_TO + 1].count())
         if counted <= COUNT_UP_TO:
             return counted
+        self.estimated = True
         return max(counted, _planned_rows(unordered))
+
+    def validate_number(self, number: Any) -> int:
+        try:
+            return int(super().validate_number(number))
+        except EmptyPage:
+            if self.estimated and int(number) > 1:
+                return int(number)
+            raise
+
+    def page(self, number: Any) -> Page:
+        number = self.validate_number(number)
+        if not self.estimated:
+            return super().page(number)
+        bottom = (number - 1) * self.per_page  # not clipped to the estimate
+        return Page(self.object_list[bottom : bottom + self.per_page], number, self)
 
 
 def _planned_rows(objects: Any) -> int:

@@ -31,7 +31,7 @@ LEDGER = "scheduler_app_occurrence"
 
 def partition(apps: Any, schema_editor: Any) -> None:
     if schema_editor.connection.vendor != "postgresql":
-        fill(apps)
+        fill(apps, schema_editor.connection.alias)
         return
     with schema_editor.connection.cursor() as cursor:
         if not convert.is_partitioned(cursor, LEDGER):
@@ -53,13 +53,17 @@ def partition(apps: Any, schema_editor: Any) -> None:
         convert.partition(cursor, TABLE, convert.bounds_of(cursor, LEDGER), select=select)
 
 
-def fill(apps: Any) -> None:
+def fill(apps: Any, alias: str) -> None:
     attempt = apps.get_model("scheduler_app", "OccurrenceAttempt")
     occurrence = apps.get_model("scheduler_app", "Occurrence")
     slot = models.Subquery(
-        occurrence.objects.filter(pk=models.OuterRef("occurrence_id")).values("scheduled_for")[:1]
+        occurrence.objects.using(alias)
+        .filter(pk=models.OuterRef("occurrence_id"))
+        .values("scheduled_for")[:1]
     )
-    attempt.objects.update(scheduled_for=models.functions.Coalesce(slot, "started_at"))
+    attempt.objects.using(alias).update(
+        scheduled_for=models.functions.Coalesce(slot, "started_at")
+    )
 
 
 def unpartition(apps: Any, schema_editor: Any) -> None:
@@ -81,8 +85,9 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(partition, unpartition),
-        # On PostgreSQL the partitioning made the column NOT NULL already (a partition key's
-        # NOT NULL cannot be dropped again on the way back).
+        # On PostgreSQL the partitioning made the column NOT NULL already, and it cannot be
+        # dropped there while the primary key (id, scheduled_for) holds it; backwards, the
+        # plain table is made again and the column removed with its NOT NULL.
         UnlessPostgres(
             [
                 migrations.AlterField(

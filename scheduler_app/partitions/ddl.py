@@ -4,8 +4,9 @@ The attempt history is partitioned the same way (migration 0016): each ledger pa
 an attempts partition of the same range and suffix, created with it (``create``) and retired
 with it, so that an attempt lives where its occurrence's range is.
 
-Every function here runs inside the caller's transaction. Locks are taken in one order
-(the ledger, its DEFAULT partition, then the attempts and theirs) and wait
+Every function here runs inside the caller's transaction. ``create`` takes its locks in one
+order (the ledger, its DEFAULT partition, then the attempts and theirs; ``retire`` locks the
+ledger, then the attempts, both under the maintenance advisory lock) and they wait
 at most ``LOCK_TIMEOUT``: partition maintenance queues behind no long query (a queued
 ACCESS EXCLUSIVE request would stall every reader behind it); it fails and is tried again.
 """

@@ -54,6 +54,8 @@ from scheduler_app.partitions.ddl import (
 BLOCKS = 256
 """Pages of a retired table (2 MB, some 7,000 rows) whose attempts one transaction of
 ``finish_retired`` deletes."""
+ATTEMPTS_LOCK_TIMEOUT = "500ms"
+"""How long ``retire`` waits for the attempts table once it holds the ledger."""
 TRIGGER = "scheduler_retiring"
 NOTE_CHANGE = "scheduler_app_occurrence_note_change"
 
@@ -191,7 +193,12 @@ def retire(partition: Partition, final_states: Sequence[str], cutoff: datetime) 
         find_keepers(cursor, partition, final_states, cutoff)
         cursor.execute(f"LOCK TABLE ONLY {table()} IN ACCESS EXCLUSIVE MODE")
         if attempts is not None:
+            # Every writer of attempts writes the ledger first, so with the ledger locked
+            # this waits only for a transaction that writes attempts alone: briefly, as the
+            # ledger is locked meanwhile (a refusal is tried again later).
+            cursor.execute(f"SET LOCAL lock_timeout = '{ATTEMPTS_LOCK_TIMEOUT}'")
             cursor.execute(f"LOCK TABLE ONLY {attempts_table()} IN ACCESS EXCLUSIVE MODE")
+            cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
         kept = _copy_keepers(cursor, name, changed, open_states(final_states))
         # Foreign-key checks still deferred on rows written earlier in this transaction would
         # stop the table from being dropped: run them now (Django's own constraint check).
@@ -218,6 +225,9 @@ def _retire_attempts(cursor: Any, name: str) -> None:
     cursor.execute(f"ALTER TABLE {parent} DETACH PARTITION {name}")
     retired = name.replace(f"{parent}_", f"{parent}_retired_", 1)
     cursor.execute(f"ALTER TABLE {name} RENAME TO {retired}")
+    # Its id's default names the attempts' sequence: without it, the table depends on nothing
+    # (migrating 0016 back drops that sequence, retired tables left or not).
+    cursor.execute(f"ALTER TABLE {retired} ALTER COLUMN id DROP DEFAULT")
     names = columns(cursor, parent)
     cursor.execute(
         f"WITH back AS (DELETE FROM {retired} WHERE occurrence_id IN "

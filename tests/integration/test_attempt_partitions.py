@@ -288,3 +288,25 @@ def test_attempts_written_by_the_worker_and_by_an_operator_carry_the_slot() -> N
         (AttemptKind.REPLAY, OccurrenceState.FAILED),
     ]
     assert {a.scheduled_for for a in history} == {row.scheduled_for}
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_migrating_back_with_a_retired_month_left_over() -> None:
+    january()
+    [partition] = [p for p in ddl.partitions() if p.name == f"{TABLE}_p20240101"]
+    with transaction.atomic():
+        retire.watch(partition)
+    with transaction.atomic():
+        retire.retire(partition, FINAL_STATES, CUTOFF)  # a beat stopped before finishing
+    retired = [f"{TABLE}_retired_p20240101", f"{ATTEMPTS}_retired_p20240101"]
+    try:
+        # The retired attempts no longer name the sequence 0016 made, which backwards drops.
+        migrate(BEFORE)
+        assert fetch(f"SELECT count(*) FROM {retired[1]}") == [(38,)]
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TABLE IF EXISTS {', '.join(retired)}")
+            cursor.execute(f"DELETE FROM {ATTEMPTS}")
+            cursor.execute(f"DELETE FROM {TABLE}")
+        migrate(None)

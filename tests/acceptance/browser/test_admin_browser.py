@@ -86,7 +86,8 @@ def build_weekly_schedule(driver: WebDriver, base: str, shoot: Shoot) -> None:
     set_value(driver, "starts_at_0", "")  # saved without the bound: past slots to backfill
     set_value(driver, "starts_at_1", "")
     driver.find_element(By.NAME, "_save").click()
-    wait_for(driver, lambda d: d.current_url.endswith("/admin/scheduler_app/schedule/"))
+    # Saving plans the schedule's slots: slower than a page load when the machine is busy.
+    wait_for(driver, lambda d: d.current_url.endswith("/admin/scheduler_app/schedule/"), timeout=30)
     shoot("02-schedule-list")
 
 

@@ -207,6 +207,30 @@ def test_a_filtered_occurrence_list_counts_up_to_a_cap_then_estimates(
     assert shown >= 3
 
 
+@pytest.mark.postgres
+def test_pages_past_a_short_estimate_are_still_served(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scheduler_app.admin import paging
+    from scheduler_app.admin.occurrences import OccurrenceAdmin
+
+    make(6, with_history)
+    monkeypatch.setattr(paging, "COUNT_UP_TO", 2)
+    monkeypatch.setattr(paging, "_planned_rows", lambda objects: 1)  # the planner is short
+    monkeypatch.setattr(OccurrenceAdmin, "list_per_page", 2)
+    first = client.get(OCCURRENCES + "?q=report")
+    assert first.context["cl"].result_count == 3  # two pages, by the estimate
+    seen = {o.pk for o in first.context["cl"].result_list}
+    for number in (2, 3):
+        page = client.get(OCCURRENCES + f"?q=report&p={number}")
+        assert page.status_code == 200
+        rows = page.context["cl"].result_list
+        assert len(rows) == 2  # full pages, not clipped to the estimate
+        seen |= {o.pk for o in rows}
+    assert len(seen) == 6
+    assert list(client.get(OCCURRENCES + "?q=report&p=4").context["cl"].result_list) == []
+
+
 def test_a_filtered_occurrence_list_is_counted_exactly_on_sqlite(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
