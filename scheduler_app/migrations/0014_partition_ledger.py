@@ -74,13 +74,6 @@ def partition(apps: Any, schema_editor: Any) -> None:
         convert.partition(cursor, TABLE, month_partitions(cursor))
 
 
-def unpartition(apps: Any, schema_editor: Any) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        convert.unpartition(cursor, TABLE)
-
-
 class Migration(migrations.Migration):
     dependencies = [
         ("scheduler_app", "0013_ledger_indexes"),
@@ -108,5 +101,5 @@ class Migration(migrations.Migration):
                 ),
             ]
         ),
-        migrations.RunPython(partition, unpartition),
+        migrations.RunPython(partition, convert.unpartition_step(TABLE)),
     ]

@@ -66,13 +66,6 @@ def fill(apps: Any, alias: str) -> None:
     )
 
 
-def unpartition(apps: Any, schema_editor: Any) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        convert.unpartition(cursor, TABLE)
-
-
 class Migration(migrations.Migration):
     dependencies = [("scheduler_app", "0015_schedule_last_success")]
 
@@ -84,7 +77,7 @@ class Migration(migrations.Migration):
                 null=True, help_text="The occurrence's slot (its scheduled_for)."
             ),
         ),
-        migrations.RunPython(partition, unpartition),
+        migrations.RunPython(partition, convert.unpartition_step(TABLE)),
         # On PostgreSQL the partitioning made the column NOT NULL already, and it cannot be
         # dropped there while the primary key (id, scheduled_for) holds it; backwards, the
         # plain table is made again and the column removed with its NOT NULL.

@@ -12,6 +12,7 @@ Nothing here imports the models: a migration's code must not change when the mod
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.db import migrations
@@ -171,6 +172,18 @@ def unpartition(cursor: Any, table: str) -> None:
         )
     plain = [statement.replace(" ON ONLY ", " ON ", 1) for statement in indexes]
     rebuild(cursor, table, plain, [(name, without_key(text)) for name, text in constraints])
+
+
+def unpartition_step(table: str) -> Callable[[Any, Any], None]:
+    """A migration's ``RunPython`` step that makes ``table`` plain again on PostgreSQL."""
+
+    def step(apps: Any, schema_editor: Any) -> None:
+        if schema_editor.connection.vendor != "postgresql":
+            return
+        with schema_editor.connection.cursor() as cursor:
+            unpartition(cursor, table)
+
+    return step
 
 
 def bounds_of(cursor: Any, table: str) -> list[tuple[str, str]]:

@@ -55,3 +55,14 @@ def partition_counts(table: str = TABLE) -> dict[str, int]:
         [(count,)] = fetch(f"SELECT count(*) FROM {name}")
         counts[str(name).removeprefix(f"{table}_")] = int(count)  # type: ignore[call-overload]
     return counts
+
+
+def key_columns(constraint: str) -> list[object]:
+    """The columns of a primary key or unique constraint, in order."""
+    rows = fetch(
+        "SELECT a.attname FROM pg_constraint c, unnest(c.conkey) WITH ORDINALITY k(num, pos) "
+        "JOIN pg_attribute a ON a.attnum = k.num "
+        "WHERE c.conname = %s AND a.attrelid = c.conrelid ORDER BY k.pos",
+        [constraint],
+    )
+    return [name for (name,) in rows]

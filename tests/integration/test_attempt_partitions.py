@@ -30,6 +30,7 @@ from tests.integration.partition_support import (
     ATTEMPTS,
     TABLE,
     fetch,
+    key_columns,
     occurrence,
     partition_counts,
 )
@@ -113,16 +114,6 @@ def test_the_migration_gives_every_attempt_its_occurrences_slot_on_any_database(
     assert list(by_occurrence.values()) == [LONG_AGO]
     migrate(BEFORE)
     assert fetch(f"SELECT count(*) FROM {ATTEMPTS}") == [(4,)]
-
-
-def key_columns(constraint: str) -> list[object]:
-    rows = fetch(
-        "SELECT a.attname FROM pg_constraint c, unnest(c.conkey) WITH ORDINALITY k(num, pos) "
-        "JOIN pg_attribute a ON a.attnum = k.num "
-        "WHERE c.conname = %s AND a.attrelid = c.conrelid ORDER BY k.pos",
-        [constraint],
-    )
-    return [name for (name,) in rows]
 
 
 def partition_names(table: str) -> set[str]:

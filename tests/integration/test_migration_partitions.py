@@ -18,7 +18,13 @@ from scheduler_app.models import (
     Schedule,
     Trigger,
 )
-from tests.integration.partition_support import TABLE, fetch, occurrence, partition_counts
+from tests.integration.partition_support import (
+    TABLE,
+    fetch,
+    key_columns,
+    occurrence,
+    partition_counts,
+)
 from tests.integration.support import START, schedule
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -63,16 +69,6 @@ def snapshot() -> list[tuple[object, ...]]:
             "id", "scheduled_for", "idempotency_key", "state", "finished_at"
         )
     )
-
-
-def key_columns(constraint: str) -> list[object]:
-    rows = fetch(
-        "SELECT a.attname FROM pg_constraint c, unnest(c.conkey) WITH ORDINALITY k(num, pos) "
-        "JOIN pg_attribute a ON a.attnum = k.num "
-        "WHERE c.conname = %s AND a.attrelid = c.conrelid ORDER BY k.pos",
-        [constraint],
-    )
-    return [name for (name,) in rows]
 
 
 def foreign_keys_to_ledger() -> list[tuple[object, ...]]:
