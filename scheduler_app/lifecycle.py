@@ -267,16 +267,12 @@ def close_attempt(
     error: str = "",
     scheduled_for: datetime | None = None,
 ) -> int:
-    """Finish the open run attempt of an occurrence (the one its last claim wrote).
-
-    ``scheduled_for``: the occurrence's slot when the caller has it (the attempts' partition
-    key: one partition read instead of each one's index)."""
-    attempts = OccurrenceAttempt.objects.filter(
-        occurrence_id=occurrence_id, kind=AttemptKind.RUN, finished_at__isnull=True
-    )
-    if scheduled_for is not None:
-        attempts = attempts.filter(scheduled_for=scheduled_for)
-    return attempts.update(finished_at=now, outcome=outcome, error=error[:4000])
+    """Finish the open run attempt of an occurrence (the one its last claim wrote), looked up
+    with its slot (the attempts' partition key) when the caller has it."""
+    slot = {} if scheduled_for is None else {"scheduled_for": scheduled_for}
+    return OccurrenceAttempt.objects.filter(
+        occurrence_id=occurrence_id, kind=AttemptKind.RUN, finished_at__isnull=True, **slot
+    ).update(finished_at=now, outcome=outcome, error=error[:4000])
 
 
 TERMINAL_STATES = frozenset(
