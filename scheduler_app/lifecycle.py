@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from uuid import UUID
 
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.db.models import F, QuerySet
 
 from scheduler_app import events
 from scheduler_app.conf import SchedulerSettings, get_settings
-from scheduler_app.definitions import timing_for
+from scheduler_app.fixed_delay import after_fixed_delay_run
 from scheduler_app.models import (
     ACTIVE_STATES,
     AttemptKind,
@@ -33,7 +33,6 @@ from scheduler_app.models import (
     OccurrenceState,
     OverlapPolicy,
     Schedule,
-    ScheduleStatus,
 )
 from scheduler_app.permissions import CODE_ORIGIN, may_run, pause_owned_schedules, refusal
 from scheduler_app.safety.approval import needs_approval
@@ -412,7 +411,7 @@ def _finish_in_one_statement(
             release_next(Schedule.objects.select_for_update().get(pk=schedule.pk), now)
     if schedule.interval_mode == IntervalMode.FIXED_DELAY:  # edited to it while this ran
         with transaction.atomic():
-            _after_fixed_delay_run(Schedule.objects.select_for_update().get(pk=schedule.pk), now)
+            after_fixed_delay_run(Schedule.objects.select_for_update().get(pk=schedule.pk), now)
     occurrence = ended.occurrence
     if "schedule_version" in claimed._state.fields_cache:
         occurrence.schedule_version = claimed.schedule_version
@@ -486,7 +485,7 @@ def end(
         if state == OccurrenceState.SUCCEEDED:
             record_success(schedule, now)
         release_next(schedule, now)
-        _after_fixed_delay_run(schedule, now)
+        after_fixed_delay_run(schedule, now)
         occurrence.state, occurrence.reason, occurrence.finished_at = state, reason, now
         announce_finished([occurrence], state, reason)
     _log_ended(occurrence, state, reason)
@@ -529,69 +528,6 @@ def release_next(schedule: Schedule, now: datetime) -> Occurrence | None:
         state=OccurrenceState.PENDING, reason="released"
     )
     return waiting
-
-
-def _after_fixed_delay_run(schedule: Schedule, now: datetime) -> None:
-    """``fixed_delay`` intervals: the next slot is this completion plus the interval.
-
-    A definition that no longer evaluates (a row changed past the services) parks the
-    schedule instead of failing the outcome's transaction: the outcome is recorded once, and
-    the task never runs again for this slot."""
-    if schedule.interval_mode != IntervalMode.FIXED_DELAY:
-        return
-    if schedule.status != ScheduleStatus.ACTIVE or schedule.next_run_at is not None:
-        return
-    try:
-        following = next_fixed_delay_slot(schedule, now)
-    except Exception as exc:
-        if isinstance(exc, DatabaseError):
-            raise
-        _park(schedule, exc, now)
-        return
-    schedule.next_run_at = following
-    if schedule.next_run_at is None:
-        schedule.status = ScheduleStatus.COMPLETED
-    schedule.updated_at = now
-    schedule.save(update_fields=["next_run_at", "status", "updated_at"])
-
-
-def _park(schedule: Schedule, error: Exception, now: datetime) -> None:
-    why = f"{type(error).__name__}: {error}"[:1000]
-    logger.error(
-        "schedule cannot be evaluated; paused",
-        extra={"action": "schedule.parked", "schedule_id": str(schedule.pk), "error": why},
-    )
-    schedule.status = ScheduleStatus.PAUSED
-    schedule.last_error = why
-    schedule.paused_by = "scheduler"
-    schedule.pause_note = f"parked by the scheduler: {why}"[:2000]
-    schedule.updated_at = now
-    schedule.save(update_fields=["status", "last_error", "paused_by", "pause_note", "updated_at"])
-
-
-def next_fixed_delay_slot(schedule: Schedule, finished_at: datetime) -> datetime | None:
-    """Completion + N, moved into the active window, within starts_at / ends_at / max_count.
-
-    N counts from the slot instead when the completion reads earlier than the slot (the
-    clock stepped back, or the worker's clock is behind the beat's): slots only move forward.
-    """
-    since = finished_at
-    if schedule.last_scheduled_for is not None:
-        since = max(since, schedule.last_scheduled_for)
-    candidate = since + timedelta(seconds=int(schedule.rule))
-    if schedule.starts_at is not None:
-        candidate = max(candidate, schedule.starts_at)
-    window = timing_for(schedule).window
-    if window is not None:
-        zone = timing_for(schedule).zone
-        wall = candidate.astimezone(zone).replace(tzinfo=None)
-        if not window.contains(wall):
-            candidate = window.next_opening(wall).replace(tzinfo=zone).astimezone(UTC)
-    if schedule.ends_at is not None and candidate > schedule.ends_at:
-        return None
-    if schedule.max_count is not None and schedule.occurrence_count >= schedule.max_count:
-        return None
-    return candidate
 
 
 def cancellation_requested(

@@ -378,22 +378,14 @@ def _save_parked(schedules: list[Schedule]) -> None:
             schedule.save(update_fields=["paused_by", "pause_note"])
 
 
-PARKED_BY = "scheduler"
 ROW_ERRORS = (IntegrityError, DataError, TypeError, ValueError)
 """What one schedule's rows can raise on insert (a value the column or the JSON encoder
 refuses): that schedule is parked, the others go on."""
 
 
 def park(schedule: Schedule, error: Exception, now: datetime) -> None:
-    logger.error(
-        "schedule cannot be evaluated; paused",
-        extra={"action": "schedule.parked", "schedule_id": str(schedule.id), "error": repr(error)},
-    )
-    schedule.status = ScheduleStatus.PAUSED
-    schedule.last_error = f"{type(error).__name__}: {error}"[:1000]
-    schedule.paused_by = PARKED_BY
-    schedule.pause_note = f"parked by the scheduler: {schedule.last_error}"[:2000]
-    schedule.updated_at = now
+    """Park ``schedule`` in memory; the batch saves it with its advanced fields."""
+    schedule.park(error, now)
     schedule.parked_now = True  # type: ignore[attr-defined]
 
 

@@ -32,7 +32,7 @@ from celery import bootsteps
 from celery.concurrency.solo import TaskPool as SoloPool
 from django.db import DatabaseError, connection
 
-from scheduler_app.clock import SystemClock
+from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import SchedulerSettings, get_settings
 from scheduler_app.context import header_slot
 from scheduler_app.db.connections import fresh
@@ -42,7 +42,10 @@ from scheduler_app.outbox import HEADER
 
 logger = logging.getLogger("scheduler_app.receiving")
 DEFAULT_RECEIVE_LEASE = SchedulerSettings.RECEIVE_LEASE
-_clock = SystemClock()
+clock: Clock = SystemClock()
+"""The worker's clock for receive leases. It must read like the beat's clock, as
+``OccurrenceTask.clock`` must: the reconciler compares a lease with its own "now" (a harness
+that injects a clock sets both)."""
 _runs_at_once = [False]
 """Set by ``ReceiveLeases`` on a solo-pool worker: deliveries run in the receiving thread."""
 
@@ -129,7 +132,7 @@ def on_task_received(request: Any) -> None:
     headers = getattr(request, "request_dict", None) or {}
     if HEADER not in headers or runs_at_once(request):
         return
-    node, now, lease = node_name(), _clock.now(), receive_lease()
+    node, now, lease = node_name(), clock.now(), receive_lease()
     header = headers[HEADER]
     slot = header_slot(header) if isinstance(header, dict) else None
     try:
@@ -156,7 +159,7 @@ def runs_at_once(request: Any) -> bool:
 
 
 def _renew_now() -> None:
-    node, now, lease = node_name(), _clock.now(), receive_lease()
+    node, now, lease = node_name(), clock.now(), receive_lease()
     try:
         fresh(lambda: renew(node, now, lease))
     except DatabaseError as exc:

@@ -154,7 +154,11 @@ def _never_started(now: datetime, timeout: timedelta, max_publishes: int) -> tup
 
 
 def _requeue(occurrence: Occurrence, now: datetime) -> int:
-    """Back to the outbox for another attempt (same id, same key); the history stays."""
+    """Back to the outbox for another attempt (same id, same key); the history stays.
+
+    ``not_before`` stays as it was (passed): a lost run is due at once, not a deliberate
+    delay. Stamped with the reconciler's "now", a clock stepped back afterwards would hold it
+    back (an ``eta``, a ``not_due`` claim) for as long as the step."""
     error = "the worker stopped heartbeating (killed or lost); retrying"
     with transaction.atomic():
         moved = Occurrence.objects.filter(
@@ -165,7 +169,6 @@ def _requeue(occurrence: Occurrence, now: datetime) -> int:
             last_error=error,
             lease_expires_at=None,
             publish_lease_until=None,
-            not_before=now,
         )
         if moved:
             close_attempt(occurrence.pk, now, "lost", error, occurrence.scheduled_for)

@@ -268,8 +268,10 @@ class Harness:
             if proc.kind == "beat":
                 proc.stop()
         # A clock stepped back leaves slots up to its furthest reading materialized.
-        until = clock.now() + timedelta(seconds=self.max_offset - clock.offset)
-        drained = self.drain(until, run_dir)
+        stepped_back = self.max_offset - clock.offset
+        until = clock.now() + timedelta(seconds=stepped_back)
+        # A delay set before the step back (a retry's backoff) now ends that much later.
+        drained = self.drain(until, run_dir, timeout=180.0 + stepped_back)
         for proc in self.procs:
             proc.stop()
         verdict = check(

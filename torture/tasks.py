@@ -15,12 +15,29 @@ import time
 
 from celery import shared_task
 from django.db import connection
+from kombu.asynchronous import timer as kombu_timer
 
+from scheduler_app import receiving
 from scheduler_app.context import current_occurrence
 from scheduler_app.tasks import OccurrenceTask
-from torture.clock import harness_clock
+from torture.clock import OffsetClock, harness_clock
 
-OccurrenceTask.clock = harness_clock()
+
+def install_clock() -> None:
+    """Give this worker process the harness's clock wherever it reads the time: the task's
+    claims and outcomes, the receive leases, and Celery's timer of ``eta`` messages (kombu
+    turns an ``eta`` into a delay with ``time.time()``). A real clock step moves all three at
+    once; with only the first moved, the beat's reconciler would read every receive lease as
+    expired after a step forward, and a retry's ``eta`` would wait for the offset in real
+    time (two hours after the step)."""
+    clock = harness_clock()
+    OccurrenceTask.clock = clock
+    receiving.clock = clock
+    if isinstance(clock, OffsetClock):
+        kombu_timer._time = lambda: clock.now().timestamp()
+
+
+install_clock()
 
 SINK_TABLES = """
 CREATE TABLE IF NOT EXISTS torture_execution (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import datetime
 from typing import Any
@@ -110,6 +111,9 @@ class HandoffTarget(models.TextChoices):
 
 
 RULE_TRIGGERS = (Trigger.SCHEDULED, Trigger.CATCH_UP)
+PARKED_BY = "scheduler"
+"""``paused_by`` of a schedule the scheduler paused because it cannot evaluate it."""
+_parking_log = logging.getLogger("scheduler_app.parking")
 # The fields that define what a schedule does; changing any of them makes a new version.
 SEMANTIC_FIELDS = (
     "task",
@@ -395,6 +399,22 @@ class Schedule(models.Model):
             ),
             *range_constraints(),
         ]
+
+    def park(self, error: Exception, now: datetime) -> list[str]:
+        """Pause this schedule because the scheduler cannot evaluate or run it (a row changed
+        past the services): the error is kept and logged. Nothing is saved; returns the fields
+        to save."""
+        why = f"{type(error).__name__}: {error}"[:1000]
+        _parking_log.error(
+            "schedule cannot be evaluated; paused",
+            extra={"action": "schedule.parked", "schedule_id": str(self.pk), "error": why},
+        )
+        self.status = ScheduleStatus.PAUSED
+        self.last_error = why
+        self.paused_by = PARKED_BY
+        self.pause_note = f"parked by the scheduler: {why}"[:2000]
+        self.updated_at = now
+        return ["status", "last_error", "paused_by", "pause_note", "updated_at"]
 
     def note_success(self, at: datetime) -> bool:
         """Move ``last_success_at`` forward to ``at`` (never back); True when it moved. The

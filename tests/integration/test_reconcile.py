@@ -13,6 +13,7 @@ from scheduler_app import lifecycle
 from scheduler_app import ticker as ticker_module
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import OccurrenceState
+from scheduler_app.publishing.calls import eta_of
 from scheduler_app.reconcile import ReconcileReport, reconcile
 from tests.integration.support import START, MemoryPublisher, rows, schedule, ticker
 from tests.integration.worker_support import due_one, fetch, rate_limited, run
@@ -125,6 +126,30 @@ def test_a_deadline_passed_while_waiting_expires(broker_down: bool) -> None:
     row = fetch(occurrence)
     assert (row.state, row.reason, row.attempts) == (OccurrenceState.EXPIRED, "deadline_passed", 0)
     assert row.finished_at == occurrence.deadline_at
+
+
+def test_a_lost_run_stays_due_at_once_when_the_clock_steps_back() -> None:
+    """A requeued lost run keeps its passed ``not_before``: after an NTP step back its message
+    goes without an ``eta`` and a worker may claim it at once, instead of both waiting for as
+    long as the step (the reconciler's "now" is no delay)."""
+    clock, broker = FakeClock(START), MemoryPublisher()
+    target = schedule(clock, kind="interval", rule="60s")
+    assert target.next_run_at is not None
+    clock.set(target.next_run_at)
+    beat = ticker(broker, clock, RECONCILE_INTERVAL=3600)
+    beat.tick()
+    [first] = rows(target)
+    lifecycle.claim(first.pk, owner="killed", now=clock.now(), lease=LEASE)
+    clock.advance(timedelta(hours=2))  # stepped forward: the lease reads expired
+    assert reconcile(clock.now(), retry_grace=GRACE).requeued == 1
+    assert fetch(first).not_before == first.not_before
+
+    clock.advance(-timedelta(minutes=5))  # and back
+    assert eta_of(fetch(first), clock.now()) is None
+    beat.tick()  # republished at once
+    assert broker.ids.count(str(first.pk)) == 2
+    retried = lifecycle.claim(first.pk, owner="alive", now=clock.now(), lease=LEASE)
+    assert (retried.claimed, retried.attempt) == (True, 2)
 
 
 def test_a_lost_retry_message_is_published_again() -> None:

@@ -13,9 +13,12 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from django.conf import LazySettings
+from django.conf import LazySettings, settings
+from django.core.servers.basehttp import ThreadedWSGIServer
+from django.test.testcases import LiveServerThread
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -30,6 +33,27 @@ PACKAGES = ("chromium", "chromium-driver")
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "browser: drives a headless Chromium (Selenium)")
+    if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        # The test database is SQLite in memory: every thread of the live server uses the
+        # test's one connection. Two requests at once (the page's preview fetch while the
+        # form is saved) would run inside each other's transaction, and a failed statement
+        # in one silently rolls back the other (its save redirects as if it had worked).
+        # One request at a time, as in a real server each request has its own connection.
+        LiveServerThread.server_class = OneRequestAtATime  # type: ignore[attr-defined]
+
+
+class OneRequestAtATime(ThreadedWSGIServer):
+    """The live server, its requests' database work one at a time (connections are still
+    served by threads: a browser's idle keep-alive connection blocks nobody)."""
+
+    def set_app(self, application: Any) -> None:
+        lock = threading.Lock()
+
+        def one_at_a_time(environ: Any, start_response: Any) -> Any:
+            with lock:
+                return application(environ, start_response)
+
+        super().set_app(one_at_a_time)
 
 
 def _install_chromium() -> str | None:
