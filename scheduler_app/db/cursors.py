@@ -11,7 +11,10 @@ apart (psycopg converts the text once and keeps it), and PostgreSQL can prepare 
 Prepared statements stay off unless the project opts in with
 ``DATABASES[...]["OPTIONS"]["prepare_threshold"]`` (psycopg 3; Django passes ``None``, "never
 prepare", by default): psycopg then prepares a statement on the server once a connection has
-run it that many times, and PostgreSQL stops planning it per task. Only these cursors are
+run it that many times. PostgreSQL stops planning it per task only when it keeps the generic
+plan: the probe's it keeps; the claim's and the outcome's only with ``plan_cache_mode =
+force_generic_plan`` (docs/deployment.md: over the partitioned ledger their generic plans are
+costed as if they read every partition). Only these cursors are
 affected: Django's own queries keep client-side binding, which psycopg never prepares. Behind
 PgBouncer in transaction mode leave it unset unless PgBouncer is 1.21 or later with
 ``max_prepared_statements`` above 0 (docs/deployment.md).

@@ -15,6 +15,7 @@ later statement takes the slot from the row the claim read.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -56,6 +57,47 @@ def _tables() -> dict[str, str]:
     }
 
 
+_CONSTANTS: dict[str, str] = {
+    "running": OccurrenceState.RUNNING.value,
+    "pending": OccurrenceState.PENDING.value,
+    "dispatched": OccurrenceState.DISPATCHED.value,
+    "retrying": OccurrenceState.RETRYING.value,
+    "buffered": OccurrenceState.BUFFERED.value,
+    "run": AttemptKind.RUN.value,
+    "global": KillSwitchScope.GLOBAL.value,
+    "tenant": KillSwitchScope.TENANT.value,
+    "by_task": KillSwitchScope.TASK.value,
+    "s_cancelled": ScheduleStatus.CANCELLED.value,
+    "s_awaiting": ScheduleStatus.AWAITING_APPROVAL.value,
+}
+"""States, kinds, scopes and statuses: constants of the code, written into the statements'
+text (``_constants``), never sent as values."""
+
+_NAME = re.compile(r"%\((\w+)\)s")
+_WORD = re.compile(r"[a-z_]{1,30}")
+
+
+def _constants(text: str) -> Statement:
+    """``text`` with each ``%(name)s`` of ``_CONSTANTS`` replaced by its quoted value.
+
+    A prepared statement may get a generic plan, planned once for any values (always with
+    ``plan_cache_mode = force_generic_plan``: docs/deployment.md). Such a plan can use a
+    partial index only when the query's own text implies the index's predicate: with
+    ``b.state = $n`` the buffered check of ``finish`` cannot read ``occ_open_idx`` and reads
+    every occurrence the schedule ever had; with ``b.state = 'buffered'`` it reads the open
+    rows alone (as the beat's probe does, ``scheduler_app.probe``)."""
+
+    def place(match: re.Match[str]) -> str:
+        value = _CONSTANTS.get(match.group(1))
+        if value is None:
+            return match.group(0)
+        if not _WORD.fullmatch(value):  # never user data: a literal must need no escaping
+            raise ValueError(f"not a constant of the code: {value!r}")
+        return f"'{value}'"
+
+    return statement(_NAME.sub(place, text))
+
+
 @dataclass(frozen=True)
 class Claimed:
     """What the claim statement saw: the occurrence as it was before the statement (with its
@@ -77,7 +119,7 @@ def _claim_sql(
     check_task: bool, permission: str, approval: str = "TRUE", slot: str = ""
 ) -> Statement:
     task = "AND o.task = %(task)s" if check_task else ""
-    return statement(
+    return _constants(
         """
 WITH cur AS (
     SELECT {o_cols}, {s_cols}, {v_cols}
@@ -89,7 +131,7 @@ WITH cur AS (
         attempts = o.attempts + 1, lease_owner = %(owner)s,
         lease_expires_at = %(lease_until)s, started_at = %(now)s
     FROM cur
-    WHERE o.id = cur.o_id AND o.scheduled_for = cur.o_scheduled_for {slot}
+    WHERE o.id = %(id)s AND o.scheduled_for = cur.o_scheduled_for {slot}
         AND o.fencing_token = cur.o_fencing_token
         AND o.state IN (%(pending)s, %(dispatched)s, %(retrying)s) {task}
         AND o.cancel_requested_at IS NULL
@@ -167,7 +209,6 @@ def claim(
         "early": now + early,
         "task": task,
         "code": code_origin,
-        **_CLAIM_CONSTANTS,
     }
     check_task = task is not None
     row = fetch_one(_claim_sql(check_task, permission, approval, _slot("o", scheduled_for)), params)
@@ -176,20 +217,6 @@ def claim(
     if row is None:
         return None
     return _claimed(row)
-
-
-_CLAIM_CONSTANTS: dict[str, str] = {
-    "running": OccurrenceState.RUNNING.value,
-    "pending": OccurrenceState.PENDING.value,
-    "dispatched": OccurrenceState.DISPATCHED.value,
-    "retrying": OccurrenceState.RETRYING.value,
-    "run": AttemptKind.RUN.value,
-    "global": KillSwitchScope.GLOBAL.value,
-    "tenant": KillSwitchScope.TENANT.value,
-    "by_task": KillSwitchScope.TASK.value,
-    "s_cancelled": ScheduleStatus.CANCELLED.value,
-    "s_awaiting": ScheduleStatus.AWAITING_APPROVAL.value,
-}
 
 
 def _claimed(row: tuple[Any, ...]) -> Claimed:
@@ -230,7 +257,7 @@ def _finish_sql(with_error: bool, succeeded: bool) -> Statement:
         if succeeded
         else ""
     )
-    return statement(
+    return _constants(
         """
 WITH locked AS (
     SELECT {s_cols} FROM "{sched}" s WHERE s.id = %(schedule_id)s FOR UPDATE
@@ -282,9 +309,6 @@ def finish(
         "reason": reason,
         "now": now,
         "error": error[:4000],
-        "running": OccurrenceState.RUNNING.value,
-        "buffered": OccurrenceState.BUFFERED.value,
-        "run": AttemptKind.RUN.value,
     }
     succeeded = state == OccurrenceState.SUCCEEDED
     row = fetch_one(_finish_sql(bool(error), succeeded), params)
@@ -302,7 +326,7 @@ def finish(
 
 @cache
 def _retry_sql(slot: str) -> Statement:
-    return statement(
+    return _constants(
         """
 WITH moved AS (
     UPDATE "{occ}" o SET state = %(retrying)s, not_before = %(at)s, reason = %(reason)s,
@@ -338,9 +362,6 @@ def retry_later(
         "now": now,
         "error": error[:4000],
         "reason": "retry",
-        "retrying": OccurrenceState.RETRYING.value,
-        "running": OccurrenceState.RUNNING.value,
-        "run": AttemptKind.RUN.value,
     }
     row = fetch_one(_retry_sql(_slot("o", scheduled_for)), params)
     moved = row[0] if row is not None else 0
