@@ -195,17 +195,24 @@ def _mark_pending_dispatched(occurrences: Sequence[Occurrence], at: datetime) ->
     batch's range of ``scheduled_for`` (so that a table partitioned by it is searched only
     where the rows can be). The sub-select locks the rows in primary-key order, as
     ``update_in_order`` does, and re-checks the state on the newest version of a row it
-    waited for."""
+    waited for.
+
+    The sub-select runs once, as an array (``= ANY(ARRAY(...))``), and the update also names
+    the ids themselves: as ``o.id IN (sub-select)`` PostgreSQL joined each row of the range
+    with the locked rows again (a nested loop over both, 83 ms for a batch of 500 in one slot
+    on a partition without statistics); with the ids' constant array it finds the rows by
+    the primary key or a hashed filter, and checks each against the locked ones."""
     table = connection.ops.quote_name(Occurrence._meta.db_table)
     slots = [row.scheduled_for for row in occurrences]
     sql = (
         f"UPDATE {table} AS o SET state = %s, dispatched_at = %s,"
         " emitted_at = COALESCE(o.emitted_at, %s), publish_lease_until = NULL,"
         " publish_count = o.publish_count + 1"
-        f" WHERE o.state = %s AND o.id IN (SELECT l.id FROM {table} AS l"
+        " WHERE o.state = %s AND o.id = ANY(string_to_array(%s, ',')::uuid[])"
+        f" AND o.id = ANY(ARRAY(SELECT l.id FROM {table} AS l"
         " WHERE l.id = ANY(string_to_array(%s, ',')::uuid[])"
         " AND l.scheduled_for BETWEEN %s AND %s AND l.state = %s"
-        " ORDER BY l.id FOR UPDATE OF l)"
+        " ORDER BY l.id FOR UPDATE OF l))"
         " AND o.scheduled_for BETWEEN %s AND %s"
     )
     pending, first, last = str(OccurrenceState.PENDING), min(slots), max(slots)
@@ -215,6 +222,7 @@ def _mark_pending_dispatched(occurrences: Sequence[Occurrence], at: datetime) ->
         at,
         at,
         pending,
+        ids,
         ids,
         first,
         last,

@@ -6,6 +6,7 @@ stores results with ``django-db`` for both)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -36,8 +37,13 @@ KINDS = {"occurrence": "`OccurrenceTask` (scheduled occurrence)", "plain": "plai
 TABLES = re.compile(r'\b(?:FROM|INTO|UPDATE|JOIN)\s+"?([\w.]+)"?', re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=1024)
 def shape(sql: str) -> str:
-    """A statement's verb and tables, without values: ``SELECT scheduler_app_occurrence``."""
+    """A statement's verb and tables, without values: ``SELECT scheduler_app_occurrence``.
+
+    Cached by text: the worker's statements are the same text on every task, and reading a
+    5 kB claim with a regular expression on every task (0.36 ms) was the bench's cost, not
+    the worker's."""
     verb = sql.split(None, 1)[0].upper() if sql.strip() else "?"
     tables = dict.fromkeys(TABLES.findall(sql))
     return " ".join([verb, ", ".join(tables)]).strip()

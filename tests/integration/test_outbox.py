@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from datetime import timedelta
@@ -217,3 +218,50 @@ def test_a_burst_with_the_broker_down_is_still_fully_materialized() -> None:
     result = ticker(broker, clock, BATCH_SIZE=3).tick()
     assert (result.created, result.published, result.broker_failed) == (7, 0, True)
     assert states() == {"pending": 7}
+
+
+@pytest.mark.postgres
+def test_marking_a_batch_reads_each_row_once_not_each_row_against_the_batch() -> None:
+    """Sixty rows pending in one slot, forty marked: the update finds them by their ids and
+    never joins each row of the slot with the locked rows again (``IN (sub-select)`` did: a
+    nested loop, 83 ms for a batch of 500 on a partition without statistics)."""
+    from django.db import connection
+
+    clock = FakeClock(START)
+    targets = [every_minute(clock) for _ in range(60)]
+    clock.set(START + MINUTE)
+    ticker(RefusingPublisher(), clock).tick()
+    pending = list(Occurrence.objects.filter(schedule__in=targets).order_by("id"))
+    assert len(pending) == 60 and {row.scheduled_for for row in pending} == {
+        pending[0].scheduled_for
+    }
+    plans: list[str] = []
+    real = connection.cursor
+
+    class Explaining:
+        """``connection.cursor()`` whose ``execute`` runs EXPLAIN ANALYZE of the statement."""
+
+        def __enter__(self) -> Explaining:
+            self.cursor = real()
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.cursor.close()
+
+        rowcount = 0
+
+        def execute(self, sql: str, params: list[object]) -> None:
+            self.cursor.execute(f"EXPLAIN (ANALYZE) {sql}", params)
+            plans.append("\n".join(line for (line,) in self.cursor.fetchall()))
+
+    connection.cursor = Explaining  # type: ignore[method-assign,assignment]
+    try:
+        mark_dispatched(pending[10:50], clock.now())
+    finally:
+        del connection.cursor
+    (plan,) = plans
+    assert "Semi Join" not in plan, plan
+    removed = [int(n) for n in re.findall(r"Rows Removed by Join Filter: (\d+)", plan)]
+    assert not removed, plan
+    # EXPLAIN ANALYZE ran the update: the forty are dispatched, the other twenty pending.
+    assert states() == Counter({"dispatched": 40, "pending": 20})
