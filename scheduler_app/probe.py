@@ -25,7 +25,7 @@ from typing import Any
 
 from django.db import connection
 
-from scheduler_app.db.cursors import Statement, fetch_one, statement
+from scheduler_app.db.cursors import Statement, constant, fetch_one, statement
 from scheduler_app.materialize import earliest_due
 from scheduler_app.models import Schedule, ScheduleStatus
 from scheduler_app.outbox import Targets, has_publishable, publishable
@@ -33,8 +33,6 @@ from scheduler_app.outbox import Targets, has_publishable, publishable
 _NOW = datetime(2000, 1, 1, 0, 0, 0, 123457, tzinfo=UTC)
 """A stand-in for ``now`` while compiling, found again among the parameters."""
 _POSITIONAL = re.compile(r"%s")
-_CONSTANT = re.compile(r"[a-z_]{1,20}")
-"""The values written into the text: the states, status and targets the ORM compiled in."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +71,9 @@ def _compiled(targets: Targets) -> tuple[Statement, tuple[tuple[str, Any], ...]]
 
     def place(_match: re.Match[str]) -> str:
         value = next(values)
-        if isinstance(value, str) and _CONSTANT.fullmatch(value):
-            return f"'{value}'"  # a state, a status, a target: a constant of the code
+        literal = constant(value)  # a state, a status, a target: a constant of the code
+        if literal is not None:
+            return literal
         params.append((f"p{len(params)}", value))
         return f"%({params[-1][0]})s"
 

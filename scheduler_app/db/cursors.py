@@ -38,6 +38,9 @@ except ImportError:  # psycopg 2, or no PostgreSQL driver at all
     psycopg = None  # type: ignore[assignment]
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+_CONSTANT = re.compile(r"[a-z_]{1,20}")
+"""A constant of the code that may be written into a statement's text: a state, a status, a
+kind, a target (lowercase letters and ``_``: nothing to escape)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,32 @@ def statement(text: str) -> Statement:
     if "%" in _PLACEHOLDER.sub("", text):
         raise ValueError("a worker statement may hold no '%' but its %(name)s placeholders")
     return Statement(text, native, tuple(names))
+
+
+def constant(value: object) -> str | None:
+    """``value`` as an SQL literal when it is a constant of the code (``_CONSTANT``), else None.
+
+    Constants go into the text, not among the values, so that a prepared statement's generic
+    plan (planned once for any values) can still use a partial index whose predicate names
+    them (``state = 'pending'``): a predicate on ``$n`` proves nothing about any index."""
+    if isinstance(value, str) and _CONSTANT.fullmatch(value):
+        return f"'{value}'"
+    return None
+
+
+def inline(text: str, constants: Mapping[str, str]) -> str:
+    """``text`` with each ``%(name)s`` of ``constants`` written as its literal; ValueError for
+    a value that is not a constant of the code (``constant``)."""
+
+    def place(match: re.Match[str]) -> str:
+        if match.group(1) not in constants:
+            return match.group(0)
+        literal = constant(constants[match.group(1)])
+        if literal is None:
+            raise ValueError(f"not a constant of the code: {constants[match.group(1)]!r}")
+        return literal
+
+    return _PLACEHOLDER.sub(place, text)
 
 
 def fetch_one(sql: Statement, params: Mapping[str, Any]) -> tuple[Any, ...] | None:

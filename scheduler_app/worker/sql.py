@@ -15,7 +15,6 @@ later statement takes the slot from the row the claim read.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -23,7 +22,7 @@ from typing import Any
 
 from django.db import connection
 
-from scheduler_app.db.cursors import Statement, fetch_one, statement
+from scheduler_app.db.cursors import Statement, fetch_one, inline, statement
 from scheduler_app.models import (
     AttemptKind,
     KillSwitch,
@@ -73,12 +72,9 @@ _CONSTANTS: dict[str, str] = {
 """States, kinds, scopes and statuses: constants of the code, written into the statements'
 text (``_constants``), never sent as values."""
 
-_NAME = re.compile(r"%\((\w+)\)s")
-_WORD = re.compile(r"[a-z_]{1,30}")
-
 
 def _constants(text: str) -> Statement:
-    """``text`` with each ``%(name)s`` of ``_CONSTANTS`` replaced by its quoted value.
+    """``text`` with each ``%(name)s`` of ``_CONSTANTS`` written as its literal.
 
     A prepared statement may get a generic plan, planned once for any values (always with
     ``plan_cache_mode = force_generic_plan``: docs/deployment.md). Such a plan can use a
@@ -86,16 +82,7 @@ def _constants(text: str) -> Statement:
     ``b.state = $n`` the buffered check of ``finish`` cannot read ``occ_open_idx`` and reads
     every occurrence the schedule ever had; with ``b.state = 'buffered'`` it reads the open
     rows alone (as the beat's probe does, ``scheduler_app.probe``)."""
-
-    def place(match: re.Match[str]) -> str:
-        value = _CONSTANTS.get(match.group(1))
-        if value is None:
-            return match.group(0)
-        if not _WORD.fullmatch(value):  # never user data: a literal must need no escaping
-            raise ValueError(f"not a constant of the code: {value!r}")
-        return f"'{value}'"
-
-    return statement(_NAME.sub(place, text))
+    return statement(inline(text, _CONSTANTS))
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 import pytest
+from django.db import connection
 
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule
@@ -225,8 +227,6 @@ def test_marking_a_batch_reads_each_row_once_not_each_row_against_the_batch() ->
     """Sixty rows pending in one slot, forty marked: the update finds them by their ids and
     never joins each row of the slot with the locked rows again (``IN (sub-select)`` did: a
     nested loop, 83 ms for a batch of 500 on a partition without statistics)."""
-    from django.db import connection
-
     clock = FakeClock(START)
     targets = [every_minute(clock) for _ in range(60)]
     clock.set(START + MINUTE)
@@ -236,29 +236,15 @@ def test_marking_a_batch_reads_each_row_once_not_each_row_against_the_batch() ->
         pending[0].scheduled_for
     }
     plans: list[str] = []
-    real = connection.cursor
 
-    class Explaining:
-        """``connection.cursor()`` whose ``execute`` runs EXPLAIN ANALYZE of the statement."""
+    def explain(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        """Run the statement under EXPLAIN ANALYZE (it still updates) and keep the plan."""
+        result = execute(f"EXPLAIN (ANALYZE) {sql}", params, many, context)
+        plans.append("\n".join(line for (line,) in context["cursor"].fetchall()))
+        return result
 
-        def __enter__(self) -> Explaining:
-            self.cursor = real()
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.cursor.close()
-
-        rowcount = 0
-
-        def execute(self, sql: str, params: list[object]) -> None:
-            self.cursor.execute(f"EXPLAIN (ANALYZE) {sql}", params)
-            plans.append("\n".join(line for (line,) in self.cursor.fetchall()))
-
-    connection.cursor = Explaining  # type: ignore[method-assign,assignment]
-    try:
+    with connection.execute_wrapper(explain):
         mark_dispatched(pending[10:50], clock.now())
-    finally:
-        del connection.cursor
     (plan,) = plans
     assert "Semi Join" not in plan, plan
     removed = [int(n) for n in re.findall(r"Rows Removed by Join Filter: (\d+)", plan)]
