@@ -48,7 +48,20 @@ PAUSE_PERMISSION = "scheduler_app.pause_schedule"
 FIELDSETS_BUILDER = (
     (
         "What",
-        {"fields": ("name", "task", "kwargs", "args", "objective", "tenant", "owner")},
+        # expected_version is hidden, but a field outside every fieldset is never rendered
+        # (and so never posted back): it rides in the first fieldset.
+        {
+            "fields": (
+                "name",
+                "task",
+                "kwargs",
+                "args",
+                "objective",
+                "tenant",
+                "owner",
+                "expected_version",
+            )
+        },
     ),
     (
         "When",
