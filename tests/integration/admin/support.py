@@ -6,6 +6,9 @@ from datetime import timedelta
 
 from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
+from django.urls import reverse
+from django_webtest import DjangoTestApp
+from webtest import Form, TestResponse
 
 from scheduler_app import services
 from scheduler_app.clock import FakeClock
@@ -42,3 +45,34 @@ def with_history(**fields: object) -> tuple[Schedule, Occurrence]:
     Ticker(MemoryPublisher(), clock=clock).tick()
     schedule.refresh_from_db()
     return schedule, Occurrence.objects.filter(schedule=schedule).get()
+
+
+def change_url(schedule: Schedule) -> str:
+    return reverse("admin:scheduler_app_schedule_change", args=[schedule.pk])
+
+
+def schedule_form(app: DjangoTestApp, url: str, user: User) -> Form:
+    """The schedule add/change form as the page renders it (only the fields it shows)."""
+    page = app.get(url, user=user)
+    return page.forms["schedule_form"]
+
+
+def confirm_form(app: DjangoTestApp, url: str, user: User) -> Form:
+    """The confirmation form of an action page (the one whose button says what it does)."""
+    page = app.get(url, user=user)
+    return page.forms["sched-confirm-form"]
+
+
+def submit(form: Form, button: str | None = None, **fields: object) -> TestResponse:
+    """Change the fields as a person would, then press the button. A field the page does
+    not render is an error (webtest refuses it), so nothing is posted by hand."""
+    for name, value in fields.items():
+        form[name] = value
+    return form.submit(button) if button else form.submit()
+
+
+def page_errors(response: TestResponse) -> list[str]:
+    """The error notes and field errors a page shows (for a failing assertion's message)."""
+    return [
+        node.get_text(" ", strip=True) for node in response.html.select(".errornote, .errorlist")
+    ]
