@@ -8,6 +8,7 @@ from urllib.parse import urlparse
 
 import pytest
 from django.conf import settings
+from pytest_django.plugin import blocking_manager_key
 
 from scheduler_app.targets import app_tasks
 
@@ -48,7 +49,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # ``django.setup()`` and so applies ``settings.LOGGING`` again, removing every handler of the
     # root logger, pytest's ``caplog`` handler included. Run it once here, before any test, so
     # that a test that happens to be first to ask for the task list does not lose its records.
-    app_tasks()
+    # The fix-up also runs Django's system checks, which on Django 6 open a connection (a
+    # JSONField asks SQLite whether it supports JSON): allowed here, before any test.
+    with session.config.stash[blocking_manager_key].unblock():
+        app_tasks()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

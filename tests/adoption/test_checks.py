@@ -4,6 +4,8 @@ hint."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from io import StringIO
+from pathlib import Path
 
 import pytest
 from celery import Celery
@@ -13,16 +15,18 @@ from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
 from project.celery import app as project_app
-from scheduler_app import services
+from scheduler_app import checks as checks_module
+from scheduler_app import services, startup
+from scheduler_app.beat_checks import beat_scheduler_errors
 from scheduler_app.checks import (
     acks_late_warnings,
-    beat_scheduler_errors,
     celery_configuration,
+    celery_database_configuration,
     secret_key_errors,
     stored_targets,
     task_class_errors,
 )
-from scheduler_app.declarations import scheduled
+from scheduler_app.declarations import isolated_registry, scheduled
 from scheduler_app.tasks import OccurrenceTask
 
 pytestmark = pytest.mark.filterwarnings("ignore::celery.exceptions.DuplicateTaskNameWarning")
@@ -74,7 +78,7 @@ def test_task_cls_removed_after_schedules_exist_is_an_error(plain_app: Celery) -
     the check that may use the database names the schedule's task (E005)."""
     services.create_schedule(task="demo.ping", kind="cron", rule="0 9 * * *", timezone="UTC")
     plain_app.set_current()
-    messages = celery_configuration(databases=["default"])
+    messages = celery_database_configuration(databases=["default"])
     (error,) = [m for m in messages if "'demo.ping'" in m.msg]
     assert error.id == "scheduler_app.E005" and error.msg.startswith("1 schedule(s)")
     with pytest.raises(SystemCheckError, match=r"scheduler_app.E005\) 1 schedule"):
@@ -198,3 +202,102 @@ def test_check_constraints_take_the_django_5_1_keyword_on_every_supported_django
     constraint = CheckConstraint(condition=Q(version__gte=1), name="version_positive")
     checked = getattr(constraint, "condition", None) or constraint.check
     assert checked == Q(version__gte=1)
+
+
+CELERY_DEFAULT = "celery.beat:PersistentScheduler"
+
+
+def w004(stderr: StringIO) -> list[str]:
+    return [line for line in stderr.getvalue().splitlines() if "scheduler_app.W004" in line]
+
+
+@pytest.mark.django_db
+def test_check_warns_when_the_beat_setting_is_unset_and_schedules_exist(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 35: without CELERY_BEAT_SCHEDULER Celery's beat runs nothing of ours, and
+    `check` said "no issues"."""
+    monkeypatch.setitem(project_app.conf, "beat_scheduler", CELERY_DEFAULT)
+    monkeypatch.setattr(startup, "_beat_schedulers", [])
+    project_app.loader.import_default_modules()  # before isolating: see isolated_registry()
+    monkeypatch.setattr(checks_module, "celery_declarations", lambda app: 0)  # none declared
+    err = StringIO()
+    call_command("check", databases=["default"], stderr=err)
+    assert w004(err) == []  # nothing active: nothing to warn about
+    services.create_schedule(task="demo.ping", kind="cron", rule="0 9 * * *", timezone="UTC")
+    call_command("check", databases=["default"], stderr=err)
+    (line,) = w004(err)
+    assert "CELERY_BEAT_SCHEDULER is not set" in line and "1 active schedule(s)" in line
+    assert "start the beat with -S scheduler_app.beat:DurableScheduler" in err.getvalue()
+    monkeypatch.setitem(project_app.conf, "beat_scheduler", "scheduler_app.beat:DurableScheduler")
+    out = StringIO()
+    call_command("check", databases=["default"], stderr=out)
+    assert w004(out) == []
+
+
+def test_check_without_the_database_warns_for_the_declarations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(project_app.conf, "beat_scheduler", CELERY_DEFAULT)
+    monkeypatch.setattr(startup, "_beat_schedulers", [])
+    project_app.loader.import_default_modules()  # before isolating: see isolated_registry()
+    with isolated_registry():
+        scheduled(cron="0 9 * * *", timezone="UTC")(project_app.tasks["demo.ping"])
+        err = StringIO()
+        call_command("check", stderr=err)
+    assert len(w004(err)) == 1, err.getvalue()
+    (line,) = w004(err)
+    assert "while 1 @scheduled declaration(s) hand off to Celery" in line
+
+
+@pytest.mark.django_db
+def test_a_beat_started_with_another_scheduler_is_warned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At beat start the scheduler it really runs (-S) is judged, not the setting."""
+    services.create_schedule(task="demo.ping", kind="cron", rule="0 9 * * *", timezone="UTC")
+    monkeypatch.setattr(startup, "_beat_schedulers", [CELERY_DEFAULT])
+    monkeypatch.setattr(checks_module, "celery_declarations", lambda app: 0)
+    (warning,) = celery_database_configuration(databases=["default"])
+    assert warning.id == "scheduler_app.W004"
+    assert warning.msg.startswith(f"this beat runs {CELERY_DEFAULT!r}")
+    monkeypatch.setattr(startup, "_beat_schedulers", ["scheduler_app.beat:DurableScheduler"])
+    assert celery_database_configuration(databases=["default"]) == []
+
+
+BAD_MODULE = """\
+from scheduler_app.declarations import scheduled
+
+
+@scheduled(
+    cron="0 9 * * *",
+    timezone="Mars/Olympus_Mons",
+)
+def nightly_report():
+    pass
+"""
+
+
+def test_an_invalid_declaration_names_its_task_function(
+    plain_app: Celery, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    module = tmp_path / "bad_tasks.py"
+    module.write_text(BAD_MODULE)
+
+    def import_tasks_module() -> None:
+        exec(compile(module.read_text(), str(module), "exec"), {})
+
+    monkeypatch.setattr(plain_app.loader, "import_default_modules", import_tasks_module)
+    (error,) = task_class_errors(plain_app)
+    assert error.id == "scheduler_app.E004"
+    assert error.msg.startswith("invalid @scheduled declaration on task function 'nightly_report'")
+    assert f"{module}:4" in error.msg
+
+
+def test_a_failing_call_in_a_function_body_names_no_task(
+    plain_app: Celery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def import_tasks_module() -> None:
+        scheduled(cron="0 9 * * *", timezone="Mars/Olympus_Mons")
+
+    monkeypatch.setattr(plain_app.loader, "import_default_modules", import_tasks_module)
+    (error,) = task_class_errors(plain_app)
+    assert error.msg.startswith("invalid @scheduled declaration at ")

@@ -31,7 +31,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -51,14 +50,14 @@ from tests.adoption.install_page import (
     Project,
     Setup,
     install_blocks,
-    superuser_env,
 )
+from tests.adoption.venvs import PG_URL, free_port, interpreter, new_project
+from tests.adoption.venvs import postgres_database as own_database
 from tests.conftest import require_server
 
 pytestmark = pytest.mark.adoption
 
 RABBITMQ_URL = os.environ.get("RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//")
-PG_URL = os.environ.get("PG_URL", "postgres://postgres@127.0.0.1:5432/test")
 SUCCESS_TIMEOUT = 120.0
 MakeProject = Callable[[str], Project]
 """A new user's project (a fresh virtualenv) on the given broker."""
@@ -70,22 +69,6 @@ def the_wheel(dist: Path) -> Path:
 
 
 # -- the distribution ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Stands for the user's clone: ``make dist`` of this repository into its ``dist/``."""
-    clone = tmp_path_factory.mktemp("checkout")
-    done = subprocess.run(
-        ["make", "dist", f"DIST_DIR={clone / 'dist'}"], cwd=REPO, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return clone
-
-
-@pytest.fixture(scope="module")
-def dist(checkout: Path) -> Path:
-    return checkout / "dist"
 
 
 def test_the_wheel_holds_the_library_only(dist: Path) -> None:
@@ -129,27 +112,6 @@ def test_the_sdist_leaves_the_example_project_out(dist: Path) -> None:
 # -- a new user's project --------------------------------------------------------------------
 
 
-def clean_environment(venv: Path, broker: str) -> dict[str, str]:
-    """The user's shell: the venv first on PATH, nothing of this repository's settings."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DJANGO_SETTINGS_MODULE", "PYTHONPATH", "DATABASE_URL", "VIRTUAL_ENV")
-        and not key.startswith(("SCHEDULER_", "CELERY_", "PROJECT_", "POSTGRES_", "DJANGO_"))
-    }
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    env["VIRTUAL_ENV"] = str(venv)
-    env["CELERY_BROKER_URL"] = broker
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env | superuser_env()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def last_run(project: Project) -> dict[str, str] | None:
     rows = json.loads(project.run("python manage.py list_schedules --json").stdout)
     last = rows[0]["last_run"] if rows else None
@@ -186,15 +148,6 @@ def open_every_admin_page(project: Project, port: int) -> dict[str, tuple[int, s
     assert {name for name in MUST_OPEN if opened[name][0] != 200} == set()
     assert not failed, f"{failed}\n--- runserver\n{project.log('runserver')[-3000:]}"
     return opened
-
-
-def new_project(tmp_path: Path, broker: str) -> Project:
-    venv, root, logs = tmp_path / "venv", tmp_path / "site", tmp_path / "logs"
-    for folder in (root, logs):
-        folder.mkdir()
-    assert not root.resolve().is_relative_to(REPO)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    return Project(root, venv, clean_environment(venv, broker), logs)
 
 
 def adopt(project: Project, checkout: Path, setup: Setup) -> PageRunner:
@@ -234,12 +187,16 @@ def assert_ran_from_the_wheel(project: Project, extras: str) -> None:
         assert f"No module named '{module}'" in shown, shown
 
 
+ENDS = [("3.13", "6.1"), ("3.11", "5.2")]
+"""The supported ends (docs/install.md): Python -> the Django that pip picks for it."""
+
+
 @pytest.fixture
 def project_on(tmp_path: Path) -> Iterator[MakeProject]:
     made: list[Project] = []
 
-    def make(broker: str) -> Project:
-        made.append(new_project(tmp_path, broker))
+    def make(broker: str, python: str = sys.executable) -> Project:
+        made.append(new_project(tmp_path, broker, python))
         return made[-1]
 
     yield make
@@ -247,35 +204,26 @@ def project_on(tmp_path: Path) -> Iterator[MakeProject]:
         project.close()
 
 
+@pytest.mark.parametrize(("python", "django"), ENDS, ids=[f"python{p}" for p, _ in ENDS])
 def test_a_new_project_on_sqlite_with_the_default_extra_serves_every_admin_page(
-    checkout: Path, project_on: MakeProject, redis_url: str
+    checkout: Path, project_on: MakeProject, redis_url: str, python: str, django: str
 ) -> None:
-    """Issue 21: with `[redis]` only (no django-celery-results) every occurrence page was 500."""
-    project = project_on(redis_url)
+    """Issue 21: with `[redis]` only (no django-celery-results) every occurrence page was 500.
+    Issue 36: at both supported ends, pip installing the wheel keeps the newest Django that
+    Python runs (6.1 on 3.13, 5.2 on 3.11) and the page's steps reach a succeeded run."""
+    project = project_on(redis_url, interpreter(python))
     adopt(project, checkout, Setup("sqlite", "redis"))
     assert_ran_from_the_wheel(project, "redis")
+    shown = project.run("python -c 'import django; print(django.get_version())'").stdout
+    assert shown.strip().splitlines()[-1].startswith(f"{django}."), shown
 
 
 @pytest.fixture
 def postgres_database() -> Iterator[dict[str, str]]:
     """A database of its own on the PG_URL server; the POSTGRES_* the page's settings read."""
-    import psycopg
-
     require_server("PostgreSQL", PG_URL, 5432)
-    parts = urlsplit(PG_URL)
-    name = f"adoption_{uuid.uuid4().hex[:8]}"
-    server = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    yield {
-        "POSTGRES_DB": name,
-        "POSTGRES_USER": parts.username or "postgres",
-        "POSTGRES_PASSWORD": parts.password or "",
-        "POSTGRES_HOST": parts.hostname or "127.0.0.1",
-        "POSTGRES_PORT": str(parts.port or 5432),
-    }
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with own_database() as env:
+        yield env
 
 
 def test_a_new_project_on_postgresql_then_with_task_results(

@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -25,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
-from tests.adoption.install_page import REPO
+from tests.adoption.venvs import interpreter
 from tests.conftest import require_server
 
 pytestmark = pytest.mark.adoption
@@ -38,15 +37,22 @@ import os
 
 import dj_database_url
 
-INSTALLED_APPS += ["django_tasks", "django_tasks_db", "scheduler_app", "myapp"]
+INSTALLED_APPS += ["django_tasks_db", "scheduler_app", "myapp"]
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"])}
 """
+BACKPORT_SETTINGS = """
+INSTALLED_APPS += ["django_tasks"]
+"""
+"""docs/django-tasks.md's settings: the backport's app on Django 5.2 only."""
 
 TASKS = """
 import os
 
-from django_tasks import task
+try:
+    from django.tasks import task
+except ImportError:
+    from django_tasks import task
 
 from scheduler_app.context import current_occurrence
 from scheduler_app.declarations import scheduled
@@ -82,15 +88,18 @@ def database() -> Iterator[str]:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def test_a_new_project_without_celery_runs_a_django_task(tmp_path: Path, database: str) -> None:
-    dist = tmp_path / "dist"
-    built = subprocess.run(
-        ["make", "dist", f"DIST_DIR={dist}"], cwd=REPO, capture_output=True, text=True
-    )
-    assert built.returncode == 0, built.stdout + built.stderr
+ENDS = [("3.13", "6.1"), ("3.11", "5.2")]
+"""The supported ends (issue 36): Python -> the Django pip picks for it. On 6.1 the task is
+Django's own ``django.tasks``; on 5.2 the backport that ``[tasks]`` brings on Python 3.11."""
+
+
+@pytest.mark.parametrize(("version", "django"), ENDS, ids=[f"python{p}" for p, _ in ENDS])
+def test_a_new_project_without_celery_runs_a_django_task(
+    tmp_path: Path, dist: Path, database: str, version: str, django: str
+) -> None:
     [wheel] = dist.glob("*.whl")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([interpreter(version), "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     subprocess.run(
         [python, "-m", "pip", "install", "--quiet", f"{wheel}[tasks,postgres]", "dj-database-url"],
@@ -109,9 +118,16 @@ def test_a_new_project_without_celery_runs_a_django_task(tmp_path: Path, databas
         "EFFECTS": str(tmp_path / "effects"),
     }
     manage = [python, "manage.py"]
+    shown = subprocess.run(
+        [python, "-c", "import django; print(django.get_version())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert shown.startswith(f"{django}."), shown
     subprocess.run([*manage, "startapp", "myapp"], cwd=project, env=env, check=True)
     with (project / "mysite" / "settings.py").open("a") as settings:
-        settings.write(SETTINGS)
+        settings.write(SETTINGS + (BACKPORT_SETTINGS if django.startswith("5.") else ""))
     (project / "myapp" / "tasks.py").write_text(TASKS)
     subprocess.run([*manage, "migrate", "-v0"], cwd=project, env=env, check=True)
     logs = [(tmp_path / f"{name}.log").open("w") for name in ("s1", "s2", "worker")]
