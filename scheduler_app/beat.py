@@ -21,7 +21,7 @@ from celery.backends.base import DisabledBackend
 from celery.beat import Scheduler
 from django.db import DatabaseError, close_old_connections, connection
 
-from scheduler_app import migrations
+from scheduler_app import migrations, startup
 from scheduler_app.conf import get_settings
 from scheduler_app.db import connections
 from scheduler_app.djtasks import compat as djtasks
@@ -123,6 +123,8 @@ class DurableScheduler(Scheduler):
     def setup_schedule(self) -> None:
         self.max_interval = self.real_max_interval()  # type: ignore[assignment]
         self.wait_for_database()
+        # The start-up checks, before "ready" (Celery sends ``beat_init`` only after this).
+        startup.check_starting_beat(self)
         if self.ticker.settings.SYNC_ON_BEAT_START:
             self.sync_declared()
         logger.info(

@@ -13,6 +13,9 @@ Every message has a stable id and says how to fix it:
   not valid
 - ``scheduler_app.W001``: SQLite without ``BEGIN IMMEDIATE``
 - ``scheduler_app.W002``: workers do not ack late / reject on worker loss
+- ``scheduler_app.W004``: active Celery schedules (or ``@scheduled`` declarations) exist but the
+  beat starting here, or ``CELERY_BEAT_SCHEDULER`` when unset, is not the durable scheduler
+  (``beat_checks``)
 
 The checks tagged ``startup.TAG`` are also run when a beat or a worker starts (``startup``), where
 an Error refuses to start: a worker or beat that would run wrongly for hours says so at once.
@@ -20,6 +23,8 @@ an Error refuses to start: a worker or beat that would run wrongly for hours say
 
 from __future__ import annotations
 
+import linecache
+import re
 import traceback
 import weakref
 from collections.abc import Mapping
@@ -33,6 +38,12 @@ from django.core import checks
 from django.db import DatabaseError, connections
 from django.db.models import Count
 
+from scheduler_app import startup
+from scheduler_app.beat_checks import (
+    beat_scheduler_messages,
+    celery_declarations,
+    celery_schedules,
+)
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule
@@ -41,7 +52,7 @@ from scheduler_app.startup import TAG  # importing it connects the beat and work
 from scheduler_app.targets import is_allowed_name, is_occurrence_task
 
 SQLITE = "django.db.backends.sqlite3"
-OUR_SCHEDULER = "scheduler_app.beat:DurableScheduler"
+DEFINITION = re.compile(r"\s*(?:async\s+)?def\s+(\w+)")
 INSECURE_KEYS = frozenset({"", "dev-only-insecure-key-change-me"})
 """Secret keys known to the world: the example project's former default, and empty."""
 INSECURE_PREFIX = "django-insecure-"
@@ -103,20 +114,52 @@ def _celery_app() -> Any:
 
 @checks.register(TAG)
 def celery_configuration(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """E001/E004/E006 (the tasks) and W002 (acks_late) against the project's Celery app; E005
-    (the tasks stored schedules target) and E002 (the beat scheduler setting) when the check
-    may use the database (``manage.py check --database default``, and at beat/worker start)."""
+    """E001/E004/E006 (the tasks), W002 (acks_late) and W004 (the ``@scheduled`` declarations
+    and no beat of ours) against the project's Celery app, without the database
+    (``manage.py check`` runs it before ``migrate``)."""
     app = _celery_app()
     if app is None or _running:
         # Re-entered: importing the task modules makes Celery's Django fix-up run the checks.
         return []
-    use_database = bool(kwargs.get("databases"))
-    stored = stored_targets() if use_database else {}
-    messages = task_class_errors(app, stored)
-    messages += acks_late_warnings(app.conf)
-    if use_database:
-        messages += beat_scheduler_errors(app.conf.beat_scheduler, schedules_exist())
-    return messages
+    messages = task_class_errors(app) + acks_late_warnings(app.conf)
+    declared = celery_declarations(app)
+    waiting = f"{declared} @scheduled declaration(s)" if declared else ""
+    running = startup.running_beat_scheduler()
+    return messages + beat_scheduler_messages(app.conf.beat_scheduler, running, waiting)
+
+
+@checks.register(TAG, checks.Tags.database)
+def celery_database_configuration(
+    app_configs: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """E005 (the tasks stored schedules target), E002 and W004 (the beat scheduler) from the
+    database: Django runs a ``database``-tagged check only when asked for one
+    (``manage.py check --database default``) or by tag, as a beat and a worker do at start.
+    (Django 6 passes every alias to every check, so ``databases`` cannot tell it.)"""
+    app = _celery_app()
+    if app is None or _running or not kwargs.get("databases"):
+        # Django runs a ``database``-tagged check on a plain ``manage.py check`` too (5.2 and
+        # 6.1 alike), with ``databases=None``: the database is only read when asked for.
+        return []
+    messages = stored_target_errors(app, stored_targets())
+    active = celery_schedules()
+    # W004 for the declarations is the other check's; this one adds the stored schedules.
+    waiting = f"{active} active schedule(s)" if active and not celery_declarations(app) else ""
+    running = startup.running_beat_scheduler()
+    return messages + beat_scheduler_messages(
+        app.conf.beat_scheduler, running, waiting, active=active
+    )
+
+
+def stored_target_errors(app: Any, stored: Mapping[str, int]) -> list[checks.CheckMessage]:
+    """E005 for each task that live schedules target and that is not an ``OccurrenceTask``."""
+    if _import_task_modules(app) is not None:
+        return []  # E004/E006: the check without the database says it
+    return [
+        _stored_target_error(name, stored[name])
+        for name, task in sorted(app.tasks.items())
+        if name in stored and not is_occurrence_task(task)
+    ]
 
 
 def stored_targets() -> dict[str, int]:
@@ -133,14 +176,6 @@ def stored_targets() -> dict[str, int]:
     except DatabaseError:  # not migrated yet: nothing is scheduled
         _rollback()
         return {}
-
-
-def schedules_exist() -> bool:
-    try:
-        return Schedule.objects.filter(status="active").exists()
-    except DatabaseError:
-        _rollback()
-        return False
 
 
 def _rollback() -> None:
@@ -203,32 +238,68 @@ def _import_task_modules(app: Any) -> checks.CheckMessage | None:
             app.loader.import_default_modules()
             _loaded.add(app)
     except ScheduleValidationError as exc:
-        return checks.Error(
-            f"invalid @scheduled declaration at {_where(exc)}: {exc}",
+        error = checks.Error(
+            f"invalid @scheduled declaration{_declared_on(exc)} at {_where(exc)}: {exc}",
             hint="fix that option of the @scheduled decorator (docs/decorator.md lists them); "
             "a worker and a beat cannot import the module until then",
             id="scheduler_app.E004",
         )
+        _refuse_if_starting(app, error, exc)
+        return error
     except Exception as exc:  # a broken tasks module is reported, not raised from a check
-        return checks.Error(
+        error = checks.Error(
             f"the Celery app's task modules cannot be imported ({exc!r} at {_where(exc)}), so "
             "a worker or a beat would fail at start",
             hint="fix the import error; `celery -A <your app> inspect registered` shows it too",
             id="scheduler_app.E006",
         )
+        _refuse_if_starting(app, error, exc)
+        return error
     finally:
         _running = False
     return None
 
 
+def _refuse_if_starting(app: Any, error: checks.CheckMessage, exc: BaseException) -> None:
+    """In a starting beat or worker (Celery's Django fix-up runs the checks just before it
+    imports the task modules), stop with the error's one line, not the import's traceback."""
+    process = startup.starting_process()
+    if process is not None and getattr(app.loader, "worker_initialized", False):
+        startup.refuse_to_import(process, error, exc)
+
+
+def _declared_on(exc: BaseException) -> str:
+    """`` on task `name` `` : the function the failing ``@scheduled(...)`` decorates, read
+    from the lines below it (the decorator fails before it is given the function)."""
+    frame = _user_frame(exc)
+    if frame is None or frame.lineno is None:
+        return ""
+    first = linecache.getline(frame.filename, frame.lineno)
+    indent = len(first) - len(first.lstrip())
+    for number in range(frame.lineno, frame.lineno + 40):
+        line = linecache.getline(frame.filename, number)
+        found = DEFINITION.match(line)
+        if found:
+            return f" on task function {found.group(1)!r}"
+        outside = line.strip() and len(line) - len(line.lstrip()) <= indent
+        if number > frame.lineno and outside and not line.lstrip().startswith(("@", ")")):
+            return ""  # not a decorator: a call in a function body, say
+    return ""
+
+
 def _where(exc: BaseException) -> str:
     """``file:line`` of the deepest frame outside this package: the user's module."""
+    frame = _user_frame(exc)
+    return f"{frame.filename}:{frame.lineno}" if frame else "an unknown place"
+
+
+def _user_frame(exc: BaseException) -> traceback.FrameSummary | None:
     frames = [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
         if not frame.filename.startswith(("<", str(PACKAGE_DIR)))
     ]
-    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "an unknown place"
+    return frames[-1] if frames else None
 
 
 def acks_late_warnings(conf: Any) -> list[checks.CheckMessage]:
@@ -253,36 +324,6 @@ def acks_late_warnings(conf: Any) -> list[checks.CheckMessage]:
             id="scheduler_app.W002",
         )
     ]
-
-
-def beat_scheduler_errors(scheduler: Any, schedules_exist: bool) -> list[checks.CheckMessage]:
-    """E002 when ``beat_scheduler`` names another scheduler while schedules are active."""
-    name = scheduler if isinstance(scheduler, str) else getattr(scheduler, "__qualname__", "")
-    if not schedules_exist or not name:
-        return []
-    normalized = name.replace(":", ".")
-    if normalized in (OUR_SCHEDULER.replace(":", "."), "DurableScheduler") or (
-        isinstance(scheduler, type) and _is_ours(scheduler)
-    ):
-        return []
-    if normalized == "celery.beat.PersistentScheduler":
-        return []  # Celery's default: the beat may still be started with -S (see the hint)
-    return [
-        checks.Error(
-            f"CELERY_BEAT_SCHEDULER is {name!r} while active schedules exist: a beat started "
-            "without -S would never run them",
-            hint=f'set CELERY_BEAT_SCHEDULER = "{OUR_SCHEDULER}" (or remove the setting and '
-            f"start the beat with -S {OUR_SCHEDULER})",
-            id="scheduler_app.E002",
-        )
-    ]
-
-
-def _is_ours(scheduler: type) -> bool:
-    """``scheduler`` is the durable scheduler or a subclass, told by name: the beat module is
-    not imported here (the checks load with the app, the beat only in a beat process)."""
-    ours = OUR_SCHEDULER.replace(":", ".")
-    return any(f"{cls.__module__}.{cls.__qualname__}" == ours for cls in scheduler.__mro__)
 
 
 @checks.register(TAG)

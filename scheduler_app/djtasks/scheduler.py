@@ -22,11 +22,29 @@ from scheduler_app.beat import backoff, unapplied_migrations
 from scheduler_app.clock import Clock
 from scheduler_app.djtasks.publisher import DjangoTasksPublisher
 from scheduler_app.handoff_targets import TargetRouter
-from scheduler_app.models import HandoffTarget
+from scheduler_app.models import HandoffTarget, Schedule, ScheduleStatus
 from scheduler_app.sync import sync_schedules
 from scheduler_app.ticker import Ticker
 
 logger = logging.getLogger("scheduler_app.djtasks")
+
+
+NO_DECLARATIONS = (
+    "no @scheduled declarations found (%d active django.tasks schedule(s) stored): is the app "
+    "that holds tasks.py in INSTALLED_APPS? run_scheduler imports the tasks module of each "
+    'installed app, as django.tasks does; add the app (e.g. "myapp") to INSTALLED_APPS'
+)
+
+
+def warn_no_declarations() -> None:
+    """The likely cause when a sync finds nothing: the app holding ``tasks.py`` is not
+    installed, so its module is never imported and its ``@scheduled`` never ran."""
+    stored = Schedule.objects.filter(
+        status=ScheduleStatus.ACTIVE, target=HandoffTarget.DJANGO_TASKS
+    ).count()
+    logger.warning(
+        NO_DECLARATIONS, stored, extra={"action": "run_scheduler.no_declarations", "stored": stored}
+    )
 
 
 class SchedulerLoop:
@@ -68,6 +86,15 @@ class SchedulerLoop:
                 entry.detail,
                 extra={"action": "run_scheduler.sync_failed"},
             )
+        declared = len(report.entries) - report.count("retire")
+        logger.info(
+            "synced %d @scheduled declaration(s): %s",
+            declared,
+            report.summary(),
+            extra={"action": "run_scheduler.synced", "declarations": declared},
+        )
+        if not declared:
+            warn_no_declarations()
         return []
 
     def run(self, *, max_ticks: int | None = None) -> None:

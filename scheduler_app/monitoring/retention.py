@@ -1,7 +1,9 @@
 """Retention: delete old finished occurrences in small batches.
 
-Rules: only final states (succeeded, failed, expired, skipped, cancelled) whose
-``finished_at`` is older than the cut-off; never the latest occurrence of a schedule (by
+Rules: only final states (succeeded, failed, expired, skipped, cancelled) that ended before
+the cut-off: ``finished_at``, or for a row written already final (skipped at creation by the
+overlap policy or shadow mode, which never ran and so has no ``finished_at``) its
+``created_at`` (``ended_before``); never the latest occurrence of a schedule (by
 ``scheduled_for``: the anchor of its window and of the monitor's "last attempt"); the
 schedule's counters (``occurrence_count``, ``missed_count`` ...) live on the schedule and are
 not touched. Each batch is its own short transaction, so no lock is held for long; the attempt
@@ -9,8 +11,9 @@ history of a deleted occurrence goes with it.
 
 On a partitioned ledger (PostgreSQL, migration 0014) the partitions whose whole range is older
 than the cut-off are dropped first, the rows the rules keep moved out of them
-(``partitions.drop``); the batched delete then takes what is left (rows in DEFAULT, in the
-partition that holds the cut-off, and rows kept only because they had not finished yet).
+(``partitions.drop``, with the same rule in SQL: ``partitions.retire.keepers_sql``); the
+batched delete then takes what is left (rows in DEFAULT, in the partition that holds the
+cut-off, and rows kept only because they had not finished yet).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import FINAL_STATES, Occurrence
@@ -53,13 +56,18 @@ def parse_age(text: str) -> timedelta:
     return age
 
 
+def ended_before(cutoff: datetime) -> Q:
+    """A final row ended before ``cutoff``: by ``finished_at``, or by ``created_at`` when it
+    was written final (skipped at creation: it never started, so it never finished)."""
+    return Q(finished_at__lt=cutoff) | Q(finished_at__isnull=True, created_at__lt=cutoff)
+
+
 def prunable(cutoff: datetime) -> QuerySet[Occurrence]:
     newer = Occurrence.objects.filter(
         schedule=OuterRef("schedule"), scheduled_for__gt=OuterRef("scheduled_for")
     )
-    return Occurrence.objects.filter(state__in=FINAL_STATES, finished_at__lt=cutoff).filter(
-        Exists(newer)
-    )
+    final = Occurrence.objects.filter(state__in=FINAL_STATES)
+    return final.filter(ended_before(cutoff)).filter(Exists(newer))
 
 
 def prune(

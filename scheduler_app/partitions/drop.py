@@ -1,7 +1,7 @@
 """Retention by whole partitions: a month of rows goes with one catalog change, no vacuum.
 
 A partition goes when its whole range is older than the cut-off. The rows retention must keep
-(not final, finished after the cut-off, or the latest occurrence of their schedule: the
+(not final, ended after the cut-off, or the latest occurrence of their schedule: the
 rules of ``monitoring.retention``) are found before the ledger is locked, the few that can
 have changed since are looked up under the lock, and they go back into the ledger (into
 DEFAULT) as the partition is detached (``partitions.retire``), and the attempts' partition of the

@@ -111,16 +111,18 @@ of a read of the whole index: a probe costs some tens of rows read in order."""
 
 def keepers_sql(name: str, *, skip: bool = False) -> str:
     """The rows of partition ``name`` that retention keeps (parameters: the final states,
-    the cut-off, the partition's end): not final, finished at or after the cut-off (a read of
-    the whole partition), or the latest of their schedule (``skip``: by a skip scan, else by
-    a read of the partition's ``(schedule, slot)`` index). Run it before the ledger is locked.
+    the cut-off, the partition's end): not final, ended at or after the cut-off (a read of
+    the whole partition; a row written final, skipped at creation, has no ``finished_at``
+    and ended when it was created: ``monitoring.retention.ended_before``), or the latest of
+    their schedule (``skip``: by a skip scan, else by a read of the partition's
+    ``(schedule, slot)`` index). Run it before the ledger is locked.
 
     A newer row of the same schedule can only be at or after the partition's end (it is not
     in this partition, whose newest row of that schedule it is compared with, and DEFAULT holds
     no slot of this range), so only the later partitions are searched for it, by index."""
     return f"""
         SELECT id FROM {name}
-        WHERE NOT (state = ANY(%s)) OR finished_at IS NULL OR finished_at >= %s
+        WHERE NOT (state = ANY(%s)) OR COALESCE(finished_at, created_at) >= %s
         UNION
         SELECT last.id FROM ({_latest_sql(name) if skip else _latest_by_index_sql(name)}) last
         WHERE NOT EXISTS (

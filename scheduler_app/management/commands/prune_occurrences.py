@@ -13,9 +13,9 @@ from scheduler_app.monitoring.retention import DEFAULT_BATCH, parse_age, prune
 
 class Command(BaseCommand):
     help = (
-        "Delete finished occurrences older than --older-than, in batches (on a partitioned "
-        "ledger, partitions wholly older go whole first); never a schedule's latest "
-        "occurrence; the schedules' counters are kept."
+        "Delete finished occurrences (skipped ones included) older than --older-than, in "
+        "batches (on a partitioned ledger, partitions wholly older go whole first); never a "
+        "schedule's latest occurrence; the schedules' counters are kept."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -2,16 +2,38 @@
 
 Run it next to django-tasks-db's ``manage.py db_worker``. Several may run at once on
 PostgreSQL; SIGTERM stops it after the current tick.
+
+It logs each sync and each tick that creates or hands off work at INFO. A new project has no
+``LOGGING`` for ``scheduler_app`` (Django configures only its own loggers), which would drop
+those lines: then the command prints them itself, at the level ``-v`` asks for.
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scheduler_app.djtasks import compat
 from scheduler_app.djtasks.scheduler import SchedulerLoop
+
+LEVELS = {0: logging.WARNING, 1: logging.INFO}
+"""``-v`` to the level printed when the project configures no logging for the scheduler
+(``-v 2`` and ``-v 3``: DEBUG)."""
+
+
+def show_logs(verbosity: int, logger: logging.Logger | None = None) -> None:
+    """Print the scheduler's log lines on stderr unless the project's ``LOGGING`` (or any
+    handler above it) already takes them."""
+    logger = logger or logging.getLogger("scheduler_app")
+    if logger.hasHandlers():
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(LEVELS.get(verbosity, logging.DEBUG))
 
 
 class Command(BaseCommand):
@@ -37,6 +59,7 @@ class Command(BaseCommand):
                 "django.tasks is not available: install django-durable-scheduler[tasks] "
                 "(django-tasks-db, and the django-tasks backport on Django < 6)"
             )
+        show_logs(options["verbosity"])
         loop = SchedulerLoop(owner=options["owner"])
         missing = loop.start(sync=not options["no_sync"])
         if missing:
