@@ -52,8 +52,8 @@ def test_text_with_a_window_stores_the_window() -> None:
     created = schedule(FakeClock(START), text="every 30 minutes between 8:00 and 18:00 on weekdays")
     stored = reload(created)
     assert (stored.rule, stored.active_window, stored.window_policy) == (
-        "*/30 * * * MON-FRI",
-        "MON-FRI 08:00-18:00",
+        "*/30 8-18 * * MON-FRI",
+        "MON-FRI 08:00-18:01",
         "skip",
     )
     assert stored.next_run_at == datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
@@ -164,10 +164,10 @@ def test_preview_text_with_a_window() -> None:
             "--json",
         )
     )
-    assert (data["window"], data["window_policy"]) == ("MON-SUN 08:00-18:00", "skip")
+    assert (data["window"], data["window_policy"]) == ("MON-SUN 08:00-18:01", "skip")
     assert [slot["local"] for slot in data["slots"]] == [
         "2027-03-26T17:45:00+02:00",
-        "2027-03-27T08:00:00+02:00",
+        "2027-03-26T18:00:00+02:00",  # the closing time is a slot
     ]
 
 
@@ -202,10 +202,11 @@ def test_preview_text_table_shows_the_stored_rule_and_window() -> None:
         "--after",
         "2027-03-26T15:30:00Z",
         "--count",
-        "2",
+        "3",
     )
     lines = text.splitlines()
     assert (
-        lines[1] == "Rule: cron '*/15 * * * MON-FRI', window 'MON-FRI 08:00-18:00' (skip outside)"
+        lines[1]
+        == "Rule: cron '*/15 8-18 * * MON-FRI', window 'MON-FRI 08:00-18:01' (skip outside)"
     )
     assert "Mon 2027-03-29 08:00:00 +03:00" in text

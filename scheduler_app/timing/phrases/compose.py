@@ -9,16 +9,11 @@ from datetime import datetime
 from typing import Any
 
 from scheduler_app.errors import UnknownTimezone
-from scheduler_app.timing.phrases.grammar import Draft, read_phrase
-from scheduler_app.timing.phrases.words import (
-    CRON_DAYS,
-    WEEKDAY_CODES,
-    WEEKDAYS,
-    WEEKEND,
-    PhraseError,
-    clock_text,
-    refuse,
-)
+from scheduler_app.timing.phrases.calendar_rules import calendar_rule, monthly_rule, yearly_rule
+from scheduler_app.timing.phrases.daily import Built, NotOneRule, cron_days, window_steps
+from scheduler_app.timing.phrases.draft import Draft
+from scheduler_app.timing.phrases.grammar import read_phrase
+from scheduler_app.timing.phrases.words import PhraseError, refuse
 from scheduler_app.timing.zones import get_zone
 
 
@@ -80,37 +75,56 @@ def parse_text(text: str, *, timezone: str = "UTC") -> ParsedText:
             raise refuse(
                 text, draft.zone, "not an IANA time zone; say e.g. 'in Europe/Riga' or 'in UTC'"
             ) from None
-    kind, rule, anchor = _rule(text, draft)
+    try:
+        built = _rule(text, draft)
+    except NotOneRule as error:
+        raise refuse(text, draft.given.get("every", text), str(error)) from None
+    anchor = built.anchor
     if anchor is not None and anchor.tzinfo is None:
         anchor = anchor.replace(tzinfo=get_zone(zone))  # a wall time in the schedule's zone
-    window = _window(text, draft)
     return ParsedText(
         text=text.strip(),
-        kind=kind,
-        rule=rule,
+        kind=built.kind,
+        rule=built.rule,
         timezone=zone,
         anchor=anchor,
-        active_window=window,
-        window_policy="skip" if window else "",
+        active_window=built.window,
+        window_policy="skip" if built.window else "",
     )
 
 
-def _rule(text: str, draft: Draft) -> tuple[str, str, datetime | None]:
+def _rule(text: str, draft: Draft) -> Built:
+    if draft.window is not None and not _sub_daily(draft):
+        raise refuse(
+            text, draft.given["between"], "a window limits a step, e.g. 'every 15 minutes "
+            "between 8:00 and 18:00'; with times of day leave it out"
+        )  # fmt: skip
+    if draft.on_date is not None and draft.on_date.year is None:
+        return yearly_rule(text, draft, draft.on_date)
     if draft.on_date is not None or draft.once:
         return _once(text, draft)
-    if draft.monthly is not None:
-        return _monthly(text, draft, draft.monthly)
-    if draft.every_duration is not None or (draft.every and draft.every[1] in ("minute", "hour")):
-        return _sub_daily(text, draft)
-    if draft.minute_of_hour is not None:
-        return "cron", f"{draft.minute_of_hour} * * * {_cron_days(draft.days)}", None
-    return _calendar(text, draft)
+    if draft.nth is not None or draft.month_days is not None:
+        return monthly_rule(text, draft)
+    unit = draft.every[1] if draft.every else ""
+    if unit in ("month", "year"):
+        example = "'every month on the 1st at 9:00'" if unit == "month" else (
+            "'every year on 1 January at 9:00'"
+        )  # fmt: skip
+        raise refuse(text, draft.given["every"], f"say which day, e.g. {example}")
+    if _sub_daily(draft):
+        return _sub_daily_rule(text, draft)
+    return calendar_rule(text, draft)
 
 
-def _once(text: str, draft: Draft) -> tuple[str, str, datetime | None]:
-    others = _given(
-        draft, "every", "days", "day of the month", "between", "start", "how many times a day"
-    )
+def _sub_daily(draft: Draft) -> bool:
+    unit = draft.every[1] if draft.every else ""
+    return draft.every_duration is not None or unit in ("minute", "hour") or (
+        draft.minute_of_hour is not None
+    )  # fmt: skip
+
+
+def _once(text: str, draft: Draft) -> Built:
+    others = _given(draft, "every", "days", "day of the month", "start", "how many times")
     if others:
         raise refuse(text, others, "a date runs once; leave out the repetition or the date")
     times = draft.times or ()
@@ -119,131 +133,74 @@ def _once(text: str, draft: Draft) -> tuple[str, str, datetime | None]:
             text, draft.given.get("at", text), "say one date and one time, "
             "e.g. 'on 5 September 2027 at 14:00'"
         )  # fmt: skip
-    at = datetime.combine(draft.on_date, datetime.min.time()).replace(
-        hour=times[0][0], minute=times[0][1], second=times[0][2]
-    )
-    return "once", at.isoformat(), None
+    day = draft.on_date
+    at = datetime(day.year or 1, day.month, day.day, *times[0])  # noqa: DTZ001 - wall time
+    return Built("once", at.isoformat())
 
 
-def _monthly(
-    text: str, draft: Draft, monthly: tuple[str, int, int]
-) -> tuple[str, str, datetime | None]:
-    clash = _given(draft, "days", "every")
-    if clash:
-        raise refuse(text, clash, "a day of the month already says when; leave this out")
-    hours, minutes = _grid(text, draft)
-    how, number, day = monthly
-    if how == "day":
-        return "cron", f"{_join(minutes)} {_join(hours)} {number} * *", None
-    at = f"BYHOUR={_join(hours)};BYMINUTE={_join(minutes)};BYSECOND=0"
-    if how == "last_day":
-        return "rrule", f"FREQ=MONTHLY;BYMONTHDAY=-1;{at}", draft.start
-    return "rrule", f"FREQ=MONTHLY;BYDAY={number}{WEEKDAY_CODES[day]};{at}", draft.start
-
-
-def _sub_daily(text: str, draft: Draft) -> tuple[str, str, datetime | None]:
-    if draft.per_day is not None:
+def _sub_daily_rule(text: str, draft: Draft) -> Built:
+    if draft.per is not None:
         raise refuse(
-            text, draft.given["how many times a day"], "a rule every few minutes or hours "
+            text, draft.given["how many times"], "a rule every few minutes or hours "
             "already says how often; leave out how many times a day"
         )  # fmt: skip
     if draft.times is not None:
         raise refuse(
             text, draft.given["at"], "a rule every few minutes or hours runs all day; "
-            "limit it with 'between 8:00 and 18:00' instead"
+            "limit it with a window instead, e.g. 'every 15 minutes between 8:00 and 18:00'"
         )  # fmt: skip
+    if draft.minute_of_hour is not None:
+        return _past_the_hour(text, draft, draft.minute_of_hour)
     if draft.every_duration is not None:
         seconds = int(draft.every_duration.total_seconds())
     else:
         count, unit = draft.every or (1, "minute")
         seconds = count * (60 if unit == "minute" else 3600)
-    days = _cron_days(draft.days)
-    if seconds < 3600 and seconds % 60 == 0 and 3600 % seconds == 0:
+    days = cron_days(draft.days)
+    if draft.window is not None and seconds % 60 == 0:
+        return window_steps(*draft.window, seconds // 60, draft.days)
+    if draft.window is None and seconds < 3600 and seconds % 60 == 0 and 3600 % seconds == 0:
         step = seconds // 60
-        return "cron", f"{'*' if step == 1 else f'*/{step}'} * * * {days}", None
-    if seconds % 3600 == 0 and 86400 % seconds == 0:
+        return Built("cron", f"{'*' if step == 1 else f'*/{step}'} * * * {days}")
+    if draft.window is None and seconds % 3600 == 0 and 86400 % seconds == 0 and seconds < 86400:
         step = seconds // 3600
-        return "cron", f"0 {'*' if step == 1 else f'*/{step}'} * * {days}", None
+        return Built("cron", f"0 {'*' if step == 1 else f'*/{step}'} * * {days}")
     if draft.days is not None and draft.window is None:
         raise refuse(
             text, draft.given["days"], "an interval off the clock's grid cannot be limited to "
             "days by itself; add 'between 0:00 and 23:59' or use a step that divides the hour"
         )  # fmt: skip
-    return "interval", str(seconds), draft.start
+    window = ""
+    if draft.window is not None:  # seconds: an absolute grid, the window (end excluded) skips
+        opens, closes = draft.window
+        window = (
+            f"{_window_days(draft)} {opens[0]:02d}:{opens[1]:02d}-{closes[0]:02d}:{closes[1]:02d}"
+        )
+    return Built("interval", str(seconds), draft.start, window)
 
 
-def _calendar(text: str, draft: Draft) -> tuple[str, str, datetime | None]:
-    every = draft.every or (1, "day")
-    if draft.times is None:
-        raise refuse(text, text, "say at what time, e.g. 'every weekday at 9:00'")
-    hours, minutes = _grid(text, draft)
-    at = f"BYHOUR={_join(hours)};BYMINUTE={_join(minutes)};BYSECOND=0"
-    count, unit = every
-    if unit == "week" and draft.days is None:
-        raise refuse(text, draft.given["every"], "say which day, e.g. 'every week on monday'")
-    if unit == "day" and count > 1:
-        if draft.days is not None:
-            raise refuse(text, draft.given["days"], "every N days cannot also name weekdays")
-        return "rrule", f"FREQ=DAILY;INTERVAL={count};{at}", draft.start
-    if unit == "week" and count > 1:
-        byday = ",".join(WEEKDAY_CODES[d] for d in sorted(draft.days or ()))
-        return "rrule", f"FREQ=WEEKLY;INTERVAL={count};BYDAY={byday};{at};WKST=MO", draft.start
-    if draft.start is not None:
-        raise refuse(text, draft.given["start"], "only 'every N days/weeks' counts from a start")
-    return "cron", f"{_join(minutes)} {_join(hours)} * * {_cron_days(draft.days)}", None
-
-
-def _grid(text: str, draft: Draft) -> tuple[list[int], list[int]]:
-    """Hours and minutes whose every combination is exactly the times said."""
-    times = draft.times
-    if not times:
-        raise refuse(text, text, "say at what time, e.g. 'at 9:00'")
-    if any(second for _, _, second in times):
-        raise refuse(text, draft.given["at"], "a repeating rule runs on whole minutes")
-    if draft.per_day is not None and draft.per_day != len(set(times)):
-        said = " and ".join(clock_text(t) for t in times)
+def _past_the_hour(text: str, draft: Draft, minute: int) -> Built:
+    count, unit = draft.every or (1, "hour")
+    if unit != "hour":
         raise refuse(
-            text, draft.given["how many times a day"], f"it says {draft.per_day} a day but "
-            f"gives {len(set(times))} time(s): {said}"
+            text, draft.given["minute of the hour"], "a minute of the hour goes with 'every "
+            "hour' or 'every 2 hours', e.g. 'every hour at half past'"
         )  # fmt: skip
-    hours = sorted({h for h, _, _ in times})
-    minutes = sorted({m for _, m, _ in times})
-    if len(hours) * len(minutes) != len(set(times)):
-        said = " and ".join(clock_text(t) for t in times)
+    if draft.window is not None:
+        return window_steps(*draft.window, count * 60, draft.days, minute)
+    if 24 % count:
         raise refuse(
-            text, draft.given["at"], f"{said} cannot be one rule: a rule runs at every "
-            "combination of its hours and minutes; use times that share their minutes "
-            "(9:00 and 17:00) or two schedules"
+            text, draft.given["every"], "every few hours at a minute of the hour must divide "
+            "the day (1, 2, 3, 4, 6, 8 or 12 hours) or have a window, e.g. 'between 8:00 and "
+            "20:00'"
         )  # fmt: skip
-    return hours, minutes
+    hours = "*" if count == 1 else f"*/{count}"
+    return Built("cron", f"{minute} {hours} * * {cron_days(draft.days)}")
 
 
-def _window(text: str, draft: Draft) -> str:
-    if draft.window is None:
-        return ""
-    opens, closes = draft.window
-    if draft.on_date is not None:
-        raise refuse(text, draft.given["between"], "a one-time date has no active window")
-    return f"{_window_days(draft.days)} {clock_text(opens)}-{clock_text(closes)}"
-
-
-def _window_days(days: frozenset[int] | None) -> str:
-    cron = _cron_days(days)
+def _window_days(draft: Draft) -> str:
+    cron = cron_days(draft.days)
     return "MON-SUN" if cron == "*" else cron
-
-
-def _cron_days(days: frozenset[int] | None) -> str:
-    if days is None or len(days) == 7:
-        return "*"
-    if days == WEEKDAYS:
-        return "MON-FRI"
-    if days == WEEKEND:
-        return "SAT,SUN"
-    return ",".join(CRON_DAYS[d] for d in sorted(days))
-
-
-def _join(values: list[int]) -> str:
-    return ",".join(str(v) for v in values)
 
 
 def _given(draft: Draft, *clauses: str) -> str:

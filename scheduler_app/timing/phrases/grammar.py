@@ -2,137 +2,204 @@
 
     phrase   := clause+
     clause   := every | days | monthly | date | times | count | window | zone | start
-    every    := "every" (N unit | "other" unit | unit | DURATION ["fixed rate"] | days)
-              | "daily" | "hourly" | "weekly"
-    unit     := minute(s) | hour(s) | day(s) | week(s)
-    days     := ["on" | "every"] weekday-list | "weekday(s)" | "weekend(s)"
+    every    := ("every" | "each") (N unit | Nth unit | "other" unit | unit | DURATION
+                | days | date | ("first" | "last") weekday "of the month")
+              | "hourly" | "daily" | "weekly" | "fortnightly" | "monthly" | "yearly" | "annually"
+    unit     := minute | hour | day | week | fortnight | month | year (singular or plural)
+    days     := ["on" | "from"] weekday-list | "weekdays" | "business days" | "weekends"
                 | weekday ("to" | "through" | "-") weekday
-    monthly  := ["on"] "the" (ordinal weekday | "last day" | Nth) "of" ("the" | "every") "month"
+    monthly  := ["on"] ["the"] (ordinal-list weekday | "last day" | day-list) ["of" the month]
               | "on day" N "of the month"
-    date     := ["on"] (D month YYYY | month D YYYY | YYYY-MM-DD)
-    times    := "at" time ("and" time)* | "at minute" N ("of" | "past") "every hour"
-    count    := ("once" | "twice" | N "times") ("a" | "per") "day"
-    window   := "between" time "and" time
-    zone     := ["in"] IANA-name
-    start    := ("from" | "starting") date-or-ISO [time] ["UTC"]
+    date     := ["on"] (D month [YYYY] | month D [YYYY] | YYYY-MM-DD)   (no year: every year)
+    times    := "at" time ("and" time)* | "at" ("half past" | "quarter past" | "quarter to"
+                | N "minutes past" | "minute" N) ["the hour"] | "on the hour"
+    count    := ("once" | "twice" | N "times") ("a" | "per") ("day" | "week" | "month")
+    window   := ("between" | "from") time ("and" | "to" | "until" | "-") time
+    zone     := ["in"] (IANA-name | "UTC" | abbreviation)
+    start    := ("starting" | "beginning" | "from") date-or-ISO [time] ["UTC"]
 
 Pure: no Django, no clock. Words it does not know are refused, never skipped.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from scheduler_app.errors import InvalidRule
 from scheduler_app.timing.durations import parse_duration
+from scheduler_app.timing.phrases.clauses import (
+    SHORTHAND,
+    read_count,
+    read_from,
+    read_in,
+    read_start,
+    read_window,
+    read_zone,
+)
+from scheduler_app.timing.phrases.clock import read_date, read_past_the_hour, read_time, starts_time
+from scheduler_app.timing.phrases.draft import Draft
+from scheduler_app.timing.phrases.monthly import read_month_part, starts_month_part
 from scheduler_app.timing.phrases.words import (
-    ORDINALS,
     PhraseError,
     Reader,
-    read_date,
-    read_day_of_month,
+    ordinal,
     read_number,
-    read_time,
     read_weekdays,
-    refuse,
-    starts_time,
     weekday,
 )
+from scheduler_app.timing.phrases.zone_words import is_zone_word
 
 UNITS = {
     "minute": "minute", "minutes": "minute", "min": "minute", "mins": "minute",
-    "hour": "hour", "hours": "hour", "day": "day", "days": "day",
-    "week": "week", "weeks": "week",
+    "hour": "hour", "hours": "hour", "hr": "hour", "hrs": "hour", "day": "day", "days": "day",
+    "week": "week", "weeks": "week", "month": "month", "months": "month",
+    "year": "year", "years": "year",
 }  # fmt: skip
-Time = tuple[int, int, int]
-
-
-@dataclass
-class Draft:
-    """What a phrase said, clause by clause (None: that clause was not given)."""
-
-    every: tuple[int, str] | None = None
-    every_duration: timedelta | None = None
-    days: frozenset[int] | None = None
-    monthly: tuple[str, int, int] | None = None
-    """("nth", n, weekday) | ("last_day", 0, 0) | ("day", day_of_month, 0)"""
-    on_date: date | None = None
-    once: bool = False
-    times: tuple[Time, ...] | None = None
-    minute_of_hour: int | None = None
-    per_day: int | None = None
-    window: tuple[Time, Time] | None = None
-    zone: str | None = None
-    start: datetime | None = None
-    given: dict[str, str] = field(default_factory=dict)
-
-    def mark(self, reader: Reader, clause: str, start: int) -> None:
-        """Note the words of a clause; refuse one said twice ("at 9:00 ... at 10:00"): the
-        parser does not pick one."""
-        words = " ".join(reader.words[start : reader.position])
-        if clause in self.given:
-            raise refuse(
-                reader.text,
-                words,
-                f"{clause} is already given by {self.given[clause]!r}; say it once",
-            )
-        self.given[clause] = words
+_UNCLEAR = {
+    "biweekly": "it means every two weeks to some and twice a week to others; write "
+    "'every 2 weeks on monday' or 'on monday and thursday'",
+    "bi-weekly": "it means every two weeks to some and twice a week to others; write "
+    "'every 2 weeks on monday' or 'on monday and thursday'",
+    "bimonthly": "it means every two months to some and twice a month to others; write "
+    "'every 2 months on the 1st' or 'on the 1st and 15th'",
+    "quarterly": "say the months, e.g. 'every 3 months on the 1st at 9:00' (counted from the "
+    "start) or one schedule per month",
+}
+EXAMPLE = "e.g. 'every weekday at 9:00 in Europe/Riga'"
 
 
 def read_phrase(text: str) -> Draft:
     reader = Reader.of(text)
     if reader.done:
-        raise PhraseError("text", f"the text is empty; describe the schedule, {_EXAMPLE}")
+        raise PhraseError("text", f"the text is empty; describe the schedule, {EXAMPLE}")
     draft = Draft()
     while not reader.done:
         _read_clause(reader, draft)
     return draft
 
 
-_EXAMPLE = "e.g. 'every weekday at 9:00 in Europe/Riga'"
-
-
 def _read_clause(reader: Reader, draft: Draft) -> None:
     word = reader.peek()
     start = reader.position
+    if word in _UNCLEAR:
+        raise reader.error(_UNCLEAR[word])
     handler = _CLAUSES.get(word)
     if handler is not None:
         handler(reader, draft, start)
         return
-    if word.isdigit() and reader.peek(1) == "times":
-        _read_count(reader, draft, start)
+    if word in SHORTHAND:
+        reader.take()
+        _set_every(reader, draft, SHORTHAND[word], start)
+        return
+    if (word.isdigit() or word in ("three", "four", "five", "six")) and reader.peek(1) == "times":
+        read_count(reader, draft, start)
+        return
+    if starts_month_part(reader):
+        read_month_part(reader, draft, start)
         return
     if _read_days_or_date(reader, draft, start):
         return
-    if "/" in word or word == "utc":
-        _read_zone(reader, draft, start)
+    if is_zone_word(word, reader.peek(1)):
+        read_zone(reader, draft, start)
         return
-    raise reader.error(f"not a word of schedule phrases; {_EXAMPLE}")
+    raise reader.error(f"not a word of schedule phrases; {EXAMPLE}")
+
+
+def _set_every(reader: Reader, draft: Draft, every: tuple[int, str], start: int) -> None:
+    if every[0] == 0:
+        raise reader.error("every 0 is never; give a number of at least 1", -2)
+    draft.mark(reader, "every", start)
+    draft.every = every
 
 
 def _read_every(reader: Reader, draft: Draft, start: int) -> None:
     reader.take()
-    count = 2 if reader.accept("other") else read_number(reader)  # "every other week"
-    word = reader.peek()
-    if count is not None or word in UNITS:
-        unit = UNITS.get(reader.peek())
-        if unit is None:
-            raise reader.error("say minutes, hours, days or weeks, e.g. 'every 15 minutes'")
-        if count == 0:
-            raise reader.error("every 0 is never; give a number of at least 1", -1)
-        reader.take()
-        draft.mark(reader, "every", start)
-        draft.every = (count or 1, unit)
+    word, after = reader.peek(), reader.peek(1)
+    count = ordinal(word)
+    if count is not None and _monthly_after_every(reader, count):
+        read_month_part(reader, draft, start, every=True)
         return
-    if word == "month":
-        raise reader.error("say which day of the month, e.g. 'on the first monday of the month'")
+    if count is not None and (after in UNITS or weekday(after) is not None):
+        reader.take()
+        if count < 2:
+            raise reader.error("say e.g. 'every day' or 'every 2 days'", -1)
+        _read_unit(reader, draft, count, start, other=word == "other")
+        return
+    if (word in ("half", "quarter") and after == "hour") or (word, after) == ("half", "an"):
+        reader.position += 3 if after == "an" else 2
+        _set_every(reader, draft, (30 if word == "half" else 15, "minute"), start)
+        return
+    found = read_date(reader)
+    if found is not None:
+        if found.year is not None:
+            raise reader.error("a date with a year happens once; leave out 'every'", -1)
+        draft.mark(reader, "date", start)
+        draft.on_date = found
+        draft.every = (1, "year")
+        return
+    count = read_number(reader)
+    if count is not None or reader.peek() in UNITS or reader.peek() == "fortnight":
+        _read_unit(reader, draft, count, start, other=False)
+        return
     days = read_weekdays(reader)
     if days is not None:
-        _set_days(reader, draft, days, start)
+        draft.mark(reader, "days", start)
+        draft.days = days
         return
-    duration = _duration(word)
+    if starts_month_part(reader):
+        read_month_part(reader, draft, start, every=True)
+        return
+    _read_every_duration(reader, draft, start)
+
+
+def _monthly_after_every(reader: Reader, count: int) -> bool:
+    """ "every first monday", "every last day of the month": a day of each month."""
+    after = reader.peek(1)
+    if after == "weekday":
+        return True
+    if after == "day":
+        return count in (1, -1)
+    return weekday(after) is not None and (count in (1, -1) or reader.peek(2) == "of")
+
+
+def _read_unit(reader: Reader, draft: Draft, count: int | None, start: int, *, other: bool) -> None:
+    word = reader.peek()
+    if word in ("fortnight", "fortnights"):
+        reader.take()
+        _set_every(reader, draft, (2 * (count or 1), "week"), start)
+        return
+    if word in ("second", "seconds", "sec", "secs") and count:
+        reader.take()
+        draft.mark(reader, "every", start)
+        draft.every_duration = timedelta(seconds=count)
+        return
+    if count is not None and weekday(word) is not None:
+        if not other:
+            raise reader.error(
+                f"every {reader.peek(-1)} {word} can mean every {count} weeks or the "
+                f"{reader.peek(-1)} {word} of each month; write 'every {count} weeks on "
+                f"{word}' or 'the {reader.peek(-1)} {word} of every month'", -1
+            )  # fmt: skip
+        days = read_weekdays(reader)
+        _set_every(reader, draft, (2, "week"), start)
+        draft.days = days
+        return
+    unit = UNITS.get(word)
+    if unit is None:
+        raise reader.error("say minutes, hours, days, weeks or months, e.g. 'every 15 minutes'")
+    reader.take()
+    _set_every(reader, draft, (count if count is not None else 1, unit), start)
+
+
+def _read_every_duration(reader: Reader, draft: Draft, start: int) -> None:
+    word = reader.peek()
+    duration = None
+    if word[:1].isdigit():
+        try:
+            duration = parse_duration(word, "every")
+        except InvalidRule:
+            duration = None
     if duration is None:
         raise reader.error("say what repeats, e.g. 'every 15 minutes' or 'every weekday'")
     reader.take()
@@ -142,45 +209,24 @@ def _read_every(reader: Reader, draft: Draft, start: int) -> None:
     draft.every_duration = duration
 
 
-def _duration(word: str) -> timedelta | None:
-    if not word[:1].isdigit():
-        return None
-    try:
-        return parse_duration(word, "every")
-    except InvalidRule:
-        return None
-
-
-def _read_shorthand(reader: Reader, draft: Draft, start: int) -> None:
-    word = reader.take()
-    draft.mark(reader, "every", start)
-    draft.every = (1, {"daily": "day", "hourly": "hour", "weekly": "week"}[word])
-
-
-def _set_days(reader: Reader, draft: Draft, days: frozenset[int], start: int) -> None:
-    draft.mark(reader, "days", start)
-    draft.days = days
-
-
 def _read_on(reader: Reader, draft: Draft, start: int) -> None:
     reader.take()
-    if reader.peek() == "day" and reader.peek(1)[:1].isdigit():
-        reader.take()
-        day = read_day_of_month(reader)
-        _of_the_month(reader)
-        _set_monthly(reader, draft, ("day", day or 1, 0), start)
+    if reader.accept_words("the", "hour"):
+        draft.mark(reader, "minute of the hour", start)
+        draft.minute_of_hour = 0
+        return
+    if starts_month_part(reader) or reader.peek() == "day":
+        read_month_part(reader, draft, start)
         return
     if not _read_days_or_date(reader, draft, start):
         raise reader.error("say a weekday, a date or 'the first monday of the month' after 'on'")
 
 
 def _read_days_or_date(reader: Reader, draft: Draft, start: int) -> bool:
-    if reader.peek() == "the":
-        _read_monthly(reader, draft, start)
-        return True
     days = read_weekdays(reader)
     if days is not None:
-        _set_days(reader, draft, days, start)
+        draft.mark(reader, "days", start)
+        draft.days = days
         return True
     found = read_date(reader)
     if found is not None:
@@ -190,52 +236,21 @@ def _read_days_or_date(reader: Reader, draft: Draft, start: int) -> bool:
     return False
 
 
-def _read_monthly(reader: Reader, draft: Draft, start: int) -> None:
-    reader.expect("the", why="expected 'the'")
-    word = reader.peek()
-    if word == "last" and reader.peek(1) == "day":
-        reader.position += 2
-        _of_the_month(reader)
-        _set_monthly(reader, draft, ("last_day", 0, 0), start)
-        return
-    if word in ORDINALS:
-        reader.take()
-        day = weekday(reader.peek())
-        if day is None:
-            raise reader.error("say a weekday, e.g. 'the first monday of the month'")
-        reader.take()
-        _of_the_month(reader)
-        _set_monthly(reader, draft, ("nth", ORDINALS[word], day), start)
-        return
-    day_of_month = read_day_of_month(reader)
-    if day_of_month is None:
-        raise reader.error("say e.g. 'the first monday', 'the last day' or 'the 15th'")
-    _of_the_month(reader)
-    _set_monthly(reader, draft, ("day", day_of_month, 0), start)
-
-
-def _of_the_month(reader: Reader) -> None:
-    reader.expect("of", why="say which month: 'of the month' (every month)")
-    reader.expect("the", "every", "each", why="say 'of the month' or 'of every month'")
-    reader.expect("month", why="say 'of the month' (every month)")
-
-
-def _set_monthly(reader: Reader, draft: Draft, monthly: tuple[str, int, int], start: int) -> None:
-    draft.mark(reader, "day of the month", start)
-    draft.monthly = monthly
-
-
 def _read_at(reader: Reader, draft: Draft, start: int) -> None:
     reader.take()
-    if reader.peek() == "minute":
-        reader.take()
-        minute = read_number(reader)
-        if minute is None or minute > 59:
-            raise reader.error("say a minute from 0 to 59, e.g. 'at minute 30 of every hour'")
-        reader.expect("of", "past", why="say 'of every hour'")
-        reader.expect("every", "each", why="say 'of every hour'")
-        reader.expect("hour", why="say 'of every hour'")
-        draft.mark(reader, "every", start)
+    if reader.accept_words("the", "top", "of", "the", "hour") or reader.accept_words(
+        "the", "top", "of", "every", "hour"
+    ):
+        draft.mark(reader, "minute of the hour", start)
+        draft.minute_of_hour = 0
+        return
+    minute = read_past_the_hour(reader)
+    if minute is not None:
+        if reader.peek() in ("of", "past") and reader.peek(1) in ("every", "each"):
+            reader.position += 1
+        if reader.peek() in ("every", "each") and reader.peek(1) == "hour":
+            reader.position += 2
+        draft.mark(reader, "minute of the hour", start)
         draft.minute_of_hour = minute
         return
     found = read_date(reader)
@@ -252,64 +267,6 @@ def _read_at(reader: Reader, draft: Draft, start: int) -> None:
     draft.times = tuple(times)
 
 
-def _read_count(reader: Reader, draft: Draft, start: int) -> None:
-    word = reader.take()
-    if word == "once" and reader.peek() == "at":
-        draft.once = True
-        return
-    count = {"once": 1, "twice": 2}.get(word)
-    if count is None:
-        reader.position -= 1
-        count = read_number(reader)
-        reader.expect("times", why="say e.g. 'three times a day at 8:00, 12:00 and 16:00'")
-    reader.expect("a", "per", why="say e.g. 'twice a day at 9:00 and 17:00'")
-    reader.expect("day", why="say e.g. 'twice a day at 9:00 and 17:00'")
-    draft.mark(reader, "how many times a day", start)
-    draft.per_day = count
-
-
-def _read_between(reader: Reader, draft: Draft, start: int) -> None:
-    reader.take()
-    opens = read_time(reader)
-    reader.expect("and", "to", why="say e.g. 'between 8:00 and 18:00'")
-    closes = read_time(reader)
-    if closes[:2] <= opens[:2]:
-        raise reader.error(
-            "the window closes before it opens; say e.g. 'between 8:00 and 18:00'", -1
-        )
-    draft.mark(reader, "between", start)
-    draft.window = (opens, closes)
-
-
-def _read_in(reader: Reader, draft: Draft, start: int) -> None:
-    reader.take()
-    _read_zone(reader, draft, start)
-
-
-def _read_zone(reader: Reader, draft: Draft, start: int) -> None:
-    if reader.done:
-        raise reader.error("say an IANA time zone, e.g. 'in Europe/Riga'")
-    name = reader.words[reader.position]
-    reader.take()
-    draft.mark(reader, "time zone", start)
-    draft.zone = "UTC" if name.lower() == "utc" else name
-
-
-def _read_start(reader: Reader, draft: Draft, start: int) -> None:
-    reader.take()
-    day = read_date(reader)
-    if day is None:
-        raise reader.error("say the date it starts from, e.g. 'starting 4 January 2027'")
-    clock: Time = (0, 0, 0)
-    if starts_time(reader.peek()):
-        clock = read_time(reader)
-    begins = datetime(day.year, day.month, day.day, *clock)  # noqa: DTZ001 - wall time
-    if reader.accept("utc"):
-        begins = begins.replace(tzinfo=UTC)
-    draft.mark(reader, "start", start)
-    draft.start = begins
-
-
 def _read_noise(reader: Reader, draft: Draft, start: int) -> None:
     reader.take()  # "and" between clauses: "every monday at 9:00 and in Europe/Riga"
 
@@ -317,18 +274,18 @@ def _read_noise(reader: Reader, draft: Draft, start: int) -> None:
 _CLAUSES: dict[str, Any] = {
     "every": _read_every,
     "each": _read_every,
-    "daily": _read_shorthand,
-    "hourly": _read_shorthand,
-    "weekly": _read_shorthand,
     "on": _read_on,
     "at": _read_at,
-    "once": _read_count,
-    "twice": _read_count,
-    "between": _read_between,
-    "in": _read_in,
-    "from": _read_start,
-    "starting": _read_start,
+    "once": read_count,
+    "twice": read_count,
+    "thrice": read_count,
+    "between": read_window,
+    "from": read_from,
+    "in": read_in,
+    "starting": read_start,
+    "beginning": read_start,
     "and": _read_noise,
+    "only": _read_noise,
 }
-for _word in ("one", "two", "three", "four", "five", "six"):
-    _CLAUSES[_word] = _read_count
+for _word in ("one", "two"):
+    _CLAUSES[_word] = read_count

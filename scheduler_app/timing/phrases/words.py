@@ -1,12 +1,10 @@
-"""The words of schedule phrases: a token reader and the small readers for times, dates,
-weekdays, numbers and ordinals. Pure: no Django, no clock."""
+"""The words of schedule phrases: a token reader and the small readers for weekdays, numbers
+and ordinals. Pure: no Django, no clock."""
 
 from __future__ import annotations
 
-import calendar
 import re
 from dataclasses import dataclass, field
-from datetime import date, time
 
 from scheduler_app.errors import InvalidRule
 
@@ -20,18 +18,24 @@ _DAY_WORDS: dict[str, int] = {}
 for _index, _name in enumerate(WEEKDAY_NAMES):
     _DAY_WORDS[_name] = _DAY_WORDS[_name + "s"] = _DAY_WORDS[_name[:3]] = _index
 _DAY_WORDS.update({"tues": 1, "weds": 2, "thur": 3, "thurs": 3})
-MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
-MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
-MONTHS["sept"] = 9
+_WORKDAY_WORDS = ("weekday", "weekdays", "workday", "workdays")
+_WEEKEND_WORDS = ("weekend", "weekends")
+_RANGE_WORDS = ("to", "through", "thru", "until", "till", "-")
 NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
     "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+    "fifteen": 15, "twenty": 20, "thirty": 30, "forty-five": 45, "ninety": 90,
 }  # fmt: skip
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1}
-_CLOCK = re.compile(r"^(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?(am|pm|a\.m\.|p\.m\.)?$")
-_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-_ORDINAL_DAY = re.compile(r"^(\d{1,2})(st|nd|rd|th)?$")
+_ORDINAL_WORDS = {
+    "1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+    "ninth": 9, "tenth": 10, "other": 2, **ORDINALS,
+}  # fmt: skip
 _SEPARATORS = re.compile(r"[,;()]")
+_DASHES = re.compile(r"[\u2010-\u2015]")
+_TIME_RANGE = re.compile(
+    r"^(\d{1,2}(?:[:.]\d{2})?(?:am|pm)?)-(\d{1,2}(?:[:.]\d{2})?(?:am|pm)?)$", re.IGNORECASE
+)
 
 
 class PhraseError(InvalidRule):
@@ -41,6 +45,19 @@ class PhraseError(InvalidRule):
 def refuse(text: str, part: str, why: str) -> PhraseError:
     """The error for ``part`` of ``text``: what is wrong with it and how to say it instead."""
     return PhraseError("text", f"could not read {part!r} in {text!r}: {why}", code="text")
+
+
+def _split(text: str) -> list[str]:
+    words: list[str] = []
+    for word in _SEPARATORS.sub(" ", _DASHES.sub("-", text)).split():
+        if word.lower() in ("quarter-hour", "half-hour"):  # "every quarter-hour"
+            words.extend(word.split("-"))
+            continue
+        pair = _TIME_RANGE.match(word)  # "9am-5pm", "9:00-17:00": a window's two ends
+        words.extend([pair[1], "-", pair[2]] if pair else [word])
+    if words and words[-1].endswith(".") and words[-1].lower() not in ("a.m.", "p.m."):
+        words[-1] = words[-1][:-1]  # the full stop that ends a sentence
+    return [word for word in words if word]
 
 
 @dataclass
@@ -53,11 +70,11 @@ class Reader:
 
     @classmethod
     def of(cls, text: str) -> Reader:
-        return cls(text=text, words=_SEPARATORS.sub(" ", text).split())
+        return cls(text=text, words=_split(text))
 
     def peek(self, ahead: int = 0) -> str:
         index = self.position + ahead
-        return self.words[index].lower() if index < len(self.words) else ""
+        return self.words[index].lower() if 0 <= index < len(self.words) else ""
 
     def take(self) -> str:
         word = self.peek()
@@ -68,6 +85,13 @@ class Reader:
         """Take the next word when it is one of ``choices``."""
         if self.peek() in choices and self.peek():
             self.position += 1
+            return True
+        return False
+
+    def accept_words(self, *words: str) -> bool:
+        """Take the next words when they are exactly ``words`` ("of", "the", "month")."""
+        if all(self.peek(i) == word for i, word in enumerate(words)):
+            self.position += len(words)
             return True
         return False
 
@@ -84,7 +108,7 @@ class Reader:
 
     def error(self, why: str, ahead: int = 0) -> PhraseError:
         index = self.position + ahead
-        part = self.words[index] if index < len(self.words) else "(end of text)"
+        part = self.words[index] if 0 <= index < len(self.words) else "(end of text)"
         return refuse(self.text, part, why)
 
 
@@ -93,37 +117,49 @@ def weekday(word: str) -> int | None:
     return _DAY_WORDS.get(word)
 
 
+def ordinal(word: str) -> int | None:
+    """``first``/``1st`` .. ``tenth``, ``last`` (-1), ``other`` (2); None for other words."""
+    return _ORDINAL_WORDS.get(word)
+
+
 def read_weekdays(reader: Reader) -> frozenset[int] | None:
     """``monday``, ``mondays``, ``mon-fri``, ``monday to friday``, ``monday and friday``,
-    ``monday, wednesday and friday``, ``weekdays``, ``weekend``; None when no day comes next."""
+    ``monday, wednesday and friday``, ``weekdays``, ``business days``, ``weekend``; None when
+    no day comes next."""
     days: set[int] = set()
     while True:
         found = _read_day_group(reader)
         if found is None:
             break
         days |= found
-        if not (reader.peek() == "and" and _starts_days(reader.peek(1))):
-            if _starts_days(reader.peek()):
+        if not (reader.peek() in ("and", "or") and starts_days(reader, 1)):
+            if starts_days(reader, 0):
                 continue  # a list written with commas: "monday, wednesday and friday"
             break
         reader.take()
     return frozenset(days) if days else None
 
 
-def _starts_days(word: str) -> bool:
+def starts_days(reader: Reader, ahead: int) -> bool:
+    word = reader.peek(ahead)
     return (
         weekday(word) is not None
-        or word in ("weekday", "weekdays", "weekend", "weekends")
+        or word in _WORKDAY_WORDS
+        or word in _WEEKEND_WORDS
+        or (word in ("business", "working", "work") and reader.peek(ahead + 1) in ("day", "days"))
         or ("-" in word and weekday(word.partition("-")[0]) is not None)
     )
 
 
 def _read_day_group(reader: Reader) -> set[int] | None:
     word = reader.peek()
-    if word in ("weekday", "weekdays"):
+    if word in _WORKDAY_WORDS:
         reader.take()
         return set(WEEKDAYS)
-    if word in ("weekend", "weekends"):
+    if word in ("business", "working", "work") and reader.peek(1) in ("day", "days"):
+        reader.position += 2
+        return set(WEEKDAYS)
+    if word in _WEEKEND_WORDS:
         reader.take()
         return set(WEEKEND)
     first, dash, last = word.partition("-")
@@ -134,7 +170,7 @@ def _read_day_group(reader: Reader) -> set[int] | None:
     if start is None:
         return None
     reader.take()
-    if reader.peek() in ("to", "through", "thru", "until") and weekday(reader.peek(1)) is not None:
+    if reader.peek() in _RANGE_WORDS and weekday(reader.peek(1)) is not None:
         reader.take()
         end_word = reader.take()
         return _day_range(reader, start, weekday(end_word), end_word, back=1)
@@ -151,79 +187,6 @@ def _day_range(
     return set(range(start, end + 1))
 
 
-def read_time(reader: Reader) -> tuple[int, int, int]:
-    """One time of day: ``9:00``, ``17:30``, ``9am``, ``9:30 pm``, ``noon``, ``midnight``."""
-    word = reader.peek()
-    if word in ("noon", "midday"):
-        reader.take()
-        return 12, 0, 0
-    if word == "midnight":
-        reader.take()
-        return 0, 0, 0
-    match = _CLOCK.match(word)
-    suffix = None
-    if match and match.group(4) is None and reader.peek(1) in ("am", "pm", "a.m.", "p.m."):
-        suffix = reader.peek(1)
-    if match is None or (match.group(2) is None and match.group(4) is None and suffix is None):
-        raise reader.error("not a time of day; write 9:00, 17:30, 9am, 9:30pm, noon or midnight")
-    reader.take()
-    if suffix:
-        reader.take()
-    hour, minute, second = int(match.group(1)), int(match.group(2) or 0), int(match.group(3) or 0)
-    meridiem = (match.group(4) or suffix or "").replace(".", "")
-    if meridiem:
-        if not 1 <= hour <= 12:
-            raise reader.error("with am/pm the hour is 1 to 12, e.g. 9am or 12:30pm", -1)
-        hour = hour % 12 + (12 if meridiem == "pm" else 0)
-    if hour > 23 or minute > 59 or second > 59:
-        raise reader.error("not a time of day: hours run 0-23, minutes 0-59 (e.g. 17:30)", -1)
-    return hour, minute, second
-
-
-def starts_time(word: str) -> bool:
-    return word in ("noon", "midday", "midnight") or _CLOCK.match(word) is not None
-
-
-def read_date(reader: Reader) -> date | None:
-    """``5 September 2027``, ``5th of September 2027``, ``September 5 2027``, ``2027-09-05``;
-    None when no date comes next. The year is required: the parser does not guess it."""
-    word = reader.peek()
-    iso = _ISO_DATE.match(word)
-    if iso:
-        reader.take()
-        return _real_date(reader, int(iso.group(1)), int(iso.group(2)), int(iso.group(3)))
-    day_match = _ORDINAL_DAY.match(word)
-    if day_match and _month_at(reader, 1 + (reader.peek(1) == "of")):
-        reader.take()
-        reader.accept("of")
-        month = MONTHS[reader.take()]
-        return _real_date(reader, _year(reader), month, int(day_match.group(1)))
-    if word in MONTHS and _ORDINAL_DAY.match(reader.peek(1)):
-        reader.take()
-        day = int(_ORDINAL_DAY.match(reader.take()).group(1))  # type: ignore[union-attr]
-        return _real_date(reader, _year(reader), MONTHS[word], day)
-    return None
-
-
-def _month_at(reader: Reader, ahead: int) -> bool:
-    return reader.peek(ahead) in MONTHS
-
-
-def _year(reader: Reader) -> int:
-    word = reader.peek()
-    if not (word.isascii() and word.isdigit() and len(word) == 4):
-        raise reader.error("give the year after the month, e.g. '5 September 2027'")
-    reader.take()
-    return int(word)
-
-
-def _real_date(reader: Reader, year: int, month: int, day: int) -> date:
-    try:
-        return date(year, month, day)
-    except ValueError:
-        raise reader.error("not a real date, e.g. '5 September 2027' or 2027-09-05", -1) from None
-
-
 def read_number(reader: Reader) -> int | None:
     word = reader.peek()
     if word in NUMBER_WORDS:
@@ -233,21 +196,3 @@ def read_number(reader: Reader) -> int | None:
         reader.take()
         return int(word)
     return None
-
-
-def read_day_of_month(reader: Reader) -> int | None:
-    """``15th``, ``1st``, ``15`` (day of the month, 1-31); None when none comes next."""
-    match = _ORDINAL_DAY.match(reader.peek())
-    if match is None:
-        return None
-    day = int(match.group(1))
-    if not 1 <= day <= 31:
-        raise reader.error("a day of the month is 1 to 31")
-    reader.take()
-    return day
-
-
-def clock_text(value: tuple[int, int, int] | time) -> str:
-    if isinstance(value, time):
-        return f"{value.hour:02d}:{value.minute:02d}"
-    return f"{value[0]:02d}:{value[1]:02d}"

@@ -64,9 +64,10 @@ def test_text_the_builder_cannot_express_fills_the_advanced_mode(client: Client)
     assert (fill["repeat"], fill["kind"], fill["rule"]) == (
         "advanced",
         "cron",
-        "*/15 * * * MON-FRI",
+        "*/15 8-18 * * MON-FRI",
     )
-    assert (fill["active_window"], fill["window_policy"]) == ("MON-FRI 08:00-18:00", "skip")
+    # 18:00 itself runs: the stored window (end excluded) closes a minute later.
+    assert (fill["active_window"], fill["window_policy"]) == ("MON-FRI 08:00-18:01", "skip")
 
 
 def test_the_preview_of_unreadable_text_names_the_part(client: Client) -> None:

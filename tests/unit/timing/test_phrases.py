@@ -83,14 +83,19 @@ def test_zone_from_the_text_or_the_default() -> None:
     assert parse_text("every weekday at 9:00, UTC", timezone="Asia/Tokyo").timezone == "UTC"
 
 
-def test_between_is_an_active_window_that_skips() -> None:
+def test_a_step_with_a_window_starts_at_the_opening_and_keeps_the_closing_time() -> None:
+    # Inclusive at both ends: the hour grid and the window that closes a minute after 18:00
+    # (a stored window ends before its closing minute).
     parsed = parse_text("every 15 minutes between 8:00 and 18:00 on weekdays")
-    assert parsed.active_window == "MON-FRI 08:00-18:00"
-    assert parsed.window_policy == "skip"
-    assert parsed.as_fields()["active_window"] == "MON-FRI 08:00-18:00"
-    assert parse_text("every 30 minutes between 9:00 and 17:00").active_window == (
-        "MON-SUN 09:00-17:00"
+    assert (parsed.rule, parsed.active_window, parsed.window_policy) == (
+        "*/15 8-18 * * MON-FRI",
+        "MON-FRI 08:00-18:01",
+        "skip",
     )
+    assert parsed.as_fields()["active_window"] == "MON-FRI 08:00-18:01"
+    assert parse_text("every 2 hours between 9:00 and 17:00").rule == "0 9,11,13,15,17 * * *"
+    assert parse_text("every 3 hours between 8:00 and 20:00").rule == "0 8,11,14,17,20 * * *"
+    assert parse_text("every 15 minutes from 9:10 to 11:00").rule == "10,25,40,55 9,10 * * *"
     timing = build_timing(
         kind=parsed.kind,
         rule=parsed.rule,
@@ -98,12 +103,12 @@ def test_between_is_an_active_window_that_skips() -> None:
         window=parsed.active_window,
         window_policy=parsed.window_policy,
     )
-    # Friday 2027-09-03 17:30 Riga: 17:45, then Monday 08:00 (not 18:00 .. 07:45, not Saturday).
+    # Friday 2027-09-03 17:30 Riga: 17:45, 18:00, then Monday 08:00 (not 18:15, not Saturday).
     slots = slots_between(timing, datetime(2027, 9, 3, 14, 30, tzinfo=UTC), _far(), 3)
     assert [s.isoformat() for s in slots] == [
         "2027-09-03T14:45:00+00:00",
+        "2027-09-03T15:00:00+00:00",
         "2027-09-06T05:00:00+00:00",
-        "2027-09-06T05:15:00+00:00",
     ]
 
 
@@ -122,10 +127,10 @@ def test_as_json_carries_the_parsed_rule() -> None:
     assert data == {
         "text": "every 15 minutes between 8:00 and 18:00 in Europe/Riga",
         "kind": "cron",
-        "rule": "*/15 * * * *",
+        "rule": "*/15 8-18 * * *",
         "timezone": "Europe/Riga",
         "anchor": None,
-        "window": "MON-SUN 08:00-18:00",
+        "window": "MON-SUN 08:00-18:01",
         "window_policy": "skip",
     }
 
@@ -140,9 +145,13 @@ def test_as_json_carries_the_parsed_rule() -> None:
         ("every weekday at 9:00 please", "'please'"),
         ("every weekday", "'every weekday'"),  # no time: never a guessed 00:00
         ("twice a day at 9:00", "'twice a day'"),
-        ("at 9:00 and 17:30", "'at 9:00 and 17:30'"),
+        ("every 2 mondays at 9:00", "'2'"),
+        ("every 2nd tuesday at 9:00", "'every 2 weeks on tuesday'"),
+        ("at 9:00 EST", "America/New_York"),
+        ("biweekly on monday at 9:00", "'biweekly'"),
+        ("every month at 9:00", "say which day"),
         ("every weekday at 9:00 at 10:00", "'at 10:00'"),
-        ("on 5 September at 14:00", "'at'"),  # the year is required
+        ("on 5 September at 14:00", "every year on 5 September"),  # once needs the year
         ("on 31 February 2027 at 14:00", "'2027'"),
         ("every 2 weeks at 9:00", "'every 2 weeks'"),
         ("every 15 minutes at 9:00", "'at 9:00'"),
