@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Min
@@ -19,18 +19,17 @@ from scheduler_app.models import (
     Trigger,
 )
 from scheduler_app.monitoring.heartbeat import alive
+from scheduler_app.monitoring.lateness import (
+    APART_TRIGGERS,
+    HOUR,
+    SUMMARY_TRIGGERS,
+    Lag,
+    figures,
+    read,
+)
 from scheduler_app.outbox import UNPUBLISHED
 
-LATENESS_SAMPLE = 100_000
-"""At most this many occurrences of the last hour (per group of triggers) are read for the
-lateness figures."""
-SUMMARY_TRIGGERS = (Trigger.SCHEDULED, Trigger.CATCH_UP)
-"""The triggers whose lateness is the summary (and what the p99 alert reads): a rule's slots,
-on time or caught up. A backfill's slots are in the past by design (hours or days "late") and a
-manual run is the operator's own timing: counting them would make every backfill look like an
-outage, so they are reported apart."""
-APART_TRIGGERS = (Trigger.MANUAL, Trigger.BACKFILL)
-Figures = dict[str, float | int | None]
+Figures = dict[str, float | int | str | None]
 
 
 @dataclass(frozen=True)
@@ -71,9 +70,11 @@ class Status:
     outbox_backlog: int = 0
     outbox_oldest_age: float | None = None
     lateness_last_hour: Figures = field(default_factory=dict)
-    """Scheduled and catch-up handoffs only (``SUMMARY_TRIGGERS``)."""
+    """Dispatch lag of the scheduled and catch-up runs only (``SUMMARY_TRIGGERS``)."""
+    start_lateness_last_hour: Figures = field(default_factory=dict)
+    """Start lag of the same runs."""
     lateness_by_trigger: dict[str, Figures] = field(default_factory=dict)
-    """The same figures for each trigger, ``manual`` and ``backfill`` included."""
+    """The dispatch lag of each trigger, ``manual`` and ``backfill`` included."""
     kill_switches: list[dict[str, Any]] = field(default_factory=list)
     unhealthy_schedules: int = 0
 
@@ -98,6 +99,7 @@ def gather_status(now: datetime, stale: float) -> Status:
     status.outbox_oldest_age = (now - oldest).total_seconds() if oldest else None
     by_trigger = lateness_by_trigger(now)
     status.lateness_last_hour = by_trigger.pop("summary")
+    status.start_lateness_last_hour = by_trigger.pop("summary_start")
     status.lateness_by_trigger = by_trigger
     status.kill_switches = [
         {
@@ -132,35 +134,22 @@ def _beat(row: BeatHeartbeat, now: datetime, stale: float) -> dict[str, Any]:
 
 
 def lateness_by_trigger(now: datetime) -> dict[str, Figures]:
-    """The summary (``"summary"``) and the figures of every trigger apart, from two reads:
-    one for the summary's triggers and one for the others, each capped at the sample size."""
-    rows = _lateness(now, SUMMARY_TRIGGERS) + _lateness(now, APART_TRIGGERS)
-    result = {"summary": _figures([(t, v) for t, v in rows if t in SUMMARY_TRIGGERS])}
-    for trigger in Trigger:
-        result[trigger.value] = _figures([(t, v) for t, v in rows if t == trigger])
-    return result
-
-
-def _lateness(now: datetime, triggers: tuple[Trigger, ...]) -> list[tuple[str, float]]:
-    rows = Occurrence.objects.filter(
-        emitted_at__gte=now - timedelta(hours=1), emitted_at__isnull=False, trigger__in=triggers
-    ).values_list("trigger", "emitted_at", "scheduled_for")[:LATENESS_SAMPLE]
-    return [(t, max((e - s).total_seconds(), 0.0)) for t, e, s in rows if e is not None]
-
-
-def _figures(rows: list[tuple[str, float]]) -> Figures:
-    values = sorted(value for _trigger, value in rows)
-    if not values:
-        return {"count": 0, "p50": None, "p95": None, "p99": None, "max": None}
-    return {
-        "count": len(values),
-        "p50": _percentile(values, 0.50),
-        "p95": _percentile(values, 0.95),
-        "p99": _percentile(values, 0.99),
-        "max": values[-1],
+    """The summary's dispatch and start lag (``"summary"``, ``"summary_start"``) and the
+    dispatch lag of every trigger apart, from one read (``monitoring.lateness``: the monitoring
+    page's definition)."""
+    window, within = HOUR
+    samples = read(
+        Occurrence.objects.all(),
+        now=now,
+        within=within,
+        triggers=SUMMARY_TRIGGERS + APART_TRIGGERS,
+    )
+    summary = [sample for sample in samples if sample.trigger in SUMMARY_TRIGGERS]
+    result = {
+        "summary": figures(summary, Lag.DISPATCH, window).as_dict(),
+        "summary_start": figures(summary, Lag.START, window).as_dict(),
     }
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    index = min(round(fraction * (len(values) - 1)), len(values) - 1)
-    return values[index]
+    for trigger in Trigger:
+        mine = [sample for sample in samples if sample.trigger == trigger]
+        result[trigger.value] = figures(mine, Lag.DISPATCH, window).as_dict()
+    return result

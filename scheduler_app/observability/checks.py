@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core import checks
 
+from scheduler_app.compat import install_extra
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.observability import sentry
@@ -34,7 +35,7 @@ def check_observability(app_configs: Any = None, **kwargs: Any) -> list[checks.C
         problems.append(
             checks.Warning(
                 "SCHEDULER_SENTRY_CRONS is on but sentry-sdk is not installed: no check-in is sent",
-                hint='pip install "django-durable-scheduler[sentry]" and call sentry_sdk.init()',
+                hint=install_extra("sentry") + ", then call sentry_sdk.init()",
                 id="scheduler_app.W020",
             )
         )

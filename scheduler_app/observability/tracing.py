@@ -13,13 +13,15 @@ Spans:
 - ``scheduler.materialize``: one batch of due schedules (counts; links to the occurrences).
 - ``scheduler.handoff``: one occurrence handed to the broker (or not: error status).
 - ``scheduler.run``: one delivery on a worker, with ``scheduler.claim``, ``scheduler.execute``
-  and ``scheduler.outcome`` inside it.
+  and ``scheduler.outcome`` inside it; each of them with the occurrence's ``scheduler.*``
+  attributes, as the handoff span.
 
 Without an SDK configured (``otel.configured()``) no span starts and no header is added.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -205,24 +207,54 @@ def publishing(occurrence: Any) -> AbstractContextManager[Any]:
 
 
 class Run:
-    """The ``scheduler.run`` span of one delivery (a no-op one without an SDK)."""
+    """The ``scheduler.run`` span of one delivery (a no-op one without an SDK), and its
+    children ``scheduler.claim``, ``scheduler.execute`` and ``scheduler.outcome``.
 
-    def __init__(self, span: Any = None) -> None:
+    Every span carries the occurrence's ``scheduler.*`` attributes (docs/operations.md). The
+    claim span ends before the claim has told who the occurrence is (schedule, slot, trigger,
+    task, attempt): it is held, with the instant it ended, until ``claimed`` (or ``refused``,
+    or the end of the run) gives it what is known, then ended at that instant."""
+
+    def __init__(self, span: Any = None, occurrence_id: str = "") -> None:
         self.span = span
+        self.attributes: dict[str, Any] = {OCCURRENCE_ID: occurrence_id} if occurrence_id else {}
+        self.held: list[tuple[Any, int]] = []
 
     def step(self, name: str) -> AbstractContextManager[Any]:
         if self.span is None:
             return nullcontext()
-        return tracer().start_as_current_span(f"scheduler.{name}")
+        return self._step(f"scheduler.{name}")
+
+    @contextmanager
+    def _step(self, name: str) -> Iterator[Any]:
+        span = tracer().start_span(name, attributes=self.attributes)
+        try:
+            with api.use_span(span, end_on_exit=False):
+                yield span
+        finally:
+            if SCHEDULE_ID in self.attributes:
+                span.end()
+            else:
+                self.held.append((span, time.time_ns()))
+
+    def release(self) -> None:
+        """End the held spans with the attributes known now, at the instants they ended."""
+        held, self.held = self.held, []
+        for span, ended in held:
+            span.set_attributes(self.attributes)
+            span.end(end_time=ended)
 
     def claimed(self, occurrence: Any, attempt: int) -> None:
         if self.span is not None:
-            self.span.set_attributes(attributes(occurrence, attempt))
+            self.attributes = attributes(occurrence, attempt)
+            self.span.set_attributes(self.attributes)
+            self.release()
 
     def refused(self, reason: str) -> None:
         """The claim refused the delivery (a duplicate, expired, forbidden ...): not run."""
         if self.span is not None:
             self.span.set_attributes({OUTCOME: "refused", REASON: reason})
+            self.release()
 
     def ended(self, state: str, reason: str, error: BaseException | None = None) -> None:
         if self.span is None:
@@ -263,11 +295,12 @@ def running(occurrence_id: str, carrier: Any = None) -> Iterator[Run]:
         record_exception=False,
         set_status_on_exception=False,
     ) as span:
-        run = Run(span)
+        run = Run(span, occurrence_id)
         token = _RUN.set(run)
         try:
             yield run
         finally:
+            run.release()
             _RUN.reset(token)
 
 

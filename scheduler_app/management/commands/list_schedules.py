@@ -1,6 +1,7 @@
 """``manage.py list_schedules``: every schedule with its next run and its last occurrence.
 
-Like the admin list, it never shows what will not happen: a schedule that is paused,
+Like the admin list, it names an unnamed schedule by its key, else by its task and rule (the
+admin's ``display_name``), and never shows what will not happen: a schedule that is paused,
 cancelled, awaiting approval or covered by a kill switch has no next run (``null`` in
 ``--json``), and says why (``paused``, ``kill_switched``).
 """
@@ -12,6 +13,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 from django.db.models import OuterRef, Subquery
 
+from scheduler_app.admin.display import display_name
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._schedule_cli import dumps, schedule_row
 from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
@@ -56,8 +58,11 @@ class Command(OneLineErrors):
 
 
 def listed_row(schedule: Schedule, last: Occurrence | None, switches: Switches) -> dict[str, Any]:
-    """``schedule_row`` with ``next_run_at`` only when it will happen, and ``kill_switched``."""
+    """``schedule_row`` with ``next_run_at`` only when it will happen, ``kill_switched``, and
+    ``display_name``: the admin's name for it (its name or key; an unnamed schedule reads as its
+    task and rule, never as ``-``)."""
     row = schedule_row(schedule, last)
+    row["display_name"] = display_name(schedule)
     row["kill_switched"] = switches.stops(schedule.tenant, schedule.task)
     if schedule.status != ScheduleStatus.ACTIVE or row["kill_switched"]:
         row["next_run_at"] = None
@@ -69,7 +74,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         (
             row["id"],
-            row["name"] or "-",
+            row["display_name"],
             row["task"],
             f"{row['kind']} {rule_text(row)} ({row['timezone']})",
             row["status"] + " (kill switch)" * row["kill_switched"],

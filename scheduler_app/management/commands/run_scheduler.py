@@ -16,6 +16,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from scheduler_app.compat import install_extra
 from scheduler_app.djtasks import compat
 from scheduler_app.djtasks.scheduler import SchedulerLoop
 
@@ -56,8 +57,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if not compat.AVAILABLE:
             raise CommandError(
-                "django.tasks is not available: install django-durable-scheduler[tasks] "
-                "(django-tasks-db, and the django-tasks backport on Django < 6)"
+                "django.tasks is not available: "
+                + install_extra("tasks")
+                + " (django-tasks-db, and the django-tasks backport on Django < 6)"
             )
         show_logs(options["verbosity"])
         loop = SchedulerLoop(owner=options["owner"])

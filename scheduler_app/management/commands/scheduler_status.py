@@ -1,7 +1,9 @@
 """``manage.py scheduler_status``: beats, backlogs, lateness of the last hour, kill switches.
 
-The lateness line is the scheduled and catch-up handoffs only (what the p99 alert reads);
-backfills and manual runs are listed apart: a backfill's slots are in the past by design.
+The lateness lines are the dispatch and start lag (``monitoring.lateness``, the monitoring
+page's definition: nearest-rank percentiles over the runs first handed off in the last hour) of
+the scheduled and catch-up runs only (what the p99 alert reads); backfills and manual runs are
+listed apart: a backfill's slots are in the past by design.
 
 Exit status 1 when no beat ticked within ``SCHEDULER_HEALTH_STALE`` seconds, 2 when the
 database could not be read.
@@ -18,6 +20,7 @@ from django.db import DatabaseError
 from scheduler_app.clock import SystemClock
 from scheduler_app.conf import get_settings
 from scheduler_app.monitoring.health import Status, gather_status
+from scheduler_app.monitoring.lateness import seconds_text
 from scheduler_app.monitoring.monitor import human_duration
 
 
@@ -73,27 +76,43 @@ def lines(status: Status) -> list[str]:
 
 APART = (("backfill", "backfill"), ("manual", "manual (run now)"))
 """The triggers reported apart from the summary, with their label."""
+MEASURES = (
+    ("dispatch", "lateness_last_hour", "first handoff - slot"),
+    ("start", "start_lateness_last_hour", "worker start - slot"),
+)
+"""The summary lines: which lag, where ``Status`` holds it, how it is measured."""
 
 
 def lateness_lines(status: Status) -> list[str]:
-    late = status.lateness_last_hour
-    head = "dispatch lateness, last hour, scheduled and catch-up"
-    if late.get("count"):
-        result = [f"{head} ({late['count']} handoffs): {_figures(late)}"]
-    else:
-        result = [f"{head}: no handoffs"]
+    """The summary's dispatch and start lag, then each trigger reported apart; each line says
+    which lag, which runs and which percentile (the monitoring page's figures,
+    ``monitoring.lateness``)."""
+    result = []
+    for name, attribute, measured in MEASURES:
+        late = getattr(status, attribute)
+        head = f"{name} lateness, last hour, scheduled and catch-up"
+        result.append(
+            f"{head} ({_how(late, measured)}): {_figures(late)}"
+            if late.get("count")
+            else f"{head}: no runs handed off"
+        )
     for trigger, label in APART:
         figures = status.lateness_by_trigger.get(trigger) or {}
         if figures.get("count"):
             result.append(
                 f"  apart, {label} ({figures['count']} handoffs, not in the figures above): "
-                f"{_figures(figures)}"
+                f"{_figures(figures)} ({figures['measure']}, {figures['method']})"
             )
     return result
 
 
-def _figures(late: dict[str, Any]) -> str:
+def _how(late: dict[str, Any], measured: str) -> str:
+    """``dispatch lag = first handoff - slot, nearest-rank over 12 runs in the last hour``."""
     return (
-        f"p50 {late['p50']:.1f} s, p95 {late['p95']:.1f} s, p99 {late['p99']:.1f} s, "
-        f"max {late['max']:.1f} s"
+        f"{late['measure']} = {measured}, {late['method']} over {late['count']} runs "
+        f"in the {late['window']}"
     )
+
+
+def _figures(late: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {seconds_text(late[name])}" for name in ("p50", "p95", "p99", "max"))
