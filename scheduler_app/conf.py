@@ -8,6 +8,8 @@ from dataclasses import dataclass, fields
 from django.conf import settings as django_settings
 from django.core.signals import setting_changed
 
+from scheduler_app.timing.budget import DEFAULT_CANDIDATES, DEFAULT_SPAN_DAYS
+
 
 @dataclass(frozen=True, kw_only=True)
 class SchedulerSettings:
@@ -25,6 +27,12 @@ class SchedulerSettings:
     """Smallest allowed distance between two slots of any rule, in seconds (wall clock for
     cron and RRULE). Every slot is a durable row and a broker message: sub-10-second work
     belongs in a long-running worker loop, not in a schedule."""
+    SEARCH_CANDIDATES: int = DEFAULT_CANDIDATES
+    """Candidate times one computation of a slot (next, previous, preview, validation) may
+    evaluate before it gives up: a rule that needs more is refused, or parked at run time."""
+    SEARCH_SPAN_DAYS: int = DEFAULT_SPAN_DAYS
+    """Days one computation of a slot may look past where it started (or past the slot before)
+    over candidate times that windows, holidays or bounds reject; the default is ten years."""
     VALIDATE_TASK_NAMES: bool = True
     """Refuse schedules whose task is not registered in the Celery app."""
     MAX_SLOTS_PER_TICK: int = 10_000
@@ -75,6 +83,9 @@ class SchedulerSettings:
     """Seconds of lateness beyond a schedule's ``max_lateness`` before the monitor says overdue."""
     APPROVAL_TASKS: tuple[str, ...] = ()
     """Task names or fnmatch patterns whose new schedules and versions need approval."""
+    APPROVAL_REQUIRES_OTHER_PERSON: bool = False
+    """Four eyes: the person who made a version (created or edited it) cannot approve it;
+    another user with ``approve_schedule`` must. A system actor's approval is not affected."""
     CLOCK_SKEW_WARN: float = 2.0
     """Seconds of skew between the beat host's clock and the database's before a warning."""
     RETENTION: str = ""

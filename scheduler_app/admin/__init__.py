@@ -2,9 +2,11 @@
 
 ``schedules``: the list, the form with its builder and live preview, the action pages;
 ``occurrences``: the read-only history with attempts; ``monitoring``: the monitoring page;
-``safety``: kill switches (audited), beat heartbeats, tenant quotas, approving versions.
+``safety``: kill switches (audited), beat heartbeats, tenant quotas, approving versions;
+``results``: the optional packages' task-result admins, scoped by tenant.
 """
 
+from scheduler_app.admin import results
 from scheduler_app.admin.occurrences import OccurrenceAdmin
 from scheduler_app.admin.safety import (
     BeatHeartbeatAdmin,
@@ -21,4 +23,5 @@ __all__ = [
     "OccurrenceAdmin",
     "ScheduleAdmin",
     "TenantQuotaAdmin",
+    "results",
 ]

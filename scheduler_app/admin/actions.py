@@ -88,6 +88,19 @@ def confirm(model_admin: Any, request: HttpRequest, queryset: Any, action: str) 
     return HANDLERS[action](model_admin, request, list(queryset))
 
 
+def missing_selection(model: Any, request: HttpRequest, queryset: Any) -> int:
+    """How many posted ids are not in ``queryset`` (the rows this user sees in the list):
+    another tenant's, deleted meanwhile, or filtered out. Call after ``invalid_selection``."""
+    if request.POST.get("select_across", "0") != "0":
+        return 0
+    posted = {
+        str(model._meta.pk.to_python(value))
+        for value in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
+    }
+    found = {str(pk) for pk in queryset.filter(pk__in=posted).values_list("pk", flat=True)}
+    return len(posted - found)
+
+
 def invalid_selection(model: Any, request: HttpRequest) -> list[str]:
     """The posted ``_selected_action`` values that are not primary keys of ``model``."""
     if request.method != "POST" or "action" not in request.POST:
@@ -102,9 +115,11 @@ def invalid_selection(model: Any, request: HttpRequest) -> list[str]:
 
 
 class SelectionGuard:
-    """A ``ModelAdmin`` mixin: a bulk action posted with a selection that is not a list of
-    ids (``_selected_action=nope``) answers with a message and the list again, not a 500
-    (Django filters ``pk__in`` with the raw values before any action runs)."""
+    """A ``ModelAdmin`` mixin: a bulk action posted with a selection it cannot act on answers
+    with a message, never a 500: values that are not ids (``_selected_action=nope``; Django
+    filters ``pk__in`` with the raw values before any action runs) and ids outside the rows
+    the user sees (another tenant's, or deleted meanwhile) are named in a message; the action
+    runs on the rest, or the list is shown again when nothing is left."""
 
     model: Any
 
@@ -119,7 +134,31 @@ class SelectionGuard:
                 messages.ERROR,
             )
             return HttpResponseRedirect(request.get_full_path())
+        return self._answer_missing(request, queryset)
+
+    def _answer_missing(self, request: HttpRequest, queryset: Any) -> Any:
+        """Selected rows that are gone or not this user's: a message, then the action on the
+        rest (or the list again when none is left). Never an action on an empty selection."""
+        missing = missing_selection(self.model, request, queryset) if _posted(request) else 0
+        if missing:
+            name = self.model._meta.verbose_name_plural
+            chosen = len(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME))
+            left = (
+                "nothing was changed" if missing == chosen else "the action goes on with the rest"
+            )
+            self.message_user(  # type: ignore[attr-defined]
+                request,
+                f"{missing} selected {name} no longer exist or are not yours to change: "
+                f"{left}; reload the list and try again.",
+                messages.WARNING if missing < chosen else messages.ERROR,
+            )
+            if missing == chosen:
+                return HttpResponseRedirect(request.get_full_path())
         return super().response_action(request, queryset)  # type: ignore[misc]
+
+
+def _posted(request: HttpRequest) -> bool:
+    return request.method == "POST" and bool(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME))
 
 
 def _waiting(schedule: Schedule) -> int:

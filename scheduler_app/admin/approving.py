@@ -1,10 +1,12 @@
-"""The approve page: what exactly is approved (version, task, payload, options, rule in words,
-the next runs), a reason, and the version shown carried in the POST, so that an edit made
-between the look and the click is refused (``StaleVersion``) instead of approved unseen."""
+"""The approve page: what exactly is approved (every field of the version that changes what
+runs or where it goes, ``reviewing``; the rule in words; the next runs), what changed since the
+last approved version, a reason, and the version shown carried in the POST, so that an edit
+made between the look and the click is refused (``StaleVersion``) instead of approved unseen.
+With ``SCHEDULER_APPROVAL_REQUIRES_OTHER_PERSON`` the page says when the viewer made the
+version (they cannot approve it); the service refuses it, and the refusal is a message."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
@@ -14,12 +16,13 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from scheduler_app import services
-from scheduler_app.admin import display
+from scheduler_app.admin import display, reviewing
 from scheduler_app.admin.pages import Page, attempt, confirmed, done, render
 from scheduler_app.definitions import timing_for
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import Schedule, ScheduleStatus
 from scheduler_app.preview import preview_rows
+from scheduler_app.safety.approval import same_person_refusal
 
 NEXT_RUNS = 5
 _TICK = timedelta(microseconds=1)
@@ -49,7 +52,8 @@ def approve(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -
             f"{others} selected schedule(s) are not awaiting approval: left as they are."
         )
     if not waiting:
-        model_admin.message_user(request, "Nothing to approve: " + page.errors[0], messages.INFO)
+        why = page.errors[0] if page.errors else "no schedule was selected."
+        model_admin.message_user(request, "Nothing to approve: " + why, messages.INFO)
         return done(request, schedules)
     if confirmed(request) and form.is_valid():
         approved = _approve_posted(model_admin, request, waiting, form.cleaned_data["reason"])
@@ -59,6 +63,10 @@ def approve(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -
     for schedule in waiting:
         page.hidden[version_field(schedule)] = str(schedule.version)
         page.details[schedule.pk] = what_is_approved(schedule, now)
+        page.changes[schedule.pk] = reviewing.changes(schedule)
+        refusal = same_person_refusal(schedule, schedule.version, request.user)
+        if refusal:
+            page.errors.append(f"{schedule}: you cannot approve it: {refusal}.")
         page.consequences[schedule.pk] = [
             f"Version {schedule.version} becomes active from the approval on; slots that "
             "passed while it waited are not run.",
@@ -100,31 +108,19 @@ def _posted_version(request: HttpRequest, schedule: Schedule) -> int | None:
 
 
 def what_is_approved(schedule: Schedule, now: Any) -> list[tuple[str, str]]:
-    """The version's definition as (label, text) rows."""
+    """The version's definition as (label, text) rows: who and which, every field that
+    changes what runs or where it goes (``reviewing.GROUPS``), the rule in words and the
+    next runs."""
     owner = schedule.owner.get_username() if schedule.owner_id and schedule.owner else "-"
     return [
         ("schedule", f"{schedule} ({schedule.pk})"),
         ("tenant", schedule.tenant or "(no tenant)"),
         ("version", str(schedule.version)),
-        ("task", schedule.task),
-        ("kwargs (payload)", _json(schedule.kwargs)),
-        ("options", _json(schedule.options)),
-        *_target_rows(schedule),
-        ("rule", f"{display.rule_sentence(schedule)} ({schedule.kind}: {schedule.rule})"),
-        ("time zone", schedule.timezone),
         ("owner (runs are checked against)", owner),
+        *reviewing.version_rows(schedule),
+        ("rule in words", display.rule_sentence(schedule)),
         ("next runs once approved", _next_runs(schedule, now)),
     ]
-
-
-def _target_rows(schedule: Schedule) -> list[tuple[str, str]]:
-    """A job type or a payload reference, when the version has one: part of what runs."""
-    rows = [("job type", schedule.job_type), ("payload reference", schedule.payload_ref)]
-    return [(label, str(value)) for label, value in rows if value]
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value if value is not None else {}, indent=2, sort_keys=True, default=str)
 
 
 def _next_runs(schedule: Schedule, now: Any) -> str:

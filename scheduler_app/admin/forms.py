@@ -35,7 +35,7 @@ from scheduler_app.models import SEMANTIC_FIELDS, Schedule
 from scheduler_app.permissions import RUN_PERMISSION, may_assign_owner
 from scheduler_app.safety.payloads import check_payload
 from scheduler_app.targets import allowed_tasks, check_target
-from scheduler_app.tenancy import allowed_tenants
+from scheduler_app.tenancy import allowed_tenants, may_access
 from scheduler_app.timing import Kind, Timing, next_after
 from scheduler_app.timing.phrases import MAX_TEXT_LENGTH, ParsedText, parse_text
 
@@ -164,6 +164,14 @@ class ScheduleForm(forms.ModelForm):
     """Validates the whole definition with the same rules as the API, field by field."""
 
     expected_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    reason = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Reason for this change",
+        help_text="Why (optional): kept with this edit in the schedule's audit trail, with "
+        "your user name and the new version number.",
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+    )
     words = forms.CharField(
         required=False,
         max_length=MAX_TEXT_LENGTH,
@@ -272,9 +280,14 @@ class ScheduleForm(forms.ModelForm):
             field.help_text += " Choosing another owner needs the assign_owner permission."
 
     def _tenant(self) -> str:
-        """The tenant the owner is picked for: the posted one, else the schedule's."""
+        """The tenant the owner is picked for: the posted one when the editor may use it, else
+        the schedule's (or the first of the editor's). A posted tenant of someone else is
+        refused by the tenant field; the owners offered meanwhile are never its staff."""
         if self.is_bound and "tenant" in self.fields:
-            return str(self.data.get(self.add_prefix("tenant")) or "")
+            posted = str(self.data.get(self.add_prefix("tenant")) or "")
+            user = getattr(self.request, "user", None)
+            if user is not None and may_access(user, posted):
+                return posted
         if not self.instance._state.adding:
             return str(self.instance.tenant or "")
         return str(self.fields["tenant"].initial or "") if "tenant" in self.fields else ""

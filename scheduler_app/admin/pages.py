@@ -51,6 +51,8 @@ class Page:
     hidden: dict[str, str] = field(default_factory=dict)
     details: dict[Any, list[tuple[str, str]]] = field(default_factory=dict)
     """Per schedule, (label, value) rows shown as a table (what an approval approves)."""
+    changes: dict[Any, tuple[str, list[tuple[str, str, str]]]] = field(default_factory=dict)
+    """Per schedule, a heading and (field, before, now) rows (what changed since approved)."""
 
 
 def confirmed(request: HttpRequest) -> bool:
@@ -66,7 +68,13 @@ def render(model_admin: Any, request: HttpRequest, page: Page) -> TemplateRespon
         "title": f"{TITLE[page.action]}: are you sure?",
         "page": page,
         "rows": [
-            (s, page.details.get(s.pk, []), page.consequences.get(s.pk, [])) for s in page.schedules
+            (
+                s,
+                page.details.get(s.pk, []),
+                page.changes.get(s.pk, ("", [])),
+                page.consequences.get(s.pk, []),
+            )
+            for s in page.schedules
         ],
         "bulk_action": request.POST.get("action", ""),
         "selected": selected,

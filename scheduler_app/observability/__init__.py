@@ -37,7 +37,7 @@ def run_started(occurrence: Any, attempt: int) -> None:
     tracing.current_run().claimed(occurrence, attempt)
     url = getattr(occurrence.schedule, "ping_url", "")
     if url:
-        pings.ping(url, "start")
+        pings.ping(url, "start", tenant=_tenant(occurrence))
     sentry.check_in(occurrence, sentry.IN_PROGRESS)
 
 
@@ -55,9 +55,14 @@ def run_finished(
     url = getattr(occurrence.schedule, "ping_url", "")
     if state in (SUCCEEDED, CANCELLED):
         if url:
-            pings.ping(url)
+            pings.ping(url, tenant=_tenant(occurrence))
         sentry.check_in(occurrence, sentry.OK)
     elif state == FAILED:
         if url:
-            pings.ping(url, "fail")
+            pings.ping(url, "fail", tenant=_tenant(occurrence))
         sentry.check_in(occurrence, sentry.ERROR)
+
+
+def _tenant(occurrence: Any) -> str:
+    """The lane of the occurrence's pings (``pings``: one per tenant)."""
+    return str(getattr(occurrence.schedule, "tenant", "") or "")

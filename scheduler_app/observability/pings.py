@@ -3,8 +3,12 @@
 A ping never fails a run and never holds it up: ``ping`` queues the request when the
 transaction commits (``transaction.on_commit``) and returns; a small pool of daemon threads
 sends it. ``SCHEDULER_PING_TIMEOUT`` is one deadline for the whole ping: resolving the host,
-connecting (to at most two of its addresses), sending and reading. A full queue drops the ping
-(logged).
+connecting (to at most two of its addresses), sending and reading.
+
+Pings wait in one lane per tenant (``lanes``), served in turn, and one tenant's pings hold at
+most ``lanes.TENANT_SENDERS`` of the ``THREADS`` senders and ``addresses.TENANT_RESOLVERS``
+name resolutions: a tenant whose endpoints hang delays only its own pings. A full lane drops
+that tenant's new ping (logged).
 
 Where the request goes is checked when it is sent, not only when the URL was stored
 (``addresses``): every address the host resolves to must be public and the port 80 or 443
@@ -19,7 +23,6 @@ import base64
 import http.client
 import logging
 import os
-import queue
 import socket
 import ssl
 import threading
@@ -41,13 +44,13 @@ from scheduler_app.observability.addresses import (
     addresses,
     checked_addresses,
 )
+from scheduler_app.observability.lanes import Lanes
 from scheduler_app.observability.urls import check_ping_url, with_suffix
 
 logger = logging.getLogger("scheduler_app.pings")
 
-QUEUE_SIZE = 1_000
-"""Pings waiting to be sent per process; past it new ones are dropped."""
-THREADS = 2
+THREADS = 4
+"""Sender threads per process (one tenant holds at most ``lanes.TENANT_SENDERS`` of them)."""
 USER_AGENT = "django-durable-scheduler"
 READ_LIMIT = 4_096
 
@@ -58,7 +61,14 @@ class Ping:
     check_address: bool = True
     """False for the beat's own ping, which the operator configured in the settings."""
     check: str = ""
-    """The check pinged (the URL without suffix): its pings are sent in order, by one thread."""
+    """The check pinged (the URL without suffix): its pings are sent in order, one at a time."""
+    tenant: str | None = None
+    """The schedule's tenant: its lane and its share of threads and resolutions. None for the
+    beat's own ping (a lane of its own)."""
+
+    @property
+    def lane_check(self) -> str:
+        return self.check or self.url
 
 
 class _DeadlineSocket(socket.socket):
@@ -157,9 +167,11 @@ def request(
     allowed_hosts: Collection[str] = (),
     check_address: bool = True,
     monotonic: Callable[[], float] = time.monotonic,
+    tenant: str | None = None,
 ) -> int:
     """GET ``url`` (checked as the module says); the response's status code. ``timeout`` is
-    the whole ping's: resolving, connecting to at most two addresses, sending and reading."""
+    the whole ping's: resolving, connecting to at most two addresses, sending and reading.
+    ``tenant``'s resolutions count against its share (``addresses.TENANT_RESOLVERS``)."""
     check_ping_url(url, allow_credentials=True)  # a row stored past the services, too
     deadline = Deadline(timeout, monotonic)
     parts = urlsplit(url)
@@ -168,9 +180,9 @@ def request(
     port = parts.port or (443 if https else 80)
     allowed = {name.lower() for name in allowed_hosts}
     if check_address:
-        candidates = checked_addresses(host, port, allowed, deadline)
+        candidates = checked_addresses(host, port, allowed, deadline, tenant=tenant)
     else:
-        candidates = addresses(host, port, deadline)[:MAX_ADDRESSES]
+        candidates = addresses(host, port, deadline, tenant=tenant)[:MAX_ADDRESSES]
     path = parts.path or "/"
     error: OSError | None = None
     for address in candidates:
@@ -189,13 +201,13 @@ def request(
 
 
 class Sender:
-    """A few daemon threads per process, each with a bounded queue (started again after a
-    fork). The pings of one check always go to the same thread, so that they arrive in the
-    order they were made (``/start`` before the success)."""
+    """A few daemon threads per process serving the tenants' lanes in turn (``lanes``;
+    started again after a fork). The pings of one check are sent one at a time, in the order
+    they were made (``/start`` before the success)."""
 
     def __init__(self, send: Callable[[Ping], None] | None = None) -> None:
         self.send_one = send or deliver
-        self._queues = _queues()
+        self._lanes: Lanes[Ping] = Lanes()
         self._pid = 0
         self._lock = threading.Lock()
         self._idle = threading.Condition()
@@ -205,7 +217,7 @@ class Sender:
         os.register_at_fork(after_in_child=self._forget_parent)
 
     def _forget_parent(self) -> None:
-        self._queues = _queues()
+        self._lanes = Lanes()
         self._pid = 0
         self._lock = threading.Lock()
         self._idle = threading.Condition()
@@ -215,13 +227,11 @@ class Sender:
         self._start()
         with self._idle:
             self._open += 1
-        try:
-            self._queues[hash(ping.check or ping.url) % THREADS].put_nowait(ping)
-        except queue.Full:
+        if not self._lanes.put(ping):
             self._done()
             logger.warning(
-                "ping dropped: too many waiting",
-                extra={"action": "ping.dropped", "url": _safe(ping.url)},
+                "ping dropped: too many waiting for its tenant",
+                extra={"action": "ping.dropped", "url": _safe(ping.url), "tenant": ping.tenant},
             )
 
     def wait(self, timeout: float) -> bool:
@@ -235,28 +245,28 @@ class Sender:
         with self._lock:
             if self._pid == os.getpid():
                 return
-            for number, pings in enumerate(self._queues):
+            for number in range(THREADS):
                 threading.Thread(
-                    target=self._work, args=(pings,), name=f"scheduler-ping-{number}", daemon=True
+                    target=self._work,
+                    args=(self._lanes,),
+                    name=f"scheduler-ping-{number}",
+                    daemon=True,
                 ).start()
             self._pid = os.getpid()
 
-    def _work(self, pings: queue.Queue[Ping]) -> None:
+    def _work(self, lanes: Lanes[Ping]) -> None:
         while True:
-            ping = pings.get()
+            ping = lanes.take()
             try:
                 self.send_one(ping)
             finally:
+                lanes.done(ping)
                 self._done()
 
     def _done(self) -> None:
         with self._idle:
             self._open -= 1
             self._idle.notify_all()
-
-
-def _queues() -> list[queue.Queue[Ping]]:
-    return [queue.Queue(QUEUE_SIZE // THREADS) for _ in range(THREADS)]
 
 
 def deliver(ping: Ping) -> None:
@@ -268,6 +278,7 @@ def deliver(ping: Ping) -> None:
             timeout=settings.PING_TIMEOUT,
             allowed_hosts=settings.PING_ALLOWED_HOSTS,
             check_address=ping.check_address,
+            tenant=ping.tenant,
         )
     except (PingRefused, ScheduleValidationError) as exc:
         logger.warning(
@@ -305,8 +316,11 @@ sender = Sender()
 """This process's sender (tests replace its ``send_one`` or wait on it)."""
 
 
-def ping(url: str, suffix: str = "", *, check_address: bool = True) -> None:
-    """Queue ``<url>/<suffix>`` once the current transaction commits (at once outside one)."""
+def ping(
+    url: str, suffix: str = "", *, check_address: bool = True, tenant: str | None = None
+) -> None:
+    """Queue ``<url>/<suffix>`` in ``tenant``'s lane once the current transaction commits (at
+    once outside one)."""
     if url:
-        message = Ping(with_suffix(url, suffix), check_address, check=url)
+        message = Ping(with_suffix(url, suffix), check_address, check=url, tenant=tenant)
         transaction.on_commit(partial(sender.send, message))

@@ -10,20 +10,41 @@ active from the approval on (slots that passed while waiting are not run).
 The rules live here (what needs approval, whether a version is approved); approving is a
 service (``scheduler_app.services.approve_schedule``). The outbox and the worker claim ask
 ``version_approved`` again before an occurrence leaves the database or starts.
+
+Two rules keep one person from running what nobody else saw (docs/admin.md, "Four
+eyes"): with ``SCHEDULER_APPROVAL_REQUIRES_OTHER_PERSON`` the person who made a version
+(created or edited it, as the audit trail records) cannot approve it (``check_other_person``);
+and always, a person without ``run_schedule`` may not change what another person's schedule
+runs (task, args, kwargs, job type, payload reference: ``check_runner_edit``), since its runs
+are checked against the owner's rights, not the editor's.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from fnmatch import fnmatchcase
+from typing import Any
 
 from celery import current_app
 
+from scheduler_app.actors import actor_name, is_system
 from scheduler_app.conf import get_settings
-from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
+from scheduler_app.errors import OperatorPermissionDenied
+from scheduler_app.models import (
+    AuditAction,
+    Occurrence,
+    Schedule,
+    ScheduleAuditEvent,
+    ScheduleStatus,
+)
 
 logger = logging.getLogger("scheduler_app.safety")
 PERMISSION = "scheduler_app.approve_schedule"
+RUN_PERMISSION = "scheduler_app.run_schedule"
+WHAT_RUNS = ("task", "args", "kwargs", "job_type", "payload_ref")
+"""The fields that change what a schedule's runs execute (with its owner's rights)."""
+MADE = (AuditAction.CREATED, AuditAction.EDITED)
 
 
 def approval_patterns() -> tuple[str, ...]:
@@ -79,3 +100,50 @@ def occurrence_approved(row: Occurrence, asked: dict[str, bool] | None = None) -
         if cache[task]:
             return False
     return True
+
+
+def version_author(schedule: Schedule, version: int) -> str | None:
+    """Who made ``version`` of ``schedule`` (created or edited it), from the audit trail;
+    None when no entry says so (a row written past the services)."""
+    made = ScheduleAuditEvent.objects.filter(
+        schedule_id=schedule.pk, version=version, action__in=MADE
+    )
+    return made.order_by("-at", "-pk").values_list("by", flat=True).first()
+
+
+def same_person_refusal(schedule: Schedule, version: int, user: Any) -> str:
+    """Why ``user`` may not approve ``version`` (four eyes), or "" when they may: the rule is
+    off, the approver is a system actor (the deployment), or someone else made the version."""
+    if not get_settings().APPROVAL_REQUIRES_OTHER_PERSON or is_system(user):
+        return ""
+    if version_author(schedule, version) != actor_name(user):
+        return ""
+    return (
+        f"you made version {version} of this schedule, and SCHEDULER_APPROVAL_REQUIRES_OTHER_"
+        "PERSON asks for a second person: another user with the approve_schedule permission "
+        "must approve it"
+    )
+
+
+def check_other_person(schedule: Schedule, version: int, user: Any) -> None:
+    """Raise ``OperatorPermissionDenied`` when ``same_person_refusal`` says why."""
+    refusal = same_person_refusal(schedule, version, user)
+    if refusal:
+        raise OperatorPermissionDenied(refusal)
+
+
+def check_runner_edit(user: Any, changed: Iterable[str], owner: Any) -> None:
+    """Refuse an edit of what runs by a person without ``run_schedule`` on a schedule whose
+    runs are checked against somebody else (``owner``, after the edit): otherwise the editor
+    would run their task or arguments with the owner's rights. The owner themselves, a
+    system actor and a user with ``run_schedule`` may."""
+    touched = sorted(set(changed) & set(WHAT_RUNS))
+    if not touched or is_system(user) or user.has_perm(RUN_PERMISSION):
+        return
+    if owner is not None and getattr(owner, "pk", owner) == user.pk:
+        return
+    raise OperatorPermissionDenied(
+        f"changing {', '.join(touched)} of a schedule that runs as another user ({owner}) "
+        f"needs the permission {RUN_PERMISSION!r}: its runs are checked against the owner's "
+        "rights, not yours. Ask a user who may run it to make the change"
+    )

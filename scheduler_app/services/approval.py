@@ -21,7 +21,7 @@ from scheduler_app.errors import (
     StaleVersion,
 )
 from scheduler_app.models import AuditAction, Schedule, ScheduleStatus, ScheduleVersion
-from scheduler_app.safety.approval import PERMISSION
+from scheduler_app.safety.approval import PERMISSION, check_other_person
 from scheduler_app.timing import next_after
 
 logger = logging.getLogger("scheduler_app.safety")
@@ -40,7 +40,9 @@ def approve_schedule(
     """Approve ``version`` (the one the approver looked at) and activate the schedule.
 
     A person needs ``approve_schedule`` and the schedule's tenant; a system actor approves as
-    the deployment (the ``approve_schedule`` command). The entry goes to the audit trail.
+    the deployment. With ``SCHEDULER_APPROVAL_REQUIRES_OTHER_PERSON``, a person may not
+    approve a version they made (``OperatorPermissionDenied``). The entry goes to the audit
+    trail.
     """
     now = now or (clock or SystemClock()).now()
     if user is None:
@@ -67,6 +69,7 @@ def approve_schedule(
             raise ScheduleStateError(
                 f"schedule {schedule.pk} is {schedule.status}, not awaiting approval"
             )
+        check_other_person(schedule, version, user)
         _activate(schedule, now)
         schedule.approved_version = version
         schedule.approved_by = actor_name(user)

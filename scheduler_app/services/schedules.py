@@ -60,7 +60,7 @@ from scheduler_app.models.audit import AuditAction
 from scheduler_app.permissions import check_owner_present, with_owner_rules
 from scheduler_app.policies import PlannedSlot, decide_misfire
 from scheduler_app.routing import check_routing
-from scheduler_app.safety.approval import hold_for_approval
+from scheduler_app.safety.approval import check_runner_edit, hold_for_approval
 from scheduler_app.safety.gates import before_write
 from scheduler_app.services.fields import (
     CREATE_ONLY_FIELDS,
@@ -203,6 +203,8 @@ def update_schedule(
     )
     values = normalize_definition({**current, **requested}, now)
     semantic = {k: v for k, v in values.items() if v != current[k]}
+    # Nobody runs their task or arguments with another person's rights by editing.
+    check_runner_edit(user, semantic, changes.get("owner", before.owner))
     timing = validate_definition(values) if semantic else None
     check_routing(values.get("options"), str(changes.get("tenant", before.tenant) or ""))
     first = first_slot(timing, now - _TICK) if timing is not None else None

@@ -9,7 +9,6 @@ name; its export holds its own entries and the kill-switch changes that covered 
 
 from __future__ import annotations
 
-import csv
 import heapq
 import io
 import json
@@ -27,6 +26,7 @@ from scheduler_app.contract.cli import BAD_ARGUMENT, instant_argument, output_pa
 from scheduler_app.contract.export import write_atomically, write_to
 from scheduler_app.management.commands._schedule_cli import find_schedule
 from scheduler_app.models import KillSwitchEvent, Schedule, ScheduleAuditEvent
+from scheduler_app.safety.spreadsheet import csv_writer
 
 COLUMNS = (
     "at",
@@ -149,9 +149,10 @@ def json_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:
 
 
 def csv_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """CSV with a header; ``details`` as a JSON object, empty cells for nulls."""
+    """CSV with a header; ``details`` as a JSON object, empty cells for nulls; a text cell a
+    spreadsheet would run as a formula starts with ``'`` (``safety.spreadsheet``)."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer = csv_writer(buffer, COLUMNS, lineterminator="\n")
     writer.writeheader()
     for record in records:
         writer.writerow({**record, "details": json.dumps(record["details"], ensure_ascii=False)})

@@ -2,12 +2,15 @@
 
 Action names, selections, dates (year 1 to 9999), reasons, versions and JSON text are drawn at
 random, posted by a superuser and by a limited staff user of one tenant, to the object pages,
-the list's bulk actions, the add form and the kill switch and quota pages.
+the list's bulk actions, the add form and the kill switch and quota pages; every bulk action of
+every admin list is posted with selections it cannot act on (not ids, ids of another tenant,
+ids of rows deleted meanwhile).
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,13 +20,14 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scheduler_app import services
 from scheduler_app.admin.actions import OBJECT_ACTIONS
-from scheduler_app.models import Schedule
-from tests.integration.admin.support import staff
+from scheduler_app.models import KillSwitch, Occurrence, OccurrenceState, Schedule, TenantQuota
+from tests.integration.admin.support import staff, with_history
 from tests.integration.support import admin_form
 
 pytestmark = pytest.mark.django_db
@@ -39,6 +43,9 @@ def fuzz(examples: int) -> Any:
 
 
 LIST = reverse("admin:scheduler_app_schedule_changelist")
+OCCURRENCES = reverse("admin:scheduler_app_occurrence_changelist")
+SWITCHES = reverse("admin:scheduler_app_killswitch_changelist")
+QUOTAS = reverse("admin:scheduler_app_tenantquota_changelist")
 ADD = reverse("admin:scheduler_app_schedule_add")
 # What a browser (or a script) can post: no lone surrogates in the raw form text (a page
 # never decodes to one); JSON text may still carry them escaped ("\ud800").
@@ -81,6 +88,8 @@ def world(settings: Any) -> dict[str, Any]:
         "pause_schedule",
         "run_schedule",
         "approve_schedule",
+        "view_occurrence",
+        "replay_occurrence",
         "add_killswitch",
         "change_killswitch",
         "view_killswitch",
@@ -126,7 +135,7 @@ def posts(draw: Any) -> dict[str, Any]:
         "schedule": draw(st.integers(0, 2)),
         "page": draw(st.sampled_from([*OBJECT_ACTIONS, "bulk"])),
         "bulk": draw(st.one_of(st.sampled_from(BULK), TEXT)),
-        "selection": draw(st.sampled_from(["own", "nope", "", "several"])),
+        "selection": draw(st.sampled_from(["own", "nope", "", "several", "gone"])),
         "version": draw(st.one_of(st.integers(-1, 5).map(str), TEXT)),
         "data": data,
     }
@@ -142,6 +151,7 @@ def url_and_data(post: dict[str, Any], schedules: list[Schedule]) -> tuple[str, 
         "nope": ["nope"],
         "": [],
         "several": [str(s.pk) for s in schedules],
+        "gone": [str(uuid.uuid4())],
     }[post["selection"]]
     return LIST, {**data, "action": post["bulk"], "_selected_action": selection}
 
@@ -168,6 +178,28 @@ def url_and_data(post: dict[str, Any], schedules: list[Schedule]) -> tuple[str, 
         "selection": "nope",
         "version": "1",
         "data": {"confirm": "1"},
+    }
+)
+@example(  # another tenant's schedule, approved from the list by a tenant user
+    post={
+        "client": 1,
+        "schedule": 2,
+        "page": "bulk",
+        "bulk": "approve_selected",
+        "selection": "own",
+        "version": "1",
+        "data": {"confirm": "1"},
+    }
+)
+@example(  # a schedule deleted meanwhile
+    post={
+        "client": 0,
+        "schedule": 1,
+        "page": "bulk",
+        "bulk": "approve_selected",
+        "selection": "gone",
+        "version": "1",
+        "data": {"other": "1"},
     }
 )
 def test_action_and_confirmation_pages_never_answer_500(
@@ -232,3 +264,53 @@ def test_the_kill_switch_and_quota_pages_never_answer_500(
         for url, data in pages:
             response = browser.post(url, data)
             assert response.status_code in (200, 302, 403), (url, data, response.status_code)
+
+
+GONE = "987654321"
+"""An integer id no row has (kill switches and quotas); schedules and occurrences get a UUID."""
+
+
+def bulk_pages(world: dict[str, Any]) -> list[tuple[str, list[str], list[str], str]]:
+    """Every admin list with its bulk actions, the ids of rows the tenant user cannot see and
+    an id of a row deleted meanwhile."""
+    theirs = with_history(tenant="globex")[1]
+    Occurrence.objects.filter(pk=theirs.pk).update(state=OccurrenceState.FAILED)
+    switch = KillSwitch.objects.create(
+        scope="tenant", target="globex", enabled=False, changed_at=timezone.now()
+    )
+    quota = TenantQuota.objects.create(tenant="globex", max_active_schedules=5)
+    return [
+        (LIST, BULK, [str(s.pk) for s in world["schedules"]], str(uuid.uuid4())),
+        (OCCURRENCES, ["replay"], [str(theirs.pk)], str(uuid.uuid4())),
+        (SWITCHES, ["delete_selected"], [str(switch.pk)], GONE),
+        (QUOTAS, ["delete_selected"], [str(quota.pk)], GONE),
+    ]
+
+
+@fuzz(20)
+@given(
+    client=st.integers(0, 1),
+    pick=st.integers(0, 11),
+    selection=st.sampled_from(["listed", "gone", "both", "nope", "mixed"]),
+    stage=st.sampled_from(["confirm", "post", "", "index"]),
+    reason=TEXT,
+)
+@example(client=1, pick=3, selection="listed", stage="", reason="")  # approve_selected
+@example(client=0, pick=3, selection="gone", stage="confirm", reason="")
+def test_every_bulk_action_answers_a_selection_it_cannot_act_on_with_a_message(
+    world: dict[str, Any], client: int, pick: int, selection: str, stage: str, reason: str
+) -> None:
+    with rolled_back():
+        pages = bulk_pages(world)
+        url, choices, ids, gone = pages[0] if pick < 4 else pages[1 + pick % 3]
+        chosen = {
+            "listed": ids,
+            "gone": [gone],
+            "both": [*ids, gone],
+            "nope": ["nope"],
+            "mixed": [ids[0], "nope"],
+        }[selection]
+        data = {"action": choices[pick % len(choices)], "_selected_action": chosen}
+        data.update({stage: "yes"} if stage else {}, reason=reason, note=reason)
+        response = world["clients"][client].post(url, data)
+    assert response.status_code in (200, 302, 403), (url, data, response.status_code)
