@@ -10,7 +10,7 @@ from functools import lru_cache
 from uuid import UUID
 
 from django.db import DatabaseError, DataError, IntegrityError, transaction
-from django.db.models import Count, Min, OuterRef, Subquery
+from django.db.models import JSONField, Min, OuterRef, Subquery
 
 from scheduler_app.bulk import insert_occurrences, save_advanced
 from scheduler_app.conf import SchedulerSettings, get_settings
@@ -23,21 +23,17 @@ from scheduler_app.definitions import (
     version_id,
 )
 from scheduler_app.due import Due, due_walk
-from scheduler_app.lifecycle import announce_finished
-from scheduler_app.locking import lock_in_order, update_in_order
 from scheduler_app.models import (
-    ACTIVE_STATES,
     IntervalMode,
     Occurrence,
     OccurrenceState,
-    OverlapPolicy,
     Schedule,
     ScheduleMode,
     ScheduleStatus,
     ScheduleVersion,
     Trigger,
 )
-from scheduler_app.overlap import decide_overlap
+from scheduler_app.overlapping import apply_overlap
 from scheduler_app.policies import MisfireDecision, PlannedSlot, decide_misfire
 from scheduler_app.rows import new_row, relate
 from scheduler_app.timing import Kind, Timing, next_after, previous_slot
@@ -62,6 +58,18 @@ _CURRENT_VERSION = Subquery(
 )
 """The claimed schedule's current version row id, read by the claim itself (the unique
 ``(schedule, version)`` index): None when the row is missing."""
+
+_CURRENT_DEFINITION = Subquery(
+    ScheduleVersion.objects.filter(schedule_id=OuterRef("pk"), version=OuterRef("version"))
+    .order_by()
+    .values("definition")[:1],
+    output_field=JSONField(),
+)
+"""The stored definition of that version, read by the same claim: what the outbox checks each
+new row against (task, args, kwargs), as it does for rows it reads back from the ledger."""
+VERSION_CHECKED = ("task", "args", "kwargs", "objective")
+"""The parts of a version's definition that publishing reads (``handoff.matches_version``,
+the message's objective)."""
 
 
 def version_of(schedule: Schedule) -> UUID:
@@ -99,7 +107,7 @@ def materialize_batch(
         schedules: list[Schedule] = list(
             Schedule.objects.select_for_update(skip_locked=True)
             .filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
-            .annotate(current_version_id=_CURRENT_VERSION)
+            .annotate(current_version_id=_CURRENT_VERSION, current_definition=_CURRENT_DEFINITION)
             .order_by("next_run_at")[:batch_size]
         )
         if not schedules:
@@ -147,8 +155,10 @@ def _lease(rows: list[Occurrence], until: datetime | None) -> list[Occurrence]:
 
 def _attach(rows: list[Occurrence], schedules: list[Schedule]) -> None:
     """Give each row what publishing reads from its relations, without a query: the
-    (locked) schedule, and its current version's number and objective (the version row
-    holds the same definition: it was written with the schedule)."""
+    (locked) schedule, and its current version as the claim read it (number, and the stored
+    task, args, kwargs and objective). The outbox checks the row against that stored version,
+    so a schedule whose task or payload was changed past the services is refused here, in
+    the tick that made the row, as it is for a row read back from the outbox."""
     by_id = {schedule.id: schedule for schedule in schedules}
     versions: dict[UUID, ScheduleVersion] = {}
     for row in rows:
@@ -156,12 +166,15 @@ def _attach(rows: list[Occurrence], schedules: list[Schedule]) -> None:
         relate(row, "schedule", schedule)
         version = versions.get(row.schedule_version_id)
         if version is None:
+            stored = getattr(schedule, "current_definition", None) or {}
+            definition = {key: stored[key] for key in VERSION_CHECKED if key in stored}
+            definition.setdefault("objective", schedule.objective)
             version = new_row(
                 ScheduleVersion,
                 id=row.schedule_version_id,
                 schedule_id=schedule.id,
                 version=schedule.version,
-                definition={"objective": schedule.objective},
+                definition=definition,
             )
             versions[row.schedule_version_id] = version
         relate(row, "schedule_version", version)
@@ -254,96 +267,6 @@ def _plan_fixed_delay(schedule: Schedule, timing: Timing, now: datetime) -> list
         schedule.next_run_at = now + timedelta(seconds=int(schedule.rule))
     schedule.updated_at = now
     return rows
-
-
-def apply_overlap(
-    schedules: list[Schedule], planned: dict[UUID, list[Occurrence]], now: datetime
-) -> list[str]:
-    """Set each new occurrence's state by its schedule's overlap policy (schedules locked).
-
-    Returns the ids of open occurrences that ``cancel_previous`` asks to stop.
-    """
-    guarded = [
-        s.id for s in schedules if s.overlap_policy != OverlapPolicy.ALLOW and _fresh(planned[s.id])
-    ]
-    counts = _open_counts(guarded)
-    superseded: list[UUID] = []
-    stopping: list[UUID] = []
-    for schedule in schedules:
-        fresh = _fresh(planned[schedule.id])
-        if not fresh:
-            continue
-        open_rows = counts.get(schedule.id, _OpenCounts())
-        decision = decide_overlap(
-            schedule.overlap_policy,
-            active=open_rows.active,
-            buffered=open_rows.buffered,
-            new=len(fresh),
-            catching_up=open_rows.catch_up > 0,
-            new_catch_up=sum(1 for row in fresh if row.trigger == Trigger.CATCH_UP),
-        )
-        for row, state in zip(fresh, decision.states, strict=True):
-            row.state = state
-            row.reason = "overlap" if state == OccurrenceState.SKIPPED else ""
-        if decision.supersede_buffered:
-            superseded.append(schedule.id)
-        if decision.cancel_active:
-            stopping.append(schedule.id)
-    if superseded:
-        waiting = Occurrence.objects.filter(
-            schedule_id__in=superseded, state=OccurrenceState.BUFFERED
-        )
-        replaced = list(waiting.select_for_update().order_by("pk"))
-        update_in_order(
-            waiting, state=OccurrenceState.CANCELLED, reason="superseded", finished_at=now
-        )
-        announce_finished(replaced, OccurrenceState.CANCELLED, "superseded")
-    return _request_stop(stopping, now)
-
-
-def _fresh(rows: list[Occurrence]) -> list[Occurrence]:
-    return [row for row in rows if row.state == OccurrenceState.PENDING]
-
-
-@dataclass
-class _OpenCounts:
-    active: int = 0
-    buffered: int = 0
-    catch_up: int = 0
-    """Open catch-up occurrences: the schedule is draining its backlog."""
-
-
-def _open_counts(schedule_ids: list[UUID]) -> dict[UUID, _OpenCounts]:
-    """Open occurrences per schedule, by kind, in one query."""
-    if not schedule_ids:
-        return {}
-    counts: dict[UUID, _OpenCounts] = {}
-    rows = (
-        Occurrence.objects.filter(
-            schedule_id__in=schedule_ids, state__in=(*ACTIVE_STATES, OccurrenceState.BUFFERED)
-        )
-        .values_list("schedule_id", "state", "trigger")
-        .annotate(n=Count("id"))
-    )
-    for schedule_id, state, trigger, n in rows:
-        found = counts.setdefault(schedule_id, _OpenCounts())
-        if state == OccurrenceState.BUFFERED:
-            found.buffered += n
-        else:
-            found.active += n
-        found.catch_up += n if trigger == Trigger.CATCH_UP else 0
-    return counts
-
-
-def _request_stop(schedule_ids: list[UUID], now: datetime) -> list[str]:
-    if not schedule_ids:
-        return []
-    running = Occurrence.objects.filter(
-        schedule_id__in=schedule_ids, state__in=ACTIVE_STATES, cancel_requested_at__isnull=True
-    )
-    locked = lock_in_order(running)
-    Occurrence.objects.filter(pk__in=locked).update(cancel_requested_at=now)
-    return [str(pk) for pk in locked]
 
 
 def _park_without_version(

@@ -139,6 +139,12 @@ def has_publishable(now: datetime, targets: Targets = None) -> bool:
     return publishable(now, targets).exists()
 
 
+def has_buffered() -> bool:
+    """Whether any occurrence waits in ``buffered`` (the partial index of open rows): the beat
+    polls the outbox often while one does, since each run that ends releases the next."""
+    return Occurrence.objects.filter(state=OccurrenceState.BUFFERED).exists()
+
+
 def claim_pending(
     now: datetime, limit: int, lease: timedelta, targets: Targets = None
 ) -> list[Occurrence]:

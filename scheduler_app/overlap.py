@@ -45,12 +45,16 @@ def decide_overlap(
     every policy but ``allow``: the first starts, the rest wait in slot order, because the
     misfire policy asked for each of them (``buffer_one`` still keeps only one waiting).
 
-    ``skip`` while the schedule drains its own catch-up backlog (``catching_up``: an open
-    occurrence is a catch-up run) does not skip on-time slots: the backlog is work the
-    schedule asked for, not a run that overran, so on-time slots wait behind it in slot order.
-    Their number is bounded: the backlog is at most ``catch_up_limit`` runs, and once its last
-    run ends, ``skip`` applies as usual. ``new_catch_up`` is how many of the new occurrences
-    (they come first) are catch-up runs; those are skipped while another run is open.
+    ``catching_up``: the schedule drains a backlog (rows a downtime left, created together,
+    and the rows that joined them since) and none of its runs overran (the caller decides:
+    ``overlapping``). Under ``skip`` that is not an overlap: a row waiting in the backlog has
+    not started, let alone overrun, so on-time slots join the end of the backlog in slot
+    order instead of being skipped. The backlog stays bounded: it drains faster than slots
+    come as long as no run overruns, and as soon as one does the caller stops saying
+    ``catching_up`` and ``skip`` applies as usual. ``new_catch_up`` is how many of the new
+    occurrences (they come first) are catch-up runs; those are skipped while another run is
+    open. ``buffer_all`` buffers either way; ``buffer_one`` (one place) and
+    ``cancel_previous`` (the newest slot wins) keep their rule.
     """
     if policy == ALLOW:
         return OverlapDecision((PENDING,) * new)

@@ -41,6 +41,7 @@ from scheduler_app.outbox import (
     Publisher,
     dispatch_batch,
     hand_off,
+    has_buffered,
     has_publishable,
     served_targets,
 )
@@ -56,6 +57,11 @@ SKEW_INTERVAL = 300.0
 RETENTION_INTERVAL = 86400.0
 RETENTION_ROWS_PER_TICK = 10 * DEFAULT_BATCH
 """Retention deletes at most this many rows per tick, so a tick stays short."""
+DRAIN_POLL = 0.2
+"""Seconds between ticks while occurrences wait in ``buffered`` (a backlog after downtime, or
+runs queued behind one that overran): each run that ends releases the next into the outbox, and
+the beat hands it off within this time instead of at its next slot, so a backlog drains as fast
+as its runs end (plus at most this much per run), not one run per ``MAX_INTERVAL``."""
 
 
 class Every:
@@ -115,6 +121,7 @@ class Ticker:
         self._retention = Every(RETENTION_INTERVAL)
         self.partitions = PartitionKeeper(self.settings)
         self._pruning = False
+        self._draining = True  # the first tick looks: a restarted beat may find a backlog
         self._error = ""
         self._metrics_started = False
         self.beat_ping = BeatPing(self.settings)
@@ -153,17 +160,28 @@ class Ticker:
         # The probe's answer stands unless the reconciler just put rows back in the outbox
         # (this tick's own new rows left from memory; another process's arrive next tick).
         work = first.publishable or (reconciled > 0 and has_publishable(now, self.targets))
+        more = 0
         if work and not failed:  # the broker just failed: the outbox waits for the next tick
             more, failed = self.dispatch(now)
             published += more
         if claimed or reconciled:
             due = earliest_due()
         sleep = self.sleep_until(due)
+        if not failed and self.backlog_waits(created > published - more or more > 0):
+            sleep = min(sleep, DRAIN_POLL)
         if sleep == 0.0 and not claimed:
             # Due rows that another process holds locked right now: wait a little instead
             # of spinning until it commits.
             sleep = min(LOCKED_RETRY, self.settings.MAX_INTERVAL)
         return TickResult(created, published, sleep, broker_failed=failed)
+
+    def backlog_waits(self, maybe: bool) -> bool:
+        """Whether occurrences wait in ``buffered``: asked (one query) while the last answer
+        was yes, or when this tick made rows it did not hand off or handed off rows from the
+        outbox (``maybe``: a released row may have a successor); an idle tick asks nothing."""
+        if self._draining or maybe:
+            self._draining = has_buffered()
+        return self._draining
 
     def maintain(self, now: datetime, result: TickResult) -> None:
         """The periodic jobs; the standby beat of SQLite only keeps its heartbeat."""

@@ -123,7 +123,11 @@ class SelectionGuard:
 
     model: Any
 
-    def response_action(self, request: HttpRequest, queryset: Any) -> Any:
+    def response_action(
+        self, request: HttpRequest, queryset: Any, action_location: Any = None
+    ) -> Any:
+        """``action_location``: Django 6.1's (the list or the change form); older Django has
+        none, and it is passed on only when given."""
         bad = invalid_selection(self.model, request)
         if bad:
             shown = ", ".join(repr(value) for value in bad[:3])
@@ -134,9 +138,9 @@ class SelectionGuard:
                 messages.ERROR,
             )
             return HttpResponseRedirect(request.get_full_path())
-        return self._answer_missing(request, queryset)
+        return self._answer_missing(request, queryset, location_kwargs(action_location))
 
-    def _answer_missing(self, request: HttpRequest, queryset: Any) -> Any:
+    def _answer_missing(self, request: HttpRequest, queryset: Any, location: dict[str, Any]) -> Any:
         """Selected rows that are gone or not this user's: a message, then the action on the
         rest (or the list again when none is left). Never an action on an empty selection."""
         missing = missing_selection(self.model, request, queryset) if _posted(request) else 0
@@ -154,7 +158,13 @@ class SelectionGuard:
             )
             if missing == chosen:
                 return HttpResponseRedirect(request.get_full_path())
-        return super().response_action(request, queryset)  # type: ignore[misc]
+        return super().response_action(request, queryset, **location)  # type: ignore[misc]
+
+
+def location_kwargs(action_location: Any) -> dict[str, Any]:
+    """Django 6.1 names where an action runs (``action_location``); Django 5.2 and 6.0 take
+    no such argument, so it is passed on only when Django gave one."""
+    return {} if action_location is None else {"action_location": action_location}
 
 
 def _posted(request: HttpRequest) -> bool:

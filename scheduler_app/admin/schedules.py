@@ -297,8 +297,8 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
     def has_run_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm(RUN_PERMISSION))
 
-    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
-        found = super().get_actions(request)
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict[str, Any]:
+        found = super().get_actions(request, **actions.location_kwargs(action_location))
         found.pop("delete_selected", None)  # deletes go through services.delete_schedule
         return found
 
@@ -330,6 +330,8 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
             )
         fieldsets: list[Any] = list(FIELDSETS_BUILDER)
         if obj is not None:
+            # Why this edit: kept with the new version in the audit trail (History).
+            fieldsets.append(("Why", {"fields": ("reason",)}))
             fieldsets.append(("State", {"classes": ("collapse",), "fields": STATE_FIELDS}))
             fieldsets.append(("History", {"fields": HISTORY_FIELDS}))
         return fieldsets
@@ -352,6 +354,7 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
                     obj.pk,
                     expected_version=form.cleaned_data["expected_version"],
                     user=request.user,
+                    reason=form.cleaned_data.get("reason", ""),
                     **changed,
                 )
             else:

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django_webtest import DjangoTestApp
 
 from scheduler_app import services
-from scheduler_app.models import Schedule
+from scheduler_app.models import Schedule, ScheduleAuditEvent
 from tests.integration.admin.support import change_url, page_errors, schedule_form, submit
 
 pytestmark = pytest.mark.django_db
@@ -54,3 +54,20 @@ def test_a_saved_schedule_of_every_kind_saves_from_its_rendered_change_page(
     assert schedule.max_attempts == 5
     assert schedule.version == before[0] + 1
     assert (schedule.kind, schedule.rule) == before[1:]
+
+
+def test_the_reason_typed_on_the_change_page_is_kept_with_the_edit(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    """Issue 35: an admin edit had no reason field, so edits were audited without a why."""
+    schedule = saved("cron")
+    form = schedule_form(django_app, change_url(schedule), admin_user)
+    assert "reason" in form.fields, "the change page renders no reason field"
+    response = submit(form, "_save", max_attempts="4", reason="vendor asked for four tries")
+    assert response.status_code == 302, page_errors(response)
+    entry = ScheduleAuditEvent.objects.filter(schedule_id=schedule.pk).latest("at", "pk")
+    assert (entry.by, entry.reason, entry.version) == (
+        "admin",
+        "vendor asked for four tries",
+        schedule.version + 1,
+    )

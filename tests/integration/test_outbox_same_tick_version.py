@@ -1,0 +1,76 @@
+"""The outbox checks every row it publishes against its schedule's stored version, rows made
+and published in the same tick included (issue 37): a task, args or kwargs changed through the
+ORM, past the services, is not handed off, whether the row is published from memory right after
+the tick made it or read back from the outbox later. Without a query per row."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from scheduler_app.clock import FakeClock
+from scheduler_app.models import OccurrenceState, Schedule
+from scheduler_app.safety.handoff import NOT_ITS_VERSION
+from tests.integration.support import START, MemoryPublisher, rows, schedule, ticker
+
+pytestmark = pytest.mark.django_db
+MINUTE = timedelta(minutes=1)
+TAMPERED = [
+    {"task": "demo.other"},
+    {"kwargs": {"n": 2, "admin": True}},
+    {"args": ["rm -rf /"]},
+    {"task": "demo.other", "kwargs": {}},
+]
+
+
+def every_minute(clock: FakeClock) -> Schedule:
+    return schedule(clock, kind="cron", rule="* * * * *", kwargs={"n": 1})
+
+
+@pytest.mark.parametrize("changes", TAMPERED)
+def test_a_row_of_a_schedule_changed_past_the_services_is_refused_in_its_own_tick(
+    changes: dict[str, Any],
+) -> None:
+    clock, broker = FakeClock(START), MemoryPublisher()
+    target = every_minute(clock)
+    Schedule.objects.filter(pk=target.pk).update(**changes)  # no new version, no approval
+    clock.set(START + MINUTE)
+    result = ticker(broker, clock).tick()  # materialized and handed off from memory
+    assert (result.created, result.published) == (1, 0)
+    assert broker.sent == []
+    [row] = rows(target)
+    assert (row.state, row.reason) == (OccurrenceState.SKIPPED, NOT_ITS_VERSION)
+
+
+def test_an_unchanged_schedule_is_published_in_its_own_tick() -> None:
+    clock, broker = FakeClock(START), MemoryPublisher()
+    target = every_minute(clock)
+    clock.set(START + MINUTE)
+    assert ticker(broker, clock).tick().published == 1
+    [row] = rows(target)
+    assert row.state == OccurrenceState.DISPATCHED
+    assert broker.sent[0].schedule_version.definition["kwargs"] == {"n": 1}
+
+
+def test_the_check_costs_no_query_per_row() -> None:
+    clock = FakeClock(START)
+    few = [every_minute(clock) for _ in range(2)]
+    clock.set(START + MINUTE)
+    beat = ticker(MemoryPublisher(), clock)
+    beat.tick()
+    clock.advance(MINUTE)
+    with CaptureQueriesContext(connection) as small:
+        beat.tick()
+    many = [every_minute(clock) for _ in range(20)]
+    clock.advance(MINUTE)
+    beat.tick()  # the new schedules' first slot
+    clock.advance(MINUTE)
+    with CaptureQueriesContext(connection) as large:
+        assert beat.tick().published == len(few) + len(many)
+    version_reads = [q for q in large.captured_queries if "schedulever" in q["sql"].lower()]
+    assert len(version_reads) <= 1, version_reads
+    assert len(large.captured_queries) == len(small.captured_queries)
