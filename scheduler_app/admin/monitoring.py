@@ -12,26 +12,19 @@ serve every tenant; their errors may name another tenant's schedule).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import (
-    Case,
     Count,
-    DurationField,
     Exists,
-    ExpressionWrapper,
-    F,
     Min,
     OuterRef,
     Q,
     QuerySet,
     Sum,
-    Value,
-    When,
 )
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -51,11 +44,10 @@ from scheduler_app.models import (
     Schedule,
     ScheduleStatus,
 )
-from scheduler_app.monitoring.health import SUMMARY_TRIGGERS, BeatHealth, beat_health
+from scheduler_app.monitoring.health import BeatHealth, beat_health
+from scheduler_app.monitoring.lateness import SAMPLE, window_rows
 from scheduler_app.tenancy import allowed_tenants, scope
 
-SAMPLE = 20_000
-"""Lateness percentiles are computed over at most this many of the latest slots."""
 TIMELINE_ROWS = 5_000
 TIMELINE_SCHEDULES = 25
 OVERDUE_LISTED = 20
@@ -76,78 +68,12 @@ COLOURS = {
 WIDTH, ROW, LABEL = 900, 18, 180
 
 
-def percentile(values: list[float], share: float) -> float | None:
-    """Nearest-rank percentile of sorted ``values`` (None when empty)."""
-    if not values:
-        return None
-    rank = max(math.ceil(share * len(values)) - 1, 0)
-    return values[min(rank, len(values) - 1)]
-
-
-@dataclass(frozen=True)
-class Lateness:
-    label: str
-    count: int
-    dispatch: tuple[float | None, float | None, float | None]
-    start: tuple[float | None, float | None, float | None]
-
-    def cells(self) -> list[str]:
-        return [_sec(v) for v in (*self.dispatch, *self.start)]
-
-
-def _sec(value: float | None) -> str:
-    return "-" if value is None else format_seconds(value)
-
-
 def _occurrences(request: HttpRequest) -> QuerySet[Occurrence]:
     return scope(Occurrence.objects.all(), request.user, "schedule__tenant")
 
 
 def _schedules(request: HttpRequest) -> QuerySet[Schedule]:
     return scope(Schedule.objects.all(), request.user)
-
-
-def lateness(request: HttpRequest, now: datetime) -> list[Lateness]:
-    """p50/p95/p99 of dispatch and start lateness over the last hour and day (one query), of
-    scheduled and catch-up runs only: a backfill's slots are hours or days old by design, and
-    a manual run has no slot to be late for (``scheduler_status`` reports those apart).
-
-    The database subtracts (two intervals per row travel, not three instants) and the newest
-    ``SAMPLE`` slots of the day are enough for percentiles."""
-    hour_ago = now - timedelta(hours=1)
-    rows = list(
-        _occurrences(request)
-        .filter(scheduled_for__gte=now - timedelta(days=1), scheduled_for__lte=now)
-        .filter(trigger__in=SUMMARY_TRIGGERS)
-        .exclude(dispatched_at__isnull=True)
-        .annotate(
-            recent=Case(When(scheduled_for__gte=hour_ago, then=Value(True)), default=Value(False)),
-            dispatch=ExpressionWrapper(
-                F("dispatched_at") - F("scheduled_for"), output_field=DurationField()
-            ),
-            start=ExpressionWrapper(
-                F("started_at") - F("scheduled_for"), output_field=DurationField()
-            ),
-        )
-        .order_by("-scheduled_for")
-        .values_list("recent", "dispatch", "start")[:SAMPLE]
-    )
-    result = []
-    for label, chosen in (
-        ("last hour", [row for row in rows if row[0]]),
-        ("last day", rows),
-    ):
-        dispatch = sorted(d.total_seconds() for _, d, _ in chosen if d is not None)
-        start = sorted(t.total_seconds() for _, _, t in chosen if t is not None)
-        result.append(
-            Lateness(
-                label,
-                len(chosen),
-                tuple(percentile(dispatch, p) for p in (0.5, 0.95, 0.99)),  # type: ignore[arg-type]
-                tuple(percentile(start, p) for p in (0.5, 0.95, 0.99)),  # type: ignore[arg-type]
-            )
-        )
-    return result
 
 
 def overdue(request: HttpRequest, now: datetime) -> tuple[int, list[Schedule]]:
@@ -376,7 +302,7 @@ def monitoring_page(model_admin: Any, request: HttpRequest) -> HttpResponse:
             (s.pk, s.name or s.key or s.task, instant_text(s.next_run_at, s.timezone))
             for s in listed
         ],
-        "lateness": lateness(request, now),
+        "lateness": window_rows(_occurrences(request), now),
         "overdue_count": count,
         "overdue": listed,
         "misfires": misfires(request, now),

@@ -3,21 +3,27 @@ year, every N days/weeks/months. Pure: no Django, no clock."""
 
 from __future__ import annotations
 
-from scheduler_app.timing.phrases.clock import DateWords, clock_text
+from scheduler_app.timing.phrases.clock import DateWords, Time, clock_text
 from scheduler_app.timing.phrases.daily import Built, cron_days, cron_list, times_rule
 from scheduler_app.timing.phrases.draft import Draft
 from scheduler_app.timing.phrases.monthly import ANY_WEEKDAY
 from scheduler_app.timing.phrases.words import WEEKDAY_CODES, refuse
 
 _WORKDAYS = "MO,TU,WE,TH,FR"
+MIDNIGHT: Time = (0, 0, 0)
+EXAMPLE = "e.g. 'every weekday at 9:00' or 'every month on the 1st'"
 
 
 def calendar_rule(text: str, draft: Draft) -> Built:
     count, unit = draft.every or (1, "day")
-    if draft.times is None:
-        raise refuse(text, text, "say at what time, e.g. 'every weekday at 9:00'")
+    if draft.times is None and draft.every is None and draft.days is None and draft.per is None:
+        raise refuse(text, text, f"say when it runs, {EXAMPLE}")
     if unit == "week" and draft.days is None:
-        raise refuse(text, draft.given["every"], "say which day, e.g. 'every week on monday'")
+        raise refuse(
+            text, draft.given["every"], "say which day, e.g. 'every week on monday' (at "
+            "00:00) or 'every week on monday at 9:00'"
+        )  # fmt: skip
+    times = _times_or_midnight(text, draft)
     _check_count(text, draft)
     if unit == "day" and count > 1:
         if draft.days is not None:
@@ -32,7 +38,7 @@ def calendar_rule(text: str, draft: Draft) -> Built:
     if draft.start is not None:
         raise refuse(text, draft.given["start"], "only 'every N days/weeks' counts from a start")
     _whole_minutes(text, draft)
-    return times_rule(draft.times, draft.days)
+    return times_rule(times, draft.days)
 
 
 def monthly_rule(text: str, draft: Draft) -> Built:
@@ -45,8 +51,7 @@ def monthly_rule(text: str, draft: Draft) -> Built:
             text, draft.given["every"], "a day of the month repeats every month; say 'every "
             "month' or 'every 3 months'"
         )  # fmt: skip
-    if draft.times is None:
-        raise refuse(text, text, "say at what time, e.g. 'on the 1st of every month at 9:00'")
+    times = _times_or_midnight(text, draft)
     _check_count(text, draft)
     every = f";INTERVAL={count}" if count > 1 else ""
     if draft.nth is not None:
@@ -56,7 +61,7 @@ def monthly_rule(text: str, draft: Draft) -> Built:
         if draft.start is not None:
             raise refuse(text, draft.given["start"], "only 'every N months' counts from a start")
         _whole_minutes(text, draft)
-        return times_rule(draft.times, None, cron_list(sorted(set(days))))
+        return times_rule(times, None, cron_list(sorted(set(days))))
     bymonthday = ",".join(str(d) for d in sorted(set(days), key=lambda d: (d < 0, d)))
     return Built(
         "rrule", f"FREQ=MONTHLY{every};BYMONTHDAY={bymonthday};{_at(text, draft)}", draft.start
@@ -91,8 +96,7 @@ def yearly_rule(text: str, draft: Draft, day: DateWords) -> Built:
     )  # fmt: skip
     if clash:
         raise refuse(text, clash, "a date of every year already says when; leave this out")
-    if draft.times is None:
-        raise refuse(text, text, "say at what time, e.g. 'every year on 1 January at 9:00'")
+    _times_or_midnight(text, draft)
     _whole_minutes(text, draft)
     hours, minutes = _grid(text, draft)
     return Built("cron", f"{minutes} {hours} {day.day} {day.month} *")
@@ -102,6 +106,22 @@ _MONTH_NAMES = (
     "", "January", "February", "March", "April", "May", "June", "July", "August",
     "September", "October", "November", "December",
 )  # fmt: skip
+
+
+def _times_or_midnight(text: str, draft: Draft) -> tuple[Time, ...]:
+    """A calendar phrase without a time of day runs at 00:00 in its zone, as cron's
+    ``0 0 ...`` and ``@daily`` do ("every month on the 1st"); the description says "at 00:00".
+    Several times a day must be named, though: the parser never invents them."""
+    if draft.times is not None:
+        return draft.times
+    count, unit = draft.per or (1, "")
+    if unit == "day" and count != 1:
+        raise refuse(
+            text, draft.given["how many times"], f"say the {count} times, e.g. "
+            "'twice a day at 9:00 and 17:00'"
+        )  # fmt: skip
+    draft.times = (MIDNIGHT,)
+    return draft.times
 
 
 def _check_count(text: str, draft: Draft) -> None:

@@ -71,8 +71,31 @@ def read_from(reader: Reader, draft: Draft, start: int) -> None:
     read_between(reader, draft, start)
 
 
+PART_WORDS = {
+    "morning": "morning", "mornings": "morning", "afternoon": "afternoon",
+    "afternoons": "afternoon", "evening": "evening", "evenings": "evening",
+}  # fmt: skip
+
+
+def part_of_day(words: list[str]) -> str | None:
+    """The part of the day a phrase names anywhere ("at 7 every evening"): its times are read
+    in it."""
+    return next((PART_WORDS[w.lower()] for w in words if w.lower() in PART_WORDS), None)
+
+
+def read_part_of_day(reader: Reader, draft: Draft, start: int) -> None:
+    """``morning(s)``, ``in the evening``: every day's (or the days') times are in that part."""
+    part = PART_WORDS[reader.take()]
+    draft.mark(reader, "part of the day", start)
+    draft.part = part
+
+
 def read_in(reader: Reader, draft: Draft, start: int) -> None:
     reader.take()
+    if reader.peek() == "the" and reader.peek(1) in PART_WORDS:
+        reader.take()
+        read_part_of_day(reader, draft, start)
+        return
     read_zone(reader, draft, start)
 
 

@@ -30,9 +30,17 @@ class DateWords:
     day: int
 
 
-def read_time(reader: Reader) -> Time:
+PARTS_OF_DAY = {"morning": range(5, 12), "afternoon": range(12, 18), "evening": range(17, 24)}
+"""The hours of "every morning/afternoon/evening at ...": a time written without am/pm is read
+in that part of the day ("every evening at 7" is 19:00), any other time is refused."""
+
+
+def read_time(reader: Reader, part: str | None = None) -> Time:
     """One time of day: ``9:00``, ``17:30``, ``9am``, ``9:30 pm``, ``9.30``, ``noon``,
-    ``midnight``. A bare ``9`` is refused: 9:00 or 21:00?"""
+    ``midnight``. A bare ``9`` is refused (9:00 or 21:00?) unless ``part`` of the day says
+    which ("every morning at 9")."""
+    if part is not None:
+        return _in_part_of_day(reader, part)
     word = reader.peek()
     if word in ("noon", "midday"):
         reader.take()
@@ -46,8 +54,10 @@ def read_time(reader: Reader) -> Time:
     suffix = reader.peek(1) if reader.peek(1) in _MERIDIEM else None
     if match and match.group(4):
         suffix = None
-    if match is None or (match.group(2) is None and match.group(4) is None and suffix is None):
+    if match is None:
         raise reader.error(f"not a time of day; {TIME_HELP}")
+    if match.group(2) is None and match.group(4) is None and suffix is None:
+        raise reader.error(_bare_hour(int(match.group(1))))
     reader.take()
     if suffix:
         reader.take()
@@ -59,6 +69,39 @@ def read_time(reader: Reader) -> Time:
         hour = hour % 12 + (12 if meridiem == "pm" else 0)
     if hour > 23 or minute > 59 or second > 59:
         raise reader.error("not a time of day: hours run 0-23, minutes 0-59 (e.g. 17:30)", -1)
+    return hour, minute, second
+
+
+def _bare_hour(hour: int) -> str:
+    """The refusal of ``at 9``: both readings named, so the writer picks one."""
+    if hour == 12:
+        return "12 alone is noon or midnight; write 12:00 or noon, 0:00 or midnight"
+    if 1 <= hour < 12:
+        return (
+            f"{hour} alone is {hour}:00 or {hour + 12}:00; write {hour}:00 or {hour + 12}:00 "
+            f"(24-hour clock), or {hour}am / {hour}pm"
+        )
+    return f"an hour is written with its minutes; write {hour}:00 (24-hour clock)"
+
+
+def _in_part_of_day(reader: Reader, part: str) -> Time:
+    """A time after "every morning/afternoon/evening at": ``7`` and ``7:30`` are read in that
+    part of the day; a time outside it is refused, never moved."""
+    word = reader.peek()
+    match = _CLOCK.match(word)
+    hours = PARTS_OF_DAY[part]
+    if match is None or reader.peek(1) in _MERIDIEM or match.group(4):
+        hour, minute, second = read_time(reader)  # noon, 7am: as written
+    else:
+        reader.take()
+        hour, minute, second = (int(match.group(i) or 0) for i in (1, 2, 3))
+        if hour not in hours and hour + 12 in hours and hour < 12:
+            hour += 12  # "every evening at 7": 19:00
+    if hour not in hours or minute > 59 or second > 59:
+        raise reader.error(
+            f"not a time of the {part} ({hours.start}:00-{hours.stop - 1}:59); write the "
+            f"time alone, e.g. 'every day at {hour}:{minute:02d}'", -1
+        )  # fmt: skip
     return hour, minute, second
 
 

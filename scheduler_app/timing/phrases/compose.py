@@ -94,6 +94,11 @@ def parse_text(text: str, *, timezone: str = "UTC") -> ParsedText:
 
 
 def _rule(text: str, draft: Draft) -> Built:
+    if draft.part is not None and draft.times is None:
+        raise refuse(
+            text, draft.given["part of the day"], f"say at what time in the {draft.part}, "
+            f"e.g. 'every {draft.part} at {_PART_EXAMPLE[draft.part]}'"
+        )  # fmt: skip
     if draft.window is not None and not _sub_daily(draft):
         raise refuse(
             text, draft.given["between"], "a window limits a step, e.g. 'every 15 minutes "
@@ -114,6 +119,9 @@ def _rule(text: str, draft: Draft) -> Built:
     if _sub_daily(draft):
         return _sub_daily_rule(text, draft)
     return calendar_rule(text, draft)
+
+
+_PART_EXAMPLE = {"morning": "7:30", "afternoon": "3pm", "evening": "7pm"}
 
 
 def _sub_daily(draft: Draft) -> bool:
@@ -149,6 +157,12 @@ def _sub_daily_rule(text: str, draft: Draft) -> Built:
             text, draft.given["at"], "a rule every few minutes or hours runs all day; "
             "limit it with a window instead, e.g. 'every 15 minutes between 8:00 and 18:00'"
         )  # fmt: skip
+    plain = draft.window is None and draft.minute_of_hour is None and draft.days is None
+    if draft.start is not None and not plain:
+        raise refuse(
+            text, draft.given["start"], "only a plain step counts from a start, e.g. 'every "
+            "6 hours starting 4 January 2027 at 1:00'; leave out the start"
+        )  # fmt: skip
     if draft.minute_of_hour is not None:
         return _past_the_hour(text, draft, draft.minute_of_hour)
     if draft.every_duration is not None:
@@ -157,6 +171,8 @@ def _sub_daily_rule(text: str, draft: Draft) -> Built:
         count, unit = draft.every or (1, "minute")
         seconds = count * (60 if unit == "minute" else 3600)
     days = cron_days(draft.days)
+    if draft.start is not None:  # counted from the start, not from the clock's grid
+        return Built("interval", str(seconds), draft.start)
     if draft.window is not None and seconds % 60 == 0:
         return window_steps(*draft.window, seconds // 60, draft.days)
     if draft.window is None and seconds < 3600 and seconds % 60 == 0 and 3600 % seconds == 0:

@@ -25,6 +25,8 @@ class Draft:
     on_date: DateWords | None = None
     once: bool = False
     times: tuple[Time, ...] | None = None
+    part: str | None = None
+    """"morning", "afternoon" or "evening": the times were read in that part of the day."""
     minute_of_hour: int | None = None
     per: tuple[int, str] | None = None
     window: tuple[Time, Time] | None = None

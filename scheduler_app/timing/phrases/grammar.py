@@ -1,7 +1,7 @@
 """The grammar of schedule phrases: clauses in any order, each at most once.
 
     phrase   := clause+
-    clause   := every | days | monthly | date | times | count | window | zone | start
+    clause   := every | days | monthly | date | times | count | window | zone | start | part
     every    := ("every" | "each") (N unit | Nth unit | "other" unit | unit | DURATION
                 | days | date | ("first" | "last") weekday "of the month")
               | "hourly" | "daily" | "weekly" | "fortnightly" | "monthly" | "yearly" | "annually"
@@ -11,14 +11,18 @@
     monthly  := ["on"] ["the"] (ordinal-list weekday | "last day" | day-list) ["of" the month]
               | "on day" N "of the month"
     date     := ["on"] (D month [YYYY] | month D [YYYY] | YYYY-MM-DD)   (no year: every year)
-    times    := "at" time ("and" time)* | "at" ("half past" | "quarter past" | "quarter to"
+    times    := ["at"] time ("and" time)* | "at" ("half past" | "quarter past" | "quarter to"
                 | N "minutes past" | "minute" N) ["the hour"] | "on the hour"
     count    := ("once" | "twice" | N "times") ("a" | "per") ("day" | "week" | "month")
-    window   := ("between" | "from") time ("and" | "to" | "until" | "-") time
+    window   := ("between" | "from") time ("and" | "to" | "until" | "-") time | time "-" time
+    part     := ["every"] ("morning" | "afternoon" | "evening")["s"] | "in the" part-word
+                (a time without am/pm is read in that part of the day: "every evening at 7")
     zone     := ["in"] (IANA-name | "UTC" | abbreviation)
     start    := ("starting" | "beginning" | "from") date-or-ISO [time] ["UTC"]
 
-Pure: no Django, no clock. Words it does not know are refused, never skipped.
+A calendar phrase without a time runs at 00:00 in its zone (cron's ``0 0 ...``); a bare hour
+("at 9") is refused naming both readings. Pure: no Django, no clock. Words it does not know are
+refused, never skipped.
 """
 
 from __future__ import annotations
@@ -29,15 +33,25 @@ from typing import Any
 from scheduler_app.errors import InvalidRule
 from scheduler_app.timing.durations import parse_duration
 from scheduler_app.timing.phrases.clauses import (
+    PART_WORDS,
     SHORTHAND,
+    part_of_day,
+    read_between,
     read_count,
     read_from,
     read_in,
+    read_part_of_day,
     read_start,
     read_window,
     read_zone,
 )
-from scheduler_app.timing.phrases.clock import read_date, read_past_the_hour, read_time, starts_time
+from scheduler_app.timing.phrases.clock import (
+    MONTHS,
+    read_date,
+    read_past_the_hour,
+    read_time,
+    starts_time,
+)
 from scheduler_app.timing.phrases.draft import Draft
 from scheduler_app.timing.phrases.monthly import read_month_part, starts_month_part
 from scheduler_app.timing.phrases.words import (
@@ -98,10 +112,19 @@ def _read_clause(reader: Reader, draft: Draft) -> None:
     if starts_month_part(reader):
         read_month_part(reader, draft, start)
         return
+    if word in PART_WORDS:
+        read_part_of_day(reader, draft, start)
+        return
     if _read_days_or_date(reader, draft, start):
         return
     if is_zone_word(word, reader.peek(1)):
         read_zone(reader, draft, start)
+        return
+    if starts_time(word) and "-" in (reader.peek(1), reader.peek(2)):
+        read_between(reader, draft, start)  # "every hour 9am-5pm", "9:00 - 17:00"
+        return
+    if starts_time(word):  # "9:00 every weekday", "noon on weekdays"
+        _read_times(reader, draft, start)
         return
     raise reader.error(f"not a word of schedule phrases; {EXAMPLE}")
 
@@ -125,6 +148,10 @@ def _read_every(reader: Reader, draft: Draft, start: int) -> None:
         if count < 2:
             raise reader.error("say e.g. 'every day' or 'every 2 days'", -1)
         _read_unit(reader, draft, count, start, other=word == "other")
+        return
+    if word in PART_WORDS:
+        _set_every(reader, draft, (1, "day"), start)
+        read_part_of_day(reader, draft, reader.position)
         return
     if (word in ("half", "quarter") and after == "hour") or (word, after) == ("half", "an"):
         reader.position += 3 if after == "an" else 2
@@ -158,8 +185,8 @@ def _monthly_after_every(reader: Reader, count: int) -> bool:
     after = reader.peek(1)
     if after == "weekday":
         return True
-    if after == "day":
-        return count in (1, -1)
+    if after == "day" or (after == "of" and reader.peek(2) not in MONTHS):
+        return count in (1, -1)  # "every last day", "every 1st of the month"
     return weekday(after) is not None and (count in (1, -1) or reader.peek(2) == "of")
 
 
@@ -257,10 +284,15 @@ def _read_at(reader: Reader, draft: Draft, start: int) -> None:
     if found is not None:
         draft.mark(reader, "date", start)
         draft.on_date = found
-    times = [read_time(reader)]
+    _read_times(reader, draft, start)
+
+
+def _read_times(reader: Reader, draft: Draft, start: int) -> None:
+    part = part_of_day(reader.words)
+    times = [read_time(reader, part)]
     while (reader.peek() == "and" and starts_time(reader.peek(1))) or starts_time(reader.peek()):
         reader.accept("and")
-        times.append(read_time(reader))
+        times.append(read_time(reader, part))
     if reader.peek() == "local" and reader.peek(1) == "time":
         reader.position += 2  # "Once at 2027-09-05 14:00:00 local time": the zone's wall time
     draft.mark(reader, "at", start)

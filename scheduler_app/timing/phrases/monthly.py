@@ -35,7 +35,10 @@ def starts_month_part(reader: Reader) -> bool:
     if at and (is_day_of_month(word) or word.isdigit()):
         return after not in MONTHS
     if ordinal(word) is not None and word in (*_DAY_ORDINALS, "1st", "2nd", "3rd", "4th", "5th"):
-        return at == 1 or after in ("day", "weekday", "and") or weekday(after) is not None
+        of_month = after == "of" and reader.peek(at + 2) not in MONTHS  # "1st of every month"
+        return (
+            at == 1 or after in ("day", "weekday", "and") or of_month or weekday(after) is not None
+        )
     if is_day_of_month(word):
         return reader.peek(at + 1) not in MONTHS and reader.peek(at + 2) not in MONTHS
     return False
@@ -86,11 +89,11 @@ def _read_items(reader: Reader) -> tuple[list[int], list[tuple[int, int]]]:
             reader.accept("day")
         else:
             raise reader.error("say e.g. 'the first monday', 'the last day' or 'the 15th'")
-        if not (reader.peek() in ("and", "&") and _item_follows(reader.peek(1))):
-            if not _item_follows(reader.peek()) or pending:
-                break
-        else:
-            reader.take()
+        joined = reader.peek() in ("and", "&")
+        the = reader.peek(int(joined)) == "the"  # "the 1st and the 15th"
+        if not _item_follows(reader.peek(int(joined) + int(the))) or (pending and not joined):
+            break
+        reader.position += int(joined) + int(the)
     if pending:
         raise reader.error("say a weekday or 'day', e.g. 'the first and third monday'")
     if days and nth:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from scheduler_app.admin.display import instant_text, local_and_utc
-from scheduler_app.admin.monitoring import percentile
+from scheduler_app.monitoring.lateness import nearest_rank as percentile
 
 
 def test_every_instant_has_seconds_and_its_zone_with_utc_beside() -> None:

@@ -70,6 +70,20 @@ def test_text_the_builder_cannot_express_fills_the_advanced_mode(client: Client)
     assert (fill["active_window"], fill["window_policy"]) == ("MON-FRI 08:00-18:01", "skip")
 
 
+def test_words_without_a_time_preview_at_midnight_and_say_so(client: Client) -> None:
+    # "every month on the 1st" runs at 00:00 in the zone (cron's 0 0 ...); the page says it.
+    answer = client.post(
+        PREVIEW_URL, {"words": "every month on the 1st", "timezone": "Europe/Riga"}
+    ).json()
+    assert answer["ok"] is True
+    assert (answer["rule"], answer["timezone"]) == ("0 0 1 * *", "Europe/Riga")
+    assert answer["description"].startswith("At 00:00, on day 1 of the month")
+    assert answer["fill"]["at_times"] == "00:00"
+    bare = client.post(PREVIEW_URL, {"words": "every day at 9"}).json()
+    assert bare["ok"] is False
+    assert "9:00 or 21:00" in bare["errors"]["words"][0]
+
+
 def test_the_preview_of_unreadable_text_names_the_part(client: Client) -> None:
     answer = client.post(PREVIEW_URL, {"words": "every mondy at 9:00"}).json()
     assert answer["ok"] is False

@@ -93,10 +93,6 @@ def test_scheduler_status_says_which_lag_and_which_percentile() -> None:
     assert now
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs admin/monitoring.py's lateness() to return monitoring.lateness.window_rows",
-)
 def test_the_monitoring_page_shows_the_commands_figures() -> None:
     four_runs_one_retried()
     client = Client()

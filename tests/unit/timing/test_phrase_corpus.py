@@ -1,6 +1,6 @@
 """The phrase reader against phrases as people write them (``phrase_corpus.txt``): each line's
 expected slots come from an RFC 5545 rule a person wrote, evaluated by python-dateutil, never
-from the parser. Nothing may be misread; at least 95% must be read; the rest is refused with a
+from the parser. Nothing may be misread; at least 97% must be read; the rest is refused with a
 message that says what to write instead."""
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ def _suggests(message: str) -> bool:
 
 
 def test_the_corpus_is_large_and_varied() -> None:
-    assert len(LINES) >= 300
-    assert len({line.phrase.lower() for line in LINES}) >= 300
+    assert len(LINES) >= 400
+    assert len({line.phrase.lower() for line in LINES}) >= 400
 
 
 @pytest.mark.parametrize("line", LINES, ids=lambda line: f"{line.number}:{line.phrase}")
@@ -112,7 +112,7 @@ def test_each_phrase_is_read_as_written_or_refused_with_advice(line: Line) -> No
     assert parsed_slots(parsed) == expected, (parsed.kind, parsed.rule, parsed.active_window)
 
 
-def test_nothing_is_misread_and_at_least_95_percent_is_read() -> None:
+def test_nothing_is_misread_and_at_least_97_percent_is_read() -> None:
     read = misread = refused = 0
     for line in LINES:
         try:
@@ -130,4 +130,4 @@ def test_nothing_is_misread_and_at_least_95_percent_is_read() -> None:
         else:
             read += 1
     assert misread == 0
-    assert read >= 0.95 * len(LINES), (read, refused, len(LINES))
+    assert read >= 0.97 * len(LINES), (read, refused, len(LINES))

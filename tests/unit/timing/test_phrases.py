@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.timing import build_timing, slots_between
+from scheduler_app.timing.describe import describe
 from scheduler_app.timing.phrases import PhraseError, parse_text
 
 
@@ -143,7 +144,16 @@ def test_as_json_carries_the_parsed_rule() -> None:
         ("every weekday at 9", "'9'"),
         ("every weekday at 25:00", "'25:00'"),
         ("every weekday at 9:00 please", "'please'"),
-        ("every weekday", "'every weekday'"),  # no time: never a guessed 00:00
+        ("every day at 9", "9:00 or 21:00"),  # a bare hour names both readings
+        ("at 12", "noon or midnight"),
+        ("every morning", "at what time in the morning"),
+        ("every morning at 19:00", "not a time of the morning"),
+        ("every evening at 6am", "not a time of the evening"),
+        ("twice a day", "say the 2 times"),  # 00:00 is one time, never two invented ones
+        ("in Europe/Riga", "say when it runs"),
+        ("weekly", "say which day"),
+        ("every 15 minutes between 9:00 and 17:00 starting 1 February 2027", "'starting"),
+        ("every hour at half past starting 1 February 2027", "'starting"),
         ("twice a day at 9:00", "'twice a day'"),
         ("every 2 mondays at 9:00", "'2'"),
         ("every 2nd tuesday at 9:00", "'every 2 weeks on tuesday'"),
@@ -170,6 +180,57 @@ def test_refusals_name_the_part(text: str, part: str) -> None:
     assert caught.value.field == "text"
     assert part in caught.value.message
     assert "\n" not in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("text", "rule", "described"),
+    [
+        ("every weekday", "0 0 * * MON-FRI", "At 00:00, Monday through Friday, Europe/Riga"),
+        ("daily", "0 0 * * *", "At 00:00, Europe/Riga"),
+        ("every month on the 1st", "0 0 1 * *", "At 00:00, on day 1 of the month, Europe/Riga"),
+        ("monthly on the 10th", "0 0 10 * *", "At 00:00, on day 10 of the month, Europe/Riga"),
+        ("every year on 1 January", "0 0 1 1 *", "At 00:00, on day 1 of the month, in January"),
+        ("weekly on friday", "0 0 * * FRI", "At 00:00, on Friday, Europe/Riga"),
+        (
+            "first monday of every month",
+            "FREQ=MONTHLY;BYDAY=1MO;BYHOUR=0;BYMINUTE=0;BYSECOND=0",
+            "On the first Monday of every month at 00:00, Europe/Riga",
+        ),
+        (
+            "every other day",
+            "FREQ=DAILY;INTERVAL=2;BYHOUR=0;BYMINUTE=0;BYSECOND=0",
+            "Every 2 days at 00:00",
+        ),
+    ],
+)
+def test_a_calendar_phrase_without_a_time_runs_at_midnight_and_says_so(
+    text: str, rule: str, described: str
+) -> None:
+    # As cron's `0 0 ...`: 00:00 in the schedule's zone, written out in the description.
+    parsed = parse_text(text, timezone="Europe/Riga")
+    assert parsed.rule == rule
+    timing = build_timing(
+        kind=parsed.kind,
+        rule=parsed.rule,
+        timezone=parsed.timezone,
+        anchor=datetime(2027, 1, 4, tzinfo=UTC),
+    )
+    assert describe(timing).startswith(described)
+
+
+def test_parts_of_the_day_read_a_bare_hour_in_them() -> None:
+    assert parse_text("every morning at 7").rule == "0 7 * * *"
+    assert parse_text("every evening at 7:30").rule == "30 19 * * *"
+    assert parse_text("every afternoon at 3").rule == "0 15 * * *"
+    assert parse_text("weekday mornings at 8").rule == "0 8 * * MON-FRI"
+    assert parse_text("at 8 every evening").rule == "0 20 * * *"
+
+
+def test_a_step_with_a_start_counts_from_it() -> None:
+    # Not the clock's grid: 1:00, 7:00, 13:00, 19:00 from 4 January 2027.
+    parsed = parse_text("every 6 hours starting 4 January 2027 at 1:00")
+    assert (parsed.kind, parsed.rule) == ("interval", "21600")
+    assert parsed.anchor == datetime(2027, 1, 4, 1, tzinfo=UTC)
 
 
 def test_long_or_multi_line_text_is_refused() -> None:
@@ -224,6 +285,10 @@ VOCABULARY = [
     "from",
     "to",
     "through",
+    "morning",
+    "evening",
+    "-",
+    "12",
 ]
 
 
