@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler_app.monitoring.health import _percentile
+from scheduler_app.monitoring.lateness import nearest_rank
 from scheduler_app.monitoring.monitor import _first_line, human_duration
 from scheduler_app.safety.payloads import looks_secret
 from scheduler_app.ticker import Every
@@ -54,6 +54,7 @@ def test_ordinary_keys_and_references(key: str) -> None:
     assert not looks_secret(key)
 
 
-def test_percentiles_pick_a_sample() -> None:
+def test_percentiles_pick_a_sample_by_nearest_rank() -> None:
+    """The one method the monitoring page and scheduler_status share: rank ceil(p * n)."""
     values = [float(n) for n in range(1, 101)]
-    assert (_percentile(values, 0.5), _percentile(values, 0.99)) == (51.0, 99.0)
+    assert (nearest_rank(values, 0.5), nearest_rank(values, 0.99)) == (50.0, 99.0)
