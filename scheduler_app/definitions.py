@@ -32,6 +32,7 @@ from scheduler_app.policies import MisfireRules
 from scheduler_app.routing import checked_options
 from scheduler_app.targets import check_target, is_allowed_name, registered_tasks
 from scheduler_app.timing import Kind, Timing, build_timing, parse_duration
+from scheduler_app.timing.budget import SearchBudget
 from scheduler_app.timing.calendars.public_holidays import (
     data_version as holidays_data_version,
 )
@@ -41,7 +42,8 @@ _OCCURRENCE_NAMESPACE = uuid.UUID("6f1d3c1e-1b7e-4d55-9a55-2f5b8f0a7c11")
 
 
 def timing_for(schedule: Schedule) -> Timing:
-    """The schedule's ``Timing`` (cached per definition: parsing happens once)."""
+    """The schedule's ``Timing`` (cached per definition: parsing happens once), with the search
+    budget of the settings (``SCHEDULER_SEARCH_CANDIDATES``, ``SCHEDULER_SEARCH_SPAN_DAYS``)."""
     return _timing(
         schedule.kind,
         schedule.rule,
@@ -55,7 +57,27 @@ def timing_for(schedule: Schedule) -> Timing:
         schedule.active_window,
         schedule.window_policy,
         schedule.exclude_holidays,
+        budget=search_budget(),
     )
+
+
+def search_budget() -> SearchBudget:
+    """The settings' search budget: how much work one computation of a slot may do."""
+    settings = get_settings()
+    return _budget(settings.SEARCH_CANDIDATES, settings.SEARCH_SPAN_DAYS)
+
+
+@lru_cache(maxsize=16)
+def _budget(candidates: int, span_days: int) -> SearchBudget:
+    try:
+        return SearchBudget(candidates=candidates, span=timedelta(days=span_days))
+    except (TypeError, ValueError, OverflowError):
+        raise ScheduleValidationError(
+            "settings",
+            f"SCHEDULER_SEARCH_CANDIDATES ({candidates!r}) and SCHEDULER_SEARCH_SPAN_DAYS "
+            f"({span_days!r}) must be whole numbers >= 1; fix the Django settings",
+            code="bad_setting",
+        ) from None
 
 
 @lru_cache(maxsize=65536)
@@ -72,6 +94,8 @@ def _timing(
     active_window: str = "",
     window_policy: str = "defer",
     exclude_holidays: str = "",
+    *,
+    budget: SearchBudget,
 ) -> Timing:
     raw_rule: str | timedelta = parse_duration(rule, "rule") if kind == Kind.INTERVAL else rule
     return build_timing(
@@ -87,6 +111,7 @@ def _timing(
         window=active_window or None,
         window_policy=window_policy or "defer",
         exclude_holidays=exclude_holidays or None,
+        budget=budget,
     )
 
 
@@ -224,6 +249,7 @@ def validate_definition(values: dict[str, Any]) -> Timing:
         str(values.get("active_window") or ""),
         str(values.get("window_policy") or "defer"),
         _holidays_code(values.get("exclude_holidays")),
+        budget=search_budget(),
     )
     _check_min_interval(timing)
     return timing

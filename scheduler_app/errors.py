@@ -27,6 +27,22 @@ class InvalidRule(ScheduleValidationError):
     """A cron expression, RRULE, interval or one-time instant that is malformed."""
 
 
+class SearchExhausted(InvalidRule):
+    """A search for a slot used up its budget (``timing/budget.py``) without finding one.
+
+    ``exhausted`` says what ran out: ``"candidates"`` (``SCHEDULER_SEARCH_CANDIDATES``),
+    ``"span"`` (``SCHEDULER_SEARCH_SPAN_DAYS``) or ``"window"`` (a skip window the rule stopped
+    meeting, asked by validation). Raised by validation
+    (the rule is refused on ``rule``) and at run time (the beat parks the schedule with it).
+    """
+
+    def __init__(
+        self, message: str, *, exhausted: str, field: str = "rule", code: str = "never_fires"
+    ) -> None:
+        self.exhausted = exhausted
+        super().__init__(field, message, code=code)
+
+
 class UnknownTimezone(ScheduleValidationError):
     """A zone name that is not in the IANA database."""
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import islice
 from zoneinfo import ZoneInfo
 
+from scheduler_app.errors import SearchExhausted
 from scheduler_app.timing import Ambiguous, Timing, describe, iter_annotated
 from scheduler_app.timing.calendars.solar import SolarRule, missing_days
 from scheduler_app.timing.engine import holiday_skips
@@ -50,15 +51,35 @@ class PreviewRow:
 
 
 def preview_rows(timing: Timing, after: datetime, count: int) -> list[PreviewRow]:
-    """The first ``count`` slots strictly after ``after``, each with its DST sentence."""
+    """The first ``count`` slots strictly after ``after``, each with its DST sentence; fewer
+    when the search budget runs out first (``preview_slots`` says why)."""
+    return preview_slots(timing, after, count).rows
+
+
+@dataclass(frozen=True)
+class PreviewSlots:
+    rows: list[PreviewRow]
+    stopped: str | None = None
+    """Why the list ended before ``count`` rows: the search budget's message; None: it did not
+    (or the rule has no more slots)."""
+
+
+def preview_slots(timing: Timing, after: datetime, count: int) -> PreviewSlots:
+    """``preview_rows`` with why it stopped. Every slot is searched for under the timing's
+    budget, and rows stop once a slot lies past ``after`` plus the budget's span (the first
+    row excepted), so one preview does at most about two spans of work, whatever the rule."""
     zone, ambiguous = timing.zone, timing.effective_dst.ambiguous
-    return [
-        PreviewRow(
-            local=slot.astimezone(zone),
-            note=dst_note(code, wall, slot.astimezone(zone), ambiguous),
-        )
-        for slot, wall, code in islice(iter_annotated(timing, after), count)
-    ]
+    horizon = after + timing.budget.span if LATEST - after > timing.budget.span else LATEST
+    rows: list[PreviewRow] = []
+    try:
+        for slot, wall, code in islice(iter_annotated(timing, after), count):
+            local = slot.astimezone(zone)
+            rows.append(PreviewRow(local=local, note=dst_note(code, wall, local, ambiguous)))
+            if slot > horizon:
+                break
+    except SearchExhausted as exhausted:
+        return PreviewSlots(rows, exhausted.message)
+    return PreviewSlots(rows)
 
 
 def dst_note(code: str | None, wall: datetime, local: datetime, ambiguous: Ambiguous) -> str | None:
@@ -102,13 +123,15 @@ def policy_text(timing: Timing) -> str:
 
 
 def preview_payload(timing: Timing, after: datetime, count: int) -> dict[str, object]:
-    """The JSON document both the command (``--json``) and the admin's preview view send."""
-    rows = preview_rows(timing, after, count)
+    """The JSON document both the command (``--json``) and the admin's preview view send;
+    ``stopped`` says why fewer slots than asked came back (the search budget), else None."""
+    found = preview_slots(timing, after, count)
     return {
         "description": describe(timing),
         "timezone": timing.zone.key,
-        "slots": [row.as_json() for row in rows],
-        "skipped": calendar_notes(timing, after, rows),
+        "slots": [row.as_json() for row in found.rows],
+        "skipped": calendar_notes(timing, after, found.rows),
+        "stopped": found.stopped,
     }
 
 
@@ -122,14 +145,20 @@ def calendar_notes(timing: Timing, after: datetime, rows: list[PreviewRow]) -> l
     ("skips Fri 2027-12-24: Christmas Eve (LV)") and days without a solar event
     ("2026-11-27 to 2027-01-15: no sunrise (polar night: the sun stays below the horizon)")."""
     until = rows[-1].utc if rows else min(after + NOTES_HORIZON, LATEST)
+    if LATEST - after > timing.budget.span:  # the notes look no further than a search does
+        until = min(until, after + timing.budget.span)
     notes = []
     if timing.holidays is not None:
         code = timing.holidays.code
-        for slot, name in holiday_skips(timing, after, until)[:MAX_NOTES]:
+        try:
+            skips = holiday_skips(timing, after, until)
+        except SearchExhausted:  # the slots stopped already: the rows say why
+            skips = []
+        for slot, name in skips[:MAX_NOTES]:
             local = slot.astimezone(timing.zone)
             notes.append(f"skips {local:%a} {local:%Y-%m-%d}: {name} ({code})")
     rule = timing.rule
-    if isinstance(rule, SolarRule):
+    if isinstance(rule, SolarRule) and until > after:
         start, end = (value.astimezone(timing.zone).date() for value in (after, until))
         for first, last, reason in missing_days(rule, timing.zone, start, end)[:MAX_NOTES]:
             days = f"{first}" if first == last else f"{first} to {last}"

@@ -6,11 +6,14 @@ English description, the next slots in local time and UTC with DST sentences
 (``scheduler_app.preview``, the describer ``schedule_preview`` uses) and the field errors.
 ``_preview_from`` (a local date or date and time) starts the slots there instead of now.
 
-The form is the admin's with every field, whatever the user may change: nothing is saved, so a
-view-only user previews a stored schedule (its own values), and a code-declared schedule
-previews its stored definition (code owns it: posted values are ignored). A user who may not
-see the schedule, or may not add one when previewing a new one, gets 403 with a message; a
-schedule of another tenant is answered with 404; any other input is a field error, never 500.
+The form is the admin's with every field, whatever the user may change: nothing is saved. A
+user who may only view a schedule previews its stored definition (posted timing values are
+ignored: a view-only account cannot make the server evaluate rules of its choosing), and so
+does a code-declared schedule (code owns it). A user who may not see the schedule, or may not
+add one when previewing a new one, gets 403 with a message; a schedule of another tenant is
+answered with 404; any other input is a field error, never 500. Every slot is searched for
+under the settings' search budget (``SCHEDULER_SEARCH_CANDIDATES``, ``..._SPAN_DAYS``): a rule
+whose slots the budget does not reach shows the slots found and the reason on ``rule``.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from django.utils import timezone
 from scheduler_app.admin.forms import BUILDER_FIELDS, TIMING_FIELDS
 from scheduler_app.admin.words import builder_fill
 from scheduler_app.models import Schedule, ScheduleOrigin
-from scheduler_app.preview import TICK, PreviewRow, calendar_notes, parse_from, preview_rows
+from scheduler_app.preview import TICK, PreviewRow, calendar_notes, parse_from, preview_slots
 from scheduler_app.tenancy import scope
 from scheduler_app.timing import Timing, describe
 
@@ -44,8 +47,7 @@ def preview(model_admin: Any, request: HttpRequest) -> HttpResponse:
     refusal = _refusal(model_admin, request, instance)
     if refusal:
         return JsonResponse({"error": refusal}, status=403)
-    declared = instance is not None and instance.origin == ScheduleOrigin.CODE
-    posted = QueryDict() if declared else request.POST
+    posted = request.POST if _may_post_rules(model_admin, request, instance) else QueryDict()
     data = _with_defaults(posted, instance or Schedule())
     data["expected_version"] = str(instance.version if instance else 0)
     form_class = _form_class(model_admin, request)
@@ -62,7 +64,7 @@ def preview(model_admin: Any, request: HttpRequest) -> HttpResponse:
         return JsonResponse({"ok": False, "errors": errors})
     try:
         start = _start(request.POST.get("_preview_from") or "", timing)
-        rows = preview_rows(timing, start - TICK, COUNT)
+        found = preview_slots(timing, start - TICK, COUNT)
     except ValueError as error:
         return JsonResponse({"ok": False, "errors": {**errors, "preview_from": [str(error)]}})
     except OverflowError:  # a slot past year 9999 in the zone
@@ -70,6 +72,9 @@ def preview(model_admin: Any, request: HttpRequest) -> HttpResponse:
             "the slots after this date are past year 9999; pick an earlier one"
         ]
         return JsonResponse({"ok": False, "errors": errors})
+    rows = found.rows
+    if found.stopped:
+        errors.setdefault("rule", []).append(found.stopped)
     return JsonResponse(
         {
             "ok": True,
@@ -84,6 +89,16 @@ def preview(model_admin: Any, request: HttpRequest) -> HttpResponse:
             "skipped": calendar_notes(timing, start - TICK, rows),
         }
     )
+
+
+def _may_post_rules(model_admin: Any, request: HttpRequest, instance: Schedule | None) -> bool:
+    """Whether the posted values are previewed: for a new schedule (``_refusal`` has checked
+    the add permission), or a schedule of the API this user may change; else the stored one."""
+    if instance is None:
+        return True
+    if instance.origin == ScheduleOrigin.CODE:
+        return False
+    return bool(model_admin.has_change_permission(request, instance))
 
 
 def _refusal(model_admin: Any, request: HttpRequest, instance: Schedule | None) -> str:

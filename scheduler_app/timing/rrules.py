@@ -532,13 +532,15 @@ def _realign(spec: RRuleSpec, start: datetime) -> datetime:
         return datetime(total // 12, total % 12 + 1, 1)  # noqa: DTZ001
     if spec.freq == du.WEEKLY:
         wkst = dict(spec.options).get("wkst", 0)
-        week_start = _day_start(anchor) - timedelta(days=(anchor.weekday() - wkst) % 7)
-        weeks = (start - week_start).days // 7 // step * step
+        # Day numbers, not dates: the week of a DTSTART in the first days of year 1 starts
+        # before the first date there is.
+        week_start = anchor.toordinal() - (anchor.weekday() - wkst) % 7
+        weeks = (start.toordinal() - week_start) // 7 // step * step
         if weeks == 0:
             # dateutil's first WEEKLY period runs from DTSTART (not the week start) to the end
             # of that week, and BYSETPOS counts within it: keep the anchor for that week.
             return anchor
-        return week_start + timedelta(weeks=weeks)
+        return datetime.fromordinal(week_start + 7 * weeks)
     seconds = {du.DAILY: 86400, du.HOURLY: 3600, du.MINUTELY: 60, du.SECONDLY: 1}[spec.freq]
     base = _truncate(anchor, seconds)
     elapsed = int((start - base).total_seconds()) // seconds // step * step

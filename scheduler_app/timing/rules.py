@@ -10,6 +10,7 @@ from functools import cached_property
 from zoneinfo import ZoneInfo
 
 from scheduler_app.errors import InvalidRule
+from scheduler_app.timing.budget import SearchBudget
 from scheduler_app.timing.calendars.public_holidays import HolidayCalendar, parse_holidays
 from scheduler_app.timing.calendars.solar import SolarRule, parse_solar
 from scheduler_app.timing.cron import CronExpr, parse_cron
@@ -64,6 +65,15 @@ class OnceRule:
 Rule = CronRule | RRuleRule | IntervalRule | OnceRule | SolarRule
 
 
+_KINDS: tuple[tuple[type, Kind], ...] = (
+    (CronRule, Kind.CRON),
+    (RRuleRule, Kind.RRULE),
+    (IntervalRule, Kind.INTERVAL),
+    (OnceRule, Kind.ONCE),
+    (SolarRule, Kind.SOLAR),
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Timing:
     """Everything the time engine needs to produce the slots of one schedule."""
@@ -78,16 +88,16 @@ class Timing:
     """Active windows: slots outside are deferred to the next opening or skipped."""
     holidays: HolidayCalendar | None = None
     """Slots whose local date is a public holiday there are left out."""
+    budget: SearchBudget = dataclasses.field(default_factory=SearchBudget)
+    """How much work one computation of a slot may do (``budget.py``); the beat's comes from
+    ``SCHEDULER_SEARCH_CANDIDATES`` and ``SCHEDULER_SEARCH_SPAN_DAYS``."""
 
     @property
     def kind(self) -> Kind:
-        return {
-            CronRule: Kind.CRON,
-            RRuleRule: Kind.RRULE,
-            IntervalRule: Kind.INTERVAL,
-            OnceRule: Kind.ONCE,
-            SolarRule: Kind.SOLAR,
-        }[type(self.rule)]
+        for rule_type, kind in _KINDS:
+            if isinstance(self.rule, rule_type):
+                return kind
+        raise TypeError(f"not a rule: {self.rule!r}")  # pragma: no cover - typed
 
     @cached_property
     def effective_dst(self) -> DstPolicy:
@@ -138,6 +148,7 @@ def build_timing(
     window: str | None = None,
     window_policy: str = "defer",
     exclude_holidays: str | None = None,
+    budget: SearchBudget | None = None,
 ) -> Timing:
     """Validate raw inputs and build a ``Timing``; every problem is a ``ScheduleValidationError``.
 
@@ -147,6 +158,7 @@ def build_timing(
     grid origin for interval (aware; rrule also accepts a naive local wall time). For
     ``solar`` it is ``"EVENT LATITUDE LONGITUDE"`` (``calendars/solar.py``).
     ``exclude_holidays`` is ``CC`` or ``CC-SUBDIV`` (``calendars/public_holidays.py``).
+    ``budget`` bounds every search for a slot (default: ``SearchBudget()``).
     """
     zone = get_zone(timezone)
     try:
@@ -164,6 +176,7 @@ def build_timing(
         max_count=_check_max_count(max_count),
         window=parse_windows(window, window_policy) if window else None,
         holidays=parse_holidays(exclude_holidays),
+        budget=budget or SearchBudget(),
     )
     _check_bounds(timing)
     return timing

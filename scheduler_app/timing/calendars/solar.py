@@ -13,7 +13,7 @@ the event the rule is taken to have no more slots (the search is bounded, see th
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -139,18 +139,30 @@ def _degrees(text: str, name: str, limit: int) -> float:
 
 
 def solar_items(
-    rule: SolarRule, zone: ZoneInfo, after: datetime, *, strict: bool = False
+    rule: SolarRule,
+    zone: ZoneInfo,
+    after: datetime,
+    *,
+    strict: bool = False,
+    charge: Callable[[datetime], bool] | None = None,
 ) -> Iterator[tuple[datetime, datetime, None]]:
     """``(slot, local wall time, None)`` for each day's event strictly after ``after``.
 
     Ends after ``QUIET_DAYS`` local dates in a row without the event; ``strict`` (the
-    validation search) raises ``InvalidRule`` instead, saying so."""
+    validation search) raises ``InvalidRule`` instead, saying so. ``charge(instant)`` is
+    called for each day without the event (the search budget counts them as candidates: the
+    days with one are charged as they are handed out); when it answers False, the items end."""
     day = max(after.astimezone(zone).date() - _DAY, FIRST_DAY)
     last: datetime | None = None
     quiet = 0
     while day <= LAST_DAY:
         instant = rule.event_on(day, zone)
         if instant is None:
+            # The day's UTC midnight: near enough for a span of years.
+            if charge is not None and not charge(
+                datetime(day.year, day.month, day.day, tzinfo=UTC)
+            ):
+                return
             quiet += 1
             if quiet >= QUIET_DAYS:
                 if strict:

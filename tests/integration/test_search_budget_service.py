@@ -1,0 +1,88 @@
+"""The search budget through the service layer and the beat (security review 4, High): the
+review's rule is refused when it is defined, and a stored one (written around the services,
+or stored before the budget) is parked by the tick after bounded work while the other
+schedules of the batch go on. Work is counted (solar dates asked about), never timed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+from pytest_django.fixtures import Settings
+
+from scheduler_app.clock import FakeClock
+from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.materialize import materialize_batch
+from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
+from scheduler_app.timing.calendars.solar import SolarRule
+from tests.integration.support import reload, schedule
+
+pytestmark = pytest.mark.django_db
+NOW = datetime(2026, 3, 20, tzinfo=UTC)
+FINDING = {
+    "kind": "solar",
+    "rule": "sunrise 89.5 0",
+    "timezone": "UTC",
+    "active_window": "SAT 01:08-01:09",
+    "window_policy": "skip",
+}
+FINDING_SLOT = datetime(2027, 3, 20, 1, 8, 25, tzinfo=UTC)
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[date]]:
+    """The local dates every solar rule is asked about (one astral computation each)."""
+    days: list[date] = []
+    real = SolarRule.event_on
+
+    def counted(rule: SolarRule, day: date, zone: Any) -> datetime | None:
+        days.append(day)
+        return real(rule, day, zone)
+
+    monkeypatch.setattr(SolarRule, "event_on", counted)
+    yield days
+
+
+def test_the_findings_rule_is_refused_with_what_to_do(asked: list[date]) -> None:
+    with pytest.raises(ScheduleValidationError) as caught:
+        schedule(FakeClock(NOW), **FINDING)
+    assert (caught.value.field, caught.value.code) == ("rule", "never_fires")
+    assert "rarer than the scheduler searches for" in caught.value.message
+    assert "SCHEDULER_SEARCH_SPAN_DAYS" in caught.value.message
+    assert not Schedule.objects.exists()
+    assert len(asked) <= 8 * 3_653  # formerly about 780,000 dates (22 s) at the beat alone
+
+
+def test_a_larger_budget_in_the_settings_is_the_one_used(
+    settings: Settings, asked: list[date]
+) -> None:
+    settings.SCHEDULER_SEARCH_SPAN_DAYS = 30
+    with pytest.raises(ScheduleValidationError) as caught:
+        schedule(FakeClock(NOW), **FINDING)
+    assert "no slot within 30 days" in caught.value.message
+    assert len(asked) <= 8 * 60
+
+
+def test_a_stored_rule_that_exhausts_the_budget_is_parked_and_the_batch_goes_on(
+    asked: list[date],
+) -> None:
+    clock = FakeClock(NOW)
+    stored = schedule(clock, kind="cron", rule="0 9 * * *", timezone="UTC")
+    good = schedule(clock, kind="cron", rule="8 1 * * *", timezone="UTC")
+    # Written around the services (or stored before the budget existed): due at its slot.
+    Schedule.objects.filter(pk=stored.pk).update(**FINDING, next_run_at=FINDING_SLOT)
+    Schedule.objects.filter(pk=good.pk).update(next_run_at=FINDING_SLOT.replace(second=0))
+    asked.clear()
+    result = materialize_batch(FINDING_SLOT + timedelta(seconds=1), 10)
+    parked = reload(stored)
+    assert parked.status == ScheduleStatus.PAUSED
+    assert parked.last_error.startswith("SearchExhausted: rule: the rule's slots are rarer")
+    assert "SCHEDULER_SEARCH_SPAN_DAYS" in parked.pause_note
+    assert not Occurrence.objects.filter(schedule=stored).exists()
+    assert Occurrence.objects.filter(schedule=good).count() == 1
+    assert result.created == 1
+    # The tick's work for the row: ten years of dates and the window's restarts, where it
+    # was 153,077 dates forward and 630,617 back (about 22 s of CPU inside the transaction).
+    assert len(asked) <= 2 * 3_653 + 500

@@ -1,0 +1,171 @@
+"""Every search for a slot runs under a budget of candidates and of span (security review 4,
+High: a solar rule that meets its one-minute skip window about once stalled the beat).
+
+Work is counted, never timed: ``CountedRule`` counts the local dates a solar rule is asked
+about (one astral computation each, about 30 microseconds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from scheduler_app.errors import InvalidRule, SchedulerError, SearchExhausted
+from scheduler_app.timing import (
+    build_timing,
+    first_slot,
+    next_after,
+    previous_slot,
+    slots_between,
+)
+from scheduler_app.timing.budget import SearchBudget
+from scheduler_app.timing.calendars.solar import SolarRule, parse_solar
+from scheduler_app.timing.rules import Timing
+
+NOW = datetime(2026, 3, 20, tzinfo=UTC)
+FINDING_SLOT = datetime(2027, 3, 20, 1, 8, 25, tzinfo=UTC)  # a Saturday, 01:08 UTC
+
+
+@dataclass(frozen=True)
+class CountedRule(SolarRule):
+    """A solar rule that counts the local dates it is asked about."""
+
+    asked: list[date] = field(default_factory=list, compare=False, hash=False)
+
+    def event_on(self, day: date, zone: ZoneInfo) -> datetime | None:
+        self.asked.append(day)
+        return super().event_on(day, zone)
+
+
+def finding(budget: SearchBudget | None = None) -> tuple[Timing, CountedRule]:
+    """The review's rule: sunrise at latitude 89.5 against the one-minute window Sat 01:08."""
+    timing = build_timing(
+        kind="solar",
+        rule="sunrise 89.5 0",
+        timezone="UTC",
+        window="SAT 01:08-01:09",
+        window_policy="skip",
+        budget=budget,
+    )
+    plain = parse_solar("sunrise 89.5 0")
+    rule = CountedRule(plain.event, plain.latitude, plain.longitude)
+    return dataclasses.replace(timing, rule=rule), rule
+
+
+# --- the finding -----------------------------------------------------------------------------
+
+
+def test_the_findings_first_slot_is_found_cheaply() -> None:
+    timing, rule = finding()
+    assert next_after(timing, NOW) == FINDING_SLOT
+    assert len(rule.asked) < 1_000
+
+
+def test_the_search_after_the_findings_slot_gives_up_within_the_budget() -> None:
+    # Before the budget: 153,077 dates walked towards year 9999 (4.6 s of CPU), then None.
+    timing, rule = finding()
+    with pytest.raises(SearchExhausted) as caught:
+        next_after(timing, FINDING_SLOT)
+    assert caught.value.exhausted == "span"
+    assert (caught.value.field, caught.value.code) == ("rule", "never_fires")
+    assert "SCHEDULER_SEARCH_SPAN_DAYS" in caught.value.message
+    assert len(rule.asked) <= 2 * 3_653 + 500  # the dates of ten years, and the restarts
+
+
+def test_the_search_before_the_findings_slot_gives_up_within_the_budget() -> None:
+    # Before the budget: 630,617 dates walked back towards year 1 (18 s), then OverflowError.
+    timing, rule = finding()
+    with pytest.raises(SearchExhausted) as caught:
+        previous_slot(timing, FINDING_SLOT, inclusive=False)
+    assert caught.value.exhausted == "span"
+    assert "before 2027-03-20 01:08 UTC" in caught.value.message
+    assert len(rule.asked) <= 4 * 3_653 + 1_000  # spans doubling up to ten years
+
+
+def test_validation_refuses_the_findings_rule() -> None:
+    timing, rule = finding()
+    with pytest.raises(SearchExhausted) as caught:
+        first_slot(timing, NOW)
+    assert caught.value.field == "rule"
+    assert "rarer than the scheduler searches for" in caught.value.message
+    assert isinstance(caught.value, SchedulerError)
+    assert len(rule.asked) <= 8 * 3_653
+
+
+def test_a_smaller_budget_means_less_work() -> None:
+    timing, rule = finding(SearchBudget(span=timedelta(days=365)))
+    with pytest.raises(SearchExhausted):
+        next_after(timing, FINDING_SLOT)
+    assert len(rule.asked) <= 2 * 365 + 100
+
+
+# --- the budget's two limits -----------------------------------------------------------------
+
+
+def test_the_candidates_run_out_and_the_error_says_so() -> None:
+    timing = build_timing(
+        kind="cron",
+        rule="* * * * *",
+        timezone="UTC",
+        exclude_holidays="LV",
+        budget=SearchBudget(candidates=300),
+    )
+    christmas = datetime(2026, 12, 25, tzinfo=UTC)  # 1,440 minutes of a holiday in Latvia
+    with pytest.raises(SearchExhausted) as caught:
+        next_after(timing, christmas)
+    assert caught.value.exhausted == "candidates"
+    assert "300 candidate times" in caught.value.message
+    assert "SCHEDULER_SEARCH_CANDIDATES" in caught.value.message
+
+
+def test_each_slot_handed_out_starts_a_new_search() -> None:
+    timing = build_timing(
+        kind="cron", rule="0 * * * *", timezone="UTC", budget=SearchBudget(candidates=2)
+    )
+    slots = slots_between(timing, NOW, NOW + timedelta(days=3))
+    assert len(slots) == 72  # 72 slots from a budget of 2 candidates per slot
+
+
+def test_a_far_slot_costs_one_candidate_not_a_refusal() -> None:
+    once = build_timing(kind="once", rule="2090-01-01T00:00:00+00:00", timezone="UTC")
+    assert next_after(once, NOW) == datetime(2090, 1, 1, tzinfo=UTC)
+    assert previous_slot(once, datetime(2200, 1, 1, tzinfo=UTC)) == datetime(2090, 1, 1, tzinfo=UTC)
+    every_eleven_years = build_timing(kind="interval", rule="4018d", anchor=NOW, timezone="UTC")
+    assert next_after(every_eleven_years, NOW) == NOW + timedelta(days=4018)
+
+
+def test_a_rule_that_ends_is_not_searched_past_its_end() -> None:
+    timing = build_timing(
+        kind="cron",
+        rule="0 9 * * *",
+        timezone="UTC",
+        window="SAT 01:08-01:09",
+        window_policy="skip",
+        ends_at=NOW + timedelta(days=30),
+        budget=SearchBudget(candidates=100),
+    )
+    assert next_after(timing, NOW) is None  # 30 candidates, then the end: no error
+
+
+def test_a_range_is_not_searched_past_its_end() -> None:
+    timing, rule = finding()
+    assert slots_between(timing, NOW, NOW + timedelta(days=30)) == []
+    assert len(rule.asked) <= 40
+
+
+@pytest.mark.parametrize(("candidates", "days"), [(-1, 1), (10, 0), (True, 1)])
+def test_a_budget_without_room_is_refused(candidates: int, days: int) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        SearchBudget(candidates=candidates, span=timedelta(days=days))
+
+
+def test_the_engines_end_guesses_still_answer_none_and_validation_still_refuses() -> None:
+    never = build_timing(kind="solar", rule="sunset 89.99 -179.9", timezone="UTC")
+    assert next_after(never, NOW) is None
+    with pytest.raises(InvalidRule) as caught:
+        first_slot(never, NOW)
+    assert caught.value.code == "never_fires"
