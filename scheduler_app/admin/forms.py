@@ -420,8 +420,22 @@ class ScheduleForm(forms.ModelForm):
         except BuilderError as exc:
             self.add_error(exc.field if exc.field in self.fields else "repeat", exc.message)
             return True
-        cleaned["kind"], cleaned["rule"] = kind, rule
+        if (kind, rule) != self._shown_rule():
+            cleaned["kind"], cleaned["rule"] = kind, rule
+        # else the builder says what the page showed: the stored rule (or the one typed in the
+        # advanced inputs) stays, in its own form (a 3600 s interval shows as "every 1 hours",
+        # which the builder would write as cron).
         return True
+
+    def _shown_rule(self) -> tuple[str, str] | None:
+        """The rule the builder showed for the stored schedule, as the builder writes it."""
+        if self.instance._state.adding:
+            return None
+        spec = from_rule(self.instance.kind, self.instance.rule)
+        try:
+            return to_rule(spec) if spec is not None else None
+        except BuilderError:
+            return None
 
     def _apply_words(self, cleaned: dict[str, Any]) -> bool:
         """The text in words replaces the builder's choices (the page's script has usually

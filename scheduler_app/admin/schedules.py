@@ -347,8 +347,11 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
         try:
             if change:
                 changed = {name: values[name] for name in form.changed_data if name in values}
-                for name in ("kind", "rule", "anchor"):
-                    if name in values and values[name] != getattr(obj, name):
+                # The builder writes kind/rule without touching their own inputs, and the form
+                # has already copied them onto ``obj``: compare with the stored row.
+                stored = Schedule.objects.filter(pk=obj.pk).values("kind", "rule", "anchor")
+                for name, before in (stored.first() or {}).items():
+                    if name in values and values[name] != before:
                         changed[name] = values[name]
                 saved = services.update_schedule(
                     obj.pk,

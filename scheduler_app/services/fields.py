@@ -113,7 +113,9 @@ def normalize_definition(values: dict[str, Any], now: datetime) -> dict[str, Any
         at = result["rule"]
         result["rule"] = (at.astimezone(UTC) if at.tzinfo else at).isoformat()
     elif isinstance(result["rule"], str):
-        result["rule"] = result["rule"].strip()
+        # Browsers post a textarea's line breaks as CRLF (HTML's rule): RFC 5545 lines are
+        # stored with LF, so an edit of something else never reads as a new rule.
+        result["rule"] = result["rule"].replace("\r\n", "\n").replace("\r", "\n").strip()
     for name in (
         "max_lateness",
         "catch_up_window",
