@@ -32,7 +32,9 @@ the line right before the fence):
   the command must end with.
 - ``pip install "django-durable-scheduler[EXTRAS]"`` installs the wheel with those extras (the
   distribution has no release on the package index yet, as install.md says); the packages a
-  page installed are uninstalled after it.
+  page installed are uninstalled after it. A ``pip install`` restarts the page's shell, as
+  writing a file does: a Python that is running does not see the packages added after it
+  started, so a page says "in a new shell" after one.
 - The long-running commands (``celery -A P worker|beat``, ``manage.py run_scheduler``,
   ``db_worker``, ``runserver``) start in the background, must still be running a few seconds
   later, and stop at the end of the page.
@@ -45,6 +47,7 @@ Celery (``test_fresh_venv_djtasks.py``).
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import json
 import re
@@ -54,10 +57,13 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from tests.adoption.install_page import CELERY, REPO, PageRunner, Project
 
 SESSION = Path(__file__).with_name("docs_session.py")
+ANSWER = '{"output": '
+"""How the session's answer lines start (``json.dumps`` of ``{"output", "error"}``)."""
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 NOT_RUN = {"install.md", "django-tasks.md"}
 RUNNABLE = {"python", "pycon", "console", "sh", "bash"}
@@ -128,23 +134,33 @@ class Session:
 
     project: Project
     process: subprocess.Popen[str] | None = None
+    log: TextIO | None = None
 
     def run(self, block: Block, kind: str) -> tuple[str, str | None]:
         if self.process is None:
+            self.log = (self.project.logs / "shell.log").open("a")
             self.process = subprocess.Popen(
                 ["python", "manage.py", "shell", "-c", SESSION.read_text()],
                 cwd=self.project.root,
                 env=self.project.env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=(self.project.logs / "shell.log").open("a"),
+                stderr=self.log,
                 text=True,
             )
         assert self.process.stdin and self.process.stdout
         request = {"kind": kind, "code": block.code, "path": block.page, "line": block.line}
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
-        answer = self.process.stdout.readline()
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:  # the shell died after the last block
+            answer = ""
+        else:
+            answer = self.process.stdout.readline()
+        while answer and not answer.startswith(ANSWER):
+            # What the shell printed before the session's code ran ("16 objects imported
+            # automatically", Django 5.2+): the reader sees it too; not an answer.
+            answer = self.process.stdout.readline()
         if not answer:
             self.close()
             shell_log = (self.project.logs / "shell.log").read_text()[-3000:]
@@ -154,10 +170,15 @@ class Session:
 
     def close(self) -> None:
         if self.process is not None:
-            assert self.process.stdin
-            self.process.stdin.close()
+            assert self.process.stdin and self.process.stdout
+            with contextlib.suppress(BrokenPipeError):
+                self.process.stdin.close()
             self.process.wait(30)
+            self.process.stdout.close()
             self.process = None
+        if self.log is not None:
+            self.log.close()
+            self.log = None
 
 
 def matches(documented: str, actual: str) -> bool:
@@ -203,10 +224,12 @@ class PageRun:
         if block.language == "python":
             directive = FILE.match(block.code.splitlines()[0] if block.code else "")
             if directive:
-                return self.write_file(directive[1], directive[2], block.code)
+                self.write_file(directive[1], directive[2], block.code)
+                return None
         if block.language in ("python", "pycon"):
             output, error = self.session.run(block, block.language)
-            self.printed = output if block.language == "python" else None
+            # A failed block's output is not compared: its error is the one reported.
+            self.printed = output if block.language == "python" and not error else None
             return f"{error}{output[-2000:]}" if error else None
         if block.language == "console":
             return self.console(block)
@@ -245,12 +268,14 @@ class PageRun:
         own = OWN_WHEEL.match(literal)
         if own:
             self.installed = True
+            self.session.close()  # a running Python does not see what pip adds after it
             self.wheel_install.install(own[1])
             return None
         if SERVICE.match(literal):
             return self.service(literal)
         if words[:2] == ["pip", "install"]:
             self.installed = True
+            self.session.close()
         done = subprocess.run(
             command,
             shell=True,
@@ -260,7 +285,7 @@ class PageRun:
             text=True,
             timeout=300,
         )
-        return judge(words, done, [line for line in documented or [] if line] or None)
+        return judge(words, done, documented)
 
     def service(self, command: str) -> str | None:
         name = f"service{len(self.project.services)}"
@@ -282,29 +307,28 @@ def judge(
     words: list[str], done: subprocess.CompletedProcess[str], documented: list[str] | None
 ) -> str | None:
     """A command's result against the page: success, or the documented error; its output."""
-    shown_error = [line for line in documented or [] if line.startswith("CommandError:")]
+    shown = [line for line in documented or [] if line.strip()]
+    shown_error = [line for line in shown if line.startswith("CommandError:")]
     if shown_error:
         if done.returncode == 0 or shown_error[0] not in done.stderr:
             return f"expected {shown_error[0]!r}; got:\n{done.stdout[-1500:]}{done.stderr[-1500:]}"
         return None
     if done.returncode != 0:
         return f"failed ({done.returncode}):\n{done.stdout[-1500:]}{done.stderr[-2500:]}"
-    if not documented:
+    if not shown:
         return None
     actual = done.stdout.rstrip("\n")
     if words[2:3] == ["schedule_preview"]:
-        expected = "\n".join(documented)
+        expected = "\n".join(documented or []).strip("\n")  # its blank lines too
         return (
             None
             if matches(expected, actual)
             else f"printed:\n{actual}\nthe page shows:\n{expected}"
         )
     last = actual.splitlines()[-1].rstrip() if actual else ""
-    shape = re.sub(r"\d+", r"\\d+", re.escape(documented[-1]))
+    shape = re.sub(r"\d+", r"\\d+", re.escape(shown[-1]))
     return (
-        None
-        if re.fullmatch(shape, last)
-        else f"last line {last!r}, the page shows {documented[-1]!r}"
+        None if re.fullmatch(shape, last) else f"last line {last!r}, the page shows {shown[-1]!r}"
     )
 
 

@@ -5,17 +5,24 @@ project, so the blocks run in the namespace a reader's shell has (Django 5.2's a
 imports included). It reads one JSON request a line on stdin, ``{"kind": "python" | "pycon",
 "code", "path", "line"}``, runs it in that one namespace and answers one JSON line,
 ``{"output", "error"}``. Standard library only: it runs in the reader's virtualenv.
+
+The answers go to the process's original stdout, which is then pointed at stderr (the shell's
+log): a handler or thread that kept the original ``sys.stdout`` (a logging handler made before
+the block, a library printing from a thread) cannot write into the answer stream.
 """
 
 import contextlib
 import doctest
 import io
 import json
+import os
 import sys
 import traceback
 
 _namespace = globals()
-_answers = sys.stdout
+sys.stdout.flush()
+_answers = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
 
 for _request_line in sys.stdin:
     _request = json.loads(_request_line)
