@@ -26,11 +26,16 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "django_tasks",
     "django_tasks_db",
     "scheduler_app",
     "taskproject",
 ]
+try:  # the django-tasks backport (Django 5.2); Django 6 has django.tasks built in
+    import django_tasks  # noqa: F401
+except ImportError:
+    pass
+else:
+    INSTALLED_APPS.insert(INSTALLED_APPS.index("django_tasks_db"), "django_tasks")
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 MIDDLEWARE = [
@@ -81,5 +86,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
-    "loggers": {"scheduler_app": {"level": "INFO"}, "django_tasks": {"level": "INFO"}},
+    "loggers": {
+        "scheduler_app": {"level": "INFO"},
+        "django_tasks": {"level": "INFO"},
+        "django.tasks": {"level": "INFO"},
+    },
 }

@@ -7,7 +7,10 @@ effects per occurrence with it.
 
 import os
 
-from django_tasks import task
+try:
+    from django.tasks import task  # Django 6: Django's own django.tasks
+except ImportError:
+    from django_tasks import task  # Django 5.2: the django-tasks backport
 
 from scheduler_app.context import current_occurrence
 from scheduler_app.declarations import scheduled

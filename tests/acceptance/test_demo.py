@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,7 @@ def child_pids(output: str) -> dict[str, int]:
 
 
 def occurrences(var: Path) -> list[tuple[str, str, str]]:
-    with sqlite3.connect(var / "demo.sqlite3") as db:
+    with closing(sqlite3.connect(var / "demo.sqlite3")) as db:
         return db.execute(
             "SELECT s.name, o.state, o.trigger FROM scheduler_app_occurrence o "
             "JOIN scheduler_app_schedule s ON s.id = o.schedule_id ORDER BY o.scheduled_for"

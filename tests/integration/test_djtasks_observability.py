@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
-from scheduler_app.djtasks import giveback
+from scheduler_app.djtasks import compat, giveback
 from scheduler_app.djtasks import worker as djtasks_worker
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.observability import pings, sentry
@@ -138,7 +138,9 @@ def test_a_refused_job_ends_its_run_span_as_refused(
 def test_the_immediate_backend_nests_the_run_in_the_handoff(
     clock: FakeClock, exporter: InMemorySpanExporter
 ) -> None:
-    immediate = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+    # Django 6's own framework, or the backport's (compat.framework is whichever is installed)
+    backend = f"{compat.framework.__name__}.backends.immediate.ImmediateBackend"
+    immediate = {"default": {"BACKEND": backend}}
     with override_settings(TASKS=immediate):
         occurrence = handed_off(clock)
     assert fetch(occurrence).state == OccurrenceState.SUCCEEDED
