@@ -11,6 +11,8 @@ Every message has a stable id and says how to fix it:
 - ``scheduler_app.E006``: the Celery app's task modules cannot be imported
 - ``scheduler_app.E007``: ``SCHEDULER_PARTITION_INTERVAL`` or ``SCHEDULER_PARTITIONS_AHEAD`` is
   not valid
+- ``scheduler_app.E008``: ``SCHEDULER_SEARCH_CANDIDATES`` or ``SCHEDULER_SEARCH_SPAN_DAYS`` is not
+  a whole number >= 1 (``search_checks``)
 - ``scheduler_app.W001``: SQLite without ``BEGIN IMMEDIATE``
 - ``scheduler_app.W002``: workers do not ack late / reject on worker loss
 - ``scheduler_app.W004``: active Celery schedules (or ``@scheduled`` declarations) exist but the
@@ -48,6 +50,7 @@ from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule
 from scheduler_app.partitions.ranges import Interval
+from scheduler_app.search_checks import search_budget_settings  # noqa: F401 - registers E008
 from scheduler_app.startup import TAG  # importing it connects the beat and worker receivers
 from scheduler_app.targets import is_allowed_name, is_occurrence_task
 

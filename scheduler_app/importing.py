@@ -29,7 +29,7 @@ from scheduler_app.services import (
     resume_schedule,
     update_schedule,
 )
-from scheduler_app.timing import next_after
+from scheduler_app.timing import first_slot
 
 logger = logging.getLogger("scheduler_app.importing")
 DESCRIPTIVE = ("name", "key", "tenant", "owner")
@@ -202,7 +202,7 @@ def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
             "status", f"unknown status {item.status!r}; use one of: {', '.join(SETTABLE_STATUSES)}"
         )
     if existing is None:
-        if next_after(timing, now - _TICK) is None:
+        if first_slot(timing, now - _TICK) is None:
             raise ScheduleValidationError(
                 "rule",
                 "the rule has no slot at or after now; pick a future time",
@@ -218,6 +218,8 @@ def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
         for name, value in {**values, **descriptive}.items()
         if getattr(existing, name) != value
     }
+    if any(name in values for name in changed):
+        first_slot(timing, now - _TICK)  # as the services will: within the search budget
     _check_status(existing, item.status, bool(changed))
     status_from = existing.status if _wants_status(existing.status, item.status) else None
     action = "update" if changed or status_from else "unchanged"

@@ -32,7 +32,7 @@ from scheduler_app.lateness import LATENESS_FIELDS, apply_class_defaults
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleOrigin, ScheduleStatus
 from scheduler_app.services import DEFAULTS, cancel_schedule, create_schedule, update_schedule
 from scheduler_app.targets import check_target
-from scheduler_app.timing import Kind, next_after
+from scheduler_app.timing import Kind, first_slot
 
 logger = logging.getLogger("scheduler_app.sync")
 Action = Literal["create", "update", "unchanged", "retire", "error"]
@@ -275,12 +275,13 @@ def differences(row: Schedule, desired: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check(values: dict[str, Any], now: datetime, *, creating: bool = False) -> None:
-    """What the services would refuse, found without writing (for dry runs)."""
+    """What the services would refuse, found without writing (for dry runs): the same
+    ``first_slot`` search under the settings' budget (a rule rarer than it sees is refused)."""
     values = dict(values)
     if values.get("anchor") is None and values["kind"] in (Kind.RRULE, Kind.INTERVAL):
         values["anchor"] = now.replace(microsecond=0)
     timing = validate_definition(values)
-    if creating and next_after(timing, now - _TICK) is None:
+    if first_slot(timing, now - _TICK) is None and creating:
         raise ScheduleValidationError(
             "rule",
             "the rule has no slot at or after now; pick a future time",

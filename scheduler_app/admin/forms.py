@@ -33,10 +33,11 @@ from scheduler_app.definitions import timing_for, validate_definition
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule
 from scheduler_app.permissions import RUN_PERMISSION, may_assign_owner
+from scheduler_app.preview import TICK
 from scheduler_app.safety.payloads import check_payload
 from scheduler_app.targets import allowed_tasks, check_target
 from scheduler_app.tenancy import allowed_tenants, may_access
-from scheduler_app.timing import Kind, Timing, next_after
+from scheduler_app.timing import Kind, Timing, first_slot
 from scheduler_app.timing.phrases import MAX_TEXT_LENGTH, ParsedText, parse_text
 
 EDITABLE = ("name", "tenant", "owner", *SEMANTIC_FIELDS)
@@ -473,11 +474,18 @@ class ScheduleForm(forms.ModelForm):
             timing = validate_definition(
                 {**values, "anchor": values.get("anchor") or now.replace(microsecond=0)}
             )
-            if next_after(timing, now) is None and (
-                "rule" in self.changed_data or self.instance._state.adding
+            adding = self.instance._state.adding
+            # The services' question, asked when they will ask it (a new or changed
+            # definition): the first slot and the searches around it, within the settings'
+            # search budget, so a rule rarer than the budget sees is refused on its field.
+            redefined = adding or any(v != getattr(self.instance, k) for k, v in values.items())
+            if (
+                redefined
+                and first_slot(timing, now - TICK) is None
+                and ("rule" in self.changed_data or adding)
             ):
                 raise ScheduleValidationError(
-                    "rule", "the rule has no slot after now; pick a future time"
+                    "rule", "the rule has no slot at or after now; pick a future time"
                 )
         except ScheduleValidationError as exc:
             target = error_target(exc.field, self.fields, built=built)

@@ -4,6 +4,9 @@ A thin adapter: parse the arguments, ask the pure time engine, format. The clock
 at the edge, and only when neither ``--after`` nor ``--from`` is given. ``--schedule ID``
 previews a stored schedule through ``definitions.timing_for``, the function the beat evaluates
 it with (active window, bounds and count included), from the slot the beat will handle next.
+Every slot is searched for under the settings' search budget (``SCHEDULER_SEARCH_CANDIDATES``,
+``SCHEDULER_SEARCH_SPAN_DAYS``), as the beat and validation search: when it runs out, the
+preview ends there and says why.
 """
 
 from __future__ import annotations
@@ -16,18 +19,18 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone as django_timezone
 
-from scheduler_app.definitions import timing_for
+from scheduler_app.definitions import search_budget, timing_for
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._text_rule import parsed_text, text_options
 from scheduler_app.models import Schedule
 from scheduler_app.preview import (
     TICK,
-    PreviewRow,
+    PreviewSlots,
     calendar_notes,
     parse_from,
     policy_text,
-    preview_rows,
+    preview_slots,
     utc_text,
 )
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, Timing, build_timing, describe
@@ -158,19 +161,19 @@ class Command(OneLineErrors):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             timing, after = _timing_and_after(options)
-            rows = _slots(timing, after, _check_count(options["count"]))
+            found = preview_slots(timing, after, _check_count(options["count"]))
         except ScheduleValidationError as error:
             raise CommandError(_one_line(_option_message(error)), returncode=2) from None
         except ValueError as error:
             raise CommandError(_one_line(str(error)), returncode=2) from None
         except OverflowError:  # datetime arithmetic beyond year 1 or 9999
             raise CommandError(OUT_OF_RANGE, returncode=2) from None
-        notes = calendar_notes(timing, after, rows)
+        notes = calendar_notes(timing, after, found.rows)
         if options["json"]:
-            output = _as_json(timing, rows, notes, options.get("parsed"))
+            output = _as_json(timing, found, notes, options.get("parsed"))
         else:
             heading = f"Slots {'from' if options.get('start') else 'after'} {_utc(after, options)}"
-            table = _as_table(timing, heading, rows, options.get("parsed"))
+            table = _as_table(timing, heading, found, options.get("parsed"))
             output = "\n".join([table, *notes])
         self.stdout.write(output)
 
@@ -296,6 +299,7 @@ def _build(options: dict[str, Any], *, default_anchor: datetime) -> Timing:
         window=options.get("window") or None,
         window_policy=options.get("window_policy") or "defer",
         exclude_holidays=options.get("exclude_holidays") or None,
+        budget=search_budget(),
     )
 
 
@@ -310,36 +314,37 @@ def _solar_rule(options: dict[str, Any]) -> str:
     return f"{options['solar']} {options['latitude']} {options['longitude']}"
 
 
-def _slots(timing: Timing, after: datetime, count: int) -> list[PreviewRow]:
-    return preview_rows(timing, after, count)
-
-
 def _as_json(
-    timing: Timing, rows: list[PreviewRow], notes: list[str], parsed: ParsedText | None = None
+    timing: Timing, found: PreviewSlots, notes: list[str], parsed: ParsedText | None = None
 ) -> str:
     data: dict[str, Any] = {"description": describe(timing), "timezone": timing.zone.key}
     if parsed is not None:  # --text: the structured rule it means, as it would be stored
         data.update({key: value for key, value in parsed.as_json().items() if key != "timezone"})
-    data["slots"] = [row.as_json() for row in rows]
+    data["slots"] = [row.as_json() for row in found.rows]
+    if found.stopped:  # the search budget ran out before --count slots
+        data["stopped"] = found.stopped
     if notes:
         data["skipped"] = notes
     return json.dumps(data, indent=2)
 
 
 def _as_table(
-    timing: Timing, heading: str, rows: list[PreviewRow], parsed: ParsedText | None = None
+    timing: Timing, heading: str, found: PreviewSlots, parsed: ParsedText | None = None
 ) -> str:
     lines = [describe(timing), f"{heading}; {policy_text(timing)}", ""]
     if parsed is not None:  # --text: the structured rule that would be stored
         lines.insert(1, parsed_text(parsed))
+    rows = found.rows
+    stopped = [f"Stopped: {found.stopped}"] if found.stopped else []
     if not rows:
-        return "\n".join([*lines, "No slots: the rule does not fire after that instant."])
+        empty = "No slots: the rule does not fire after that instant."
+        return "\n".join([*lines, *(stopped or [empty])])
     header = (f"Local ({timing.zone.key})", "UTC", "Note")
     cells = [(_local_text(row.local), utc_text(row.local), row.note or "") for row in rows]
     widths = [max(len(row[i]) for row in [header, *cells]) for i in range(2)]
     for row in [header, *cells]:
         lines.append(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]}".rstrip())
-    return "\n".join(lines)
+    return "\n".join([*lines, *stopped])
 
 
 def _local_text(local: datetime) -> str:
