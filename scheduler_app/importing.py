@@ -20,6 +20,7 @@ from scheduler_app.definitions import validate_definition
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
 from scheduler_app.lateness import LATENESS_FIELDS, apply_class_defaults
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleStatus
+from scheduler_app.safety.payloads import check_payload
 from scheduler_app.services import (
     DEFAULTS,
     cancel_schedule,
@@ -196,6 +197,10 @@ def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
             semantic[name] = getattr(existing, name)
     values = normalize_definition({**DEFAULTS, **semantic}, now)
     timing = validate_definition(values)
+    # The services' write gate refuses secrets in the payload: say so in the plan, on the
+    # document's field, not at apply time as a problem of the file.
+    check_payload(values.get("kwargs") or {})
+    check_payload(values.get("args") or [], "args")
     descriptive = {k: v for k, v in item.fields.items() if k in DESCRIPTIVE}
     if item.status not in (*SETTABLE_STATUSES, *VERDICT_STATUSES):
         raise ScheduleValidationError(
