@@ -16,6 +16,7 @@ from django.db import ProgrammingError
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django_webtest import DjangoTestApp  # type: ignore[import-untyped]
 
 from scheduler_app import services
 from scheduler_app.admin import display
@@ -33,8 +34,20 @@ from scheduler_app.models import (
     ScheduleStatus,
 )
 from scheduler_app.monitoring.lateness import window_rows
-from tests.integration.admin.support import client_for, staff, with_history
-from tests.integration.support import admin_form
+from tests.integration.admin.support import (
+    A_NEW_SCHEDULE,
+    ADD_URL,
+    change_url,
+    changelist_action,
+    client_for,
+    delete_form,
+    form_on,
+    page_errors,
+    schedule_form,
+    staff,
+    submit,
+    with_history,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -196,17 +209,21 @@ def test_the_history_page_shows_every_action_with_who_when_and_why(
     assert "Admin log" in page  # Django's own LogEntry lines are still there
 
 
-def test_the_admin_form_records_its_user_in_the_trail(client: Client) -> None:
-    response = client.post(reverse("admin:scheduler_app_schedule_add"), admin_form())
-    assert response.status_code == 302
+def test_the_admin_form_records_its_user_in_the_trail(
+    django_app: DjangoTestApp, admin_user: User, client: Client
+) -> None:
+    response = submit(schedule_form(django_app, ADD_URL, admin_user), "_save", **A_NEW_SCHEDULE)
+    assert response.status_code == 302, page_errors(response)
     created = Schedule.objects.get()
-    url = reverse("admin:scheduler_app_schedule_change", args=[created.pk])
-    client.post(url, admin_form(rule="30 8 * * *", expected_version=1))
+    edit = schedule_form(django_app, change_url(created), admin_user)
+    edited = submit(edit, "_save", repeat="advanced", rule="30 8 * * *")
+    assert edited.status_code == 302, page_errors(edited)
     page = history(client, created)
     audit = page[page.index('id="sched-audit"') : page.index('id="sched-switch-history"')]
     assert audit.count("<td>admin</td>") == 2  # created and edited, both by the form's user
     assert "edited: a new version" in audit
-    client.post(reverse("admin:scheduler_app_schedule_delete", args=[created.pk]), {"post": "yes"})
+    delete = reverse("admin:scheduler_app_schedule_delete", args=[created.pk])
+    delete_form(django_app, delete, admin_user).submit()
     from scheduler_app import audit as trail
 
     assert trail.trail([created.pk]).filter(by="admin", action="deleted").exists()
@@ -304,16 +321,13 @@ def test_the_replay_attempt_reads_as_a_request_by_its_user(
     assert f">{event.outcome}</td>" not in text.replace("<td>", ">")  # not a bare "failed"
 
 
-def test_the_replay_action_passes_the_user(client: Client) -> None:
+def test_the_replay_action_passes_the_user(django_app: DjangoTestApp, admin_user: User) -> None:
     _, occurrence = with_history()
     Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
     url = reverse("admin:scheduler_app_occurrence_changelist")
-    asked = client.post(url, {"action": "replay", "_selected_action": [occurrence.pk]})
-    assert asked.status_code == 200 and "runs again with the same key" in asked.content.decode()
-    client.post(
-        url,
-        {"action": "replay", "confirm": "1", "note": "fixed", "_selected_action": [occurrence.pk]},
-    )
+    asked = changelist_action(django_app, url, admin_user, "replay", occurrence)
+    assert asked.status_code == 200 and "runs again with the same key" in asked.text
+    submit(form_on(asked), "confirm", note="fixed")
     event = OccurrenceAttempt.objects.get(occurrence=occurrence, kind=AttemptKind.REPLAY)
     assert event.by == "admin"
     from scheduler_app import audit
@@ -391,11 +405,17 @@ def test_the_monitoring_page_shows_instants_in_the_one_format(client: Client) ->
     assert f"next run was {display.instant_text(due, 'UTC')}" in page
 
 
-def test_a_replay_of_a_selection_that_is_not_an_id_is_a_message(client: Client) -> None:
+def test_a_replay_of_a_selection_that_is_not_an_id_is_a_message(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    _, occurrence = with_history()
+    Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
     url = reverse("admin:scheduler_app_occurrence_changelist")
-    done = client.post(url, {"action": "replay", "confirm": "1", "_selected_action": ["nope"]})
+    form = form_on(changelist_action(django_app, url, admin_user, "replay", occurrence))
+    form["_selected_action"].force_value("nope")  # FORGED: the page only carries real ids
+    done = form.submit("confirm")
     assert done.status_code == 302
-    assert "is not an id" in client.get(url).content.decode()
+    assert "is not an id" in django_app.get(url).text
 
 
 def test_a_schedules_own_page_shows_the_switch_and_no_next_run(client: Client) -> None:

@@ -10,12 +10,23 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
+from django_webtest import DjangoTestApp  # type: ignore[import-untyped]
 
 from scheduler_app import services
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleStatus
 from scheduler_app.services.operator import OperatorPermissionDenied
 from scheduler_app.tenancy import TenantForbidden, allowed_tenants, tenants_for_user
-from tests.integration.admin.support import client_for, staff, with_history
+from tests.integration.admin.support import (
+    changelist_action,
+    client_for,
+    confirm_form,
+    delete_form,
+    forged_post,
+    form_on,
+    staff,
+    submit,
+    with_history,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -27,23 +38,27 @@ def action_url(name: str, schedule: Schedule) -> str:
     return reverse(f"admin:scheduler_app_schedule_{name}", args=[schedule.pk])
 
 
-def test_a_view_only_user_can_neither_resume_nor_cancel() -> None:
-    browser = client_for(staff("viewer", "view_schedule"))
+def test_a_view_only_user_can_neither_resume_nor_cancel(django_app: DjangoTestApp) -> None:
+    viewer = staff("viewer", "view_schedule")
     paused = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
     services.pause_schedule(paused.pk)
     live = services.create_schedule(task="demo.ping", kind="cron", rule="0 9 * * *")
 
+    assert "_selected_action" not in django_app.get(CHANGELIST, user=viewer).text  # no actions
     for action, target in (("resume_selected", paused), ("cancel_selected", live)):
-        browser.post(
+        # FORGED: the viewer's list offers no action; the confirmation posted by hand.
+        forged_post(
+            django_app,
             CHANGELIST,
+            viewer,
             {"action": action, "confirm": "1", "expected": 0, "_selected_action": [target.pk]},
         )
     for action, target in (("resume", paused), ("cancel", live), ("pause", live)):
-        response = browser.post(
-            action_url(action, target), {"confirm": "1", "expected": 0}, follow=True
-        )
+        # The action page is shown to a viewer too; its own form is confirmed.
+        form = confirm_form(django_app, action_url(action, target), viewer)
+        response = submit(form, "confirm").maybe_follow()
         # The page decides nothing: the service refuses, and says why.
-        assert "lacks the permission" in response.content.decode(), action
+        assert "lacks the permission" in response.text, action
     paused.refresh_from_db()
     live.refresh_from_db()
     assert (paused.status, live.status) == (ScheduleStatus.PAUSED, ScheduleStatus.ACTIVE)
@@ -58,71 +73,80 @@ def test_the_action_menu_offers_only_what_the_user_may_do() -> None:
     assert "cancel_selected" not in pauser.content.decode()
 
 
-def test_a_staff_user_without_permissions_cannot_delete() -> None:
+def test_a_staff_user_without_permissions_cannot_delete(django_app: DjangoTestApp) -> None:
     schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
-    browser = client_for(staff("nobody", "view_schedule"))
+    nobody = staff("nobody", "view_schedule")
     url = reverse("admin:scheduler_app_schedule_delete", args=[schedule.pk])
-    assert browser.get(url).status_code == 403
-    assert browser.post(url, {"post": "yes"}).status_code == 403
+    assert django_app.get(url, user=nobody, expect_errors=True).status_code == 403
+    # FORGED: the delete page is refused, so no form; the "Yes" posted by hand.
+    assert (
+        forged_post(django_app, url, nobody, {"post": "yes"}, expect_errors=True).status_code == 403
+    )
     assert Schedule.objects.filter(pk=schedule.pk).exists()
 
 
-def test_a_view_occurrence_user_cannot_replay() -> None:
+def test_a_view_occurrence_user_cannot_replay(django_app: DjangoTestApp) -> None:
     schedule, occurrence = with_history()
     services.cancel_schedule(schedule.pk)
     Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
-    browser = client_for(staff("looker", "view_occurrence", "view_schedule"))
-    browser.post(
-        OCCURRENCES, {"action": "replay", "confirm": "1", "_selected_action": [occurrence.pk]}
+    looker = staff("looker", "view_occurrence", "view_schedule")
+    assert 'value="replay"' not in django_app.get(OCCURRENCES, user=looker).text
+    # FORGED: the looker's list offers no replay; the confirmation posted by hand.
+    forged_post(
+        django_app,
+        OCCURRENCES,
+        looker,
+        {"action": "replay", "confirm": "1", "_selected_action": [occurrence.pk]},
     )
     occurrence.refresh_from_db()
     assert occurrence.state == OccurrenceState.FAILED
 
 
-def test_a_user_with_replay_permission_replays_and_is_recorded() -> None:
+def test_a_user_with_replay_permission_replays_and_is_recorded(django_app: DjangoTestApp) -> None:
     _, occurrence = with_history()
     Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
-    browser = client_for(staff("fixer", "view_occurrence", "replay_occurrence"))
-    browser.post(
-        OCCURRENCES,
-        {
-            "action": "replay",
-            "confirm": "1",
-            "note": "db back",
-            "_selected_action": [occurrence.pk],
-        },
-    )
+    fixer = staff("fixer", "view_occurrence", "replay_occurrence")
+    page = changelist_action(django_app, OCCURRENCES, fixer, "replay", occurrence)
+    submit(form_on(page), "confirm", note="db back")
     occurrence.refresh_from_db()
     attempt = occurrence.attempt_history.get(kind="replay")
     assert (occurrence.state, attempt.by, attempt.note) == ("pending", "fixer", "db back")
 
 
-def test_a_superuser_deletes_a_schedule_with_history_which_cancels_it() -> None:
+def test_a_superuser_deletes_a_schedule_with_history_which_cancels_it(
+    django_app: DjangoTestApp,
+) -> None:
     schedule, _ = with_history()
     admin = User.objects.create_superuser("root", "root@example.com", "pw")
     url = reverse("admin:scheduler_app_schedule_delete", args=[schedule.pk])
-    browser = client_for(admin)
-    page = browser.get(url)
-    assert page.status_code == 200
-    assert "cancelled instead of deleted" in page.content.decode()
-    assert browser.post(url, {"post": "yes"}).status_code == 302
+    form = delete_form(django_app, url, admin)
+    assert form.response.status_code == 200
+    assert "cancelled instead of deleted" in form.response.text
+    assert form.submit().status_code == 302
     schedule.refresh_from_db()
     assert schedule.status == ScheduleStatus.CANCELLED
 
 
-def test_a_code_declared_schedule_cannot_be_deleted_or_cancelled() -> None:
+def test_a_code_declared_schedule_cannot_be_deleted_or_cancelled(
+    django_app: DjangoTestApp,
+) -> None:
     schedule = services.create_schedule(task="demo.ping", kind="cron", rule="0 8 * * *")
     Schedule.objects.filter(pk=schedule.pk).update(origin="code")
-    browser = client_for(User.objects.create_superuser("root", "r@example.com", "pw"))
+    root = User.objects.create_superuser("root", "r@example.com", "pw")
     url = reverse("admin:scheduler_app_schedule_delete", args=[schedule.pk])
-    assert browser.post(url, {"post": "yes"}).status_code == 403
+    assert django_app.get(url, user=root, expect_errors=True).status_code == 403
+    # FORGED: the delete page is refused, so no form; the "Yes" posted by hand.
+    assert (
+        forged_post(django_app, url, root, {"post": "yes"}, expect_errors=True).status_code == 403
+    )
     change = reverse("admin:scheduler_app_schedule_change", args=[schedule.pk])
-    assert 'data-action="cancel"' not in browser.get(change).content.decode()
-    refused = browser.post(action_url("cancel", schedule), {"confirm": "1"}, follow=True)
-    assert "declared in code" in refused.content.decode()
+    assert 'data-action="cancel"' not in django_app.get(change, user=root).text
+    # The change page offers no Cancel; the cancel page, opened by its address, is confirmed.
+    refused = submit(confirm_form(django_app, action_url("cancel", schedule), root), "confirm")
+    assert "declared in code" in refused.maybe_follow().text
     schedule.refresh_from_db()
     assert schedule.status == ScheduleStatus.ACTIVE
-    assert browser.get(action_url("pause", schedule)).status_code == 200
+    assert django_app.get(action_url("pause", schedule), user=root).status_code == 200
 
 
 # -- tenants -------------------------------------------------------------------------------

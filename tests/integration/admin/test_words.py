@@ -11,24 +11,38 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
+from django_webtest import DjangoTestApp  # type: ignore[import-untyped]
+from webtest import TestResponse  # type: ignore[import-untyped]
 
 from scheduler_app.models import Schedule
-from tests.integration.admin.support import client_for
-from tests.integration.support import admin_form
+from tests.integration.admin.support import (
+    A_NEW_SCHEDULE,
+    ADD_URL,
+    client_for,
+    form_errors,
+    schedule_form,
+    submit,
+)
 
 pytestmark = pytest.mark.django_db
-ADD_URL = reverse("admin:scheduler_app_schedule_add")
 PREVIEW_URL = reverse("admin:scheduler_app_schedule_preview")
 
 
 @pytest.fixture
-def client() -> Client:
-    return client_for(User.objects.create_superuser("admin", "a@example.com", "pw"))
+def admin_user() -> User:
+    return User.objects.create_superuser("admin", "a@example.com", "pw")
 
 
-def form_errors(response: Any) -> dict[str, list[str]]:
-    form = response.context["adminform"].form
-    return {name: [str(e) for e in errors] for name, errors in form.errors.items()}
+@pytest.fixture
+def client(admin_user: User) -> Client:
+    return client_for(admin_user)
+
+
+def add(app: DjangoTestApp, user: User, **fields: Any) -> TestResponse:
+    """The add page's form as rendered, name, task and zone typed in, these fields changed,
+    saved."""
+    typed = {"name": "daily report", "task": "demo.ping", "timezone": "Europe/Paris"}
+    return submit(schedule_form(app, ADD_URL, user), "_save", **{**typed, **fields})
 
 
 def test_the_form_shows_the_words_field_first_in_when(client: Client) -> None:
@@ -90,9 +104,10 @@ def test_the_preview_of_unreadable_text_names_the_part(client: Client) -> None:
     assert "'mondy'" in answer["errors"]["words"][0]
 
 
-def test_a_save_with_words_stores_the_structured_rule(client: Client) -> None:
-    form = admin_form(kind=None, rule=None, words="on the last day of the month at 18:00")
-    response = client.post(ADD_URL, form)
+def test_a_save_with_words_stores_the_structured_rule(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    response = add(django_app, admin_user, words="on the last day of the month at 18:00")
     assert response.status_code == 302, form_errors(response)
     schedule = Schedule.objects.get()
     assert (schedule.kind, schedule.rule) == (
@@ -103,21 +118,26 @@ def test_a_save_with_words_stores_the_structured_rule(client: Client) -> None:
     assert "last day" not in str(Schedule.objects.values().get())
 
 
-def test_a_save_with_unreadable_words_is_a_field_error(client: Client) -> None:
-    response = client.post(ADD_URL, admin_form(words="whenever you like"))
+def test_a_save_with_unreadable_words_is_a_field_error(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    response = add(django_app, admin_user, **A_NEW_SCHEDULE, words="whenever you like")
     assert response.status_code == 200
     assert "'whenever'" in form_errors(response)["words"][0]
     assert Schedule.objects.count() == 0
 
 
-def test_the_advanced_field_takes_content_lines(client: Client) -> None:
+def test_the_advanced_field_takes_content_lines(
+    django_app: DjangoTestApp, admin_user: User, client: Client
+) -> None:
     lines = (
         "DTSTART;TZID=Europe/Riga:20300107T090000\r\n"
         "RRULE:FREQ=WEEKLY;BYDAY=MO\r\n"
         "EXDATE;TZID=Europe/Riga:20300114T090000"
     )
-    form = admin_form(repeat="advanced", kind="rrule", rule=lines, timezone="Europe/Riga")
-    response = client.post(ADD_URL, form)
+    response = add(
+        django_app, admin_user, repeat="advanced", kind="rrule", rule=lines, timezone="Europe/Riga"
+    )
     assert response.status_code == 302, form_errors(response)
     schedule = Schedule.objects.get()
     assert schedule.rule.splitlines()[2] == "EXDATE;TZID=Europe/Riga:20300114T090000"
