@@ -36,7 +36,7 @@ from typing import Any
 import django
 from celery import current_app
 from django.conf import settings
-from django.core import checks
+from django.core import checks, mail
 from django.db import DatabaseError, connections
 from django.db.models import Count
 
@@ -360,6 +360,11 @@ def partition_errors(interval: object, ahead: object) -> list[checks.CheckMessag
 
 @checks.register(checks.Tags.security)
 def secret_key(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """E003, except under Django's test runner: it turns DEBUG off itself (``manage.py test``
+    in a new project would otherwise fail on startproject's key); its test environment is
+    the one that gives ``django.core.mail`` an ``outbox``."""
+    if hasattr(mail, "outbox"):
+        return []
     return secret_key_errors(getattr(settings, "SECRET_KEY", ""), settings.DEBUG)
 
 

@@ -477,7 +477,8 @@ def end(
         if token is not None:
             rows = rows.filter(fencing_token=token)
         changes: dict[str, object] = {"state": state, "reason": reason, "finished_at": now}
-        if error:
+        if error or state == OccurrenceState.SUCCEEDED:
+            # A success clears the error an earlier attempt left (its attempt row keeps it).
             changes["last_error"] = error[:4000]
         if not rows.update(**changes, lease_expires_at=None):
             return False

@@ -17,6 +17,7 @@ from scheduler_app.timing import Ambiguous, Timing, describe, iter_annotated
 from scheduler_app.timing.calendars.solar import SolarRule, missing_days
 from scheduler_app.timing.engine import holiday_skips
 from scheduler_app.timing.rules import EARLIEST, LATEST, IntervalRule, OnceRule
+from scheduler_app.timing.windows import ActiveWindows, WindowPolicy
 from scheduler_app.timing.zones import FOLD_FIRST, FOLD_LAST, GAP_NEXT_VALID, GAP_SHIFT
 
 _TICK = timedelta(microseconds=1)
@@ -122,12 +123,37 @@ def policy_text(timing: Timing) -> str:
     return f"DST: nonexistent={dst.nonexistent.value}, ambiguous={dst.ambiguous.value}"
 
 
+def description(timing: Timing) -> str:
+    """The rule in words with its active window, e.g. "At 08:00, Monday through Friday,
+    Europe/Riga, only MON-FRI 08:00-18:00 (Europe/Riga), slots outside skipped"."""
+    return describe(timing) + window_clause(timing)
+
+
+def window_clause(timing: Timing) -> str:
+    """``", only <window> (<zone>), slots outside <what happens>"``, or "" without a window."""
+    if timing.window is None:
+        return ""
+    outside = (
+        "skipped" if timing.window.policy is WindowPolicy.SKIP else "deferred to the next opening"
+    )
+    return f", only {window_text(timing.window)} ({timing.zone.key}), slots outside {outside}"
+
+
+def window_text(windows: ActiveWindows) -> str:
+    """The windows as typed, days in capitals and times as HH:MM ("MON-FRI 08:00-18:00")."""
+    parts = [part.split()[0].upper() for part in windows.source.split(";") if part.strip()]
+    return "; ".join(
+        f"{'every day' if days == '*' else days} {window.start:%H:%M}-{window.end:%H:%M}"
+        for days, window in zip(parts, windows.windows, strict=True)
+    )
+
+
 def preview_payload(timing: Timing, after: datetime, count: int) -> dict[str, object]:
     """The JSON document both the command (``--json``) and the admin's preview view send;
     ``stopped`` says why fewer slots than asked came back (the search budget), else None."""
     found = preview_slots(timing, after, count)
     return {
-        "description": describe(timing),
+        "description": description(timing),
         "timezone": timing.zone.key,
         "slots": [row.as_json() for row in found.rows],
         "skipped": calendar_notes(timing, after, found.rows),

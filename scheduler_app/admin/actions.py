@@ -266,7 +266,7 @@ def resume(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) ->
             ]
             model_admin.message_user(
                 request,
-                f"{len(resumed)} schedule(s) resumed; up to {total} catch-up occurrence(s)",
+                f"{len(resumed)} schedule(s) resumed; up to {total} occurrence(s) created",
             )
             return done(request, schedules)
     if page.errors or not confirmed(request):

@@ -3,7 +3,11 @@ runs or where it goes, ``reviewing``; the rule in words; the next runs), what ch
 last approved version, a reason, and the version shown carried in the POST, so that an edit
 made between the look and the click is refused (``StaleVersion``) instead of approved unseen.
 With ``SCHEDULER_APPROVAL_REQUIRES_OTHER_PERSON`` the page says when the viewer made the
-version (they cannot approve it); the service refuses it, and the refusal is a message."""
+version (they cannot approve it); the service refuses it, and the refusal is a message.
+
+Unlike the other action pages, the page itself is refused (403) to a user without
+``approve_schedule``: it shows the whole definition of a version under review, and offers a
+confirmation that could only ever be refused."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
@@ -22,7 +27,7 @@ from scheduler_app.definitions import timing_for
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import Schedule, ScheduleStatus
 from scheduler_app.preview import preview_rows
-from scheduler_app.safety.approval import same_person_refusal
+from scheduler_app.safety.approval import PERMISSION, same_person_refusal
 
 NEXT_RUNS = 5
 _TICK = timedelta(microseconds=1)
@@ -42,7 +47,10 @@ def version_field(schedule: Schedule) -> str:
 
 
 def approve(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -> HttpResponse:
-    """Confirm, then approve each schedule at the version its page showed."""
+    """Confirm, then approve each schedule at the version its page showed; the page (GET or
+    POST, one schedule or a selection) is refused without the approve permission."""
+    if not request.user.has_perm(PERMISSION):
+        raise PermissionDenied(f"approving needs the permission {PERMISSION!r}")
     waiting = [s for s in schedules if s.status == ScheduleStatus.AWAITING_APPROVAL]
     others = len(schedules) - len(waiting)
     form = ApproveForm(request.POST if confirmed(request) else None)

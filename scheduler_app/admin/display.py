@@ -16,12 +16,14 @@ from django.utils.safestring import SafeString
 from scheduler_app.definitions import timing_for
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import (
+    Occurrence,
     Schedule,
     ScheduleHealth,
     ScheduleMode,
     ScheduleOrigin,
     ScheduleStatus,
 )
+from scheduler_app.preview import window_clause
 from scheduler_app.timing import describe, get_zone
 
 STATUS_CLASS: dict[str, str] = {
@@ -61,6 +63,16 @@ def _instant_parts(value: datetime, zone_name: str) -> tuple[str, str | None]:
     return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}", utc_part
 
 
+def occurrence_title(occurrence: Occurrence) -> str:
+    """How an occurrence is named on its pages: its schedule and its slot in the schedule's
+    local time with the zone, e.g. ``nightly report — 2026-12-06 02:00 Europe/Riga`` (the
+    seconds only when the slot has some; never microseconds)."""
+    zone = zone_of(occurrence.timezone)
+    local = occurrence.scheduled_for.astimezone(zone)
+    shown = f"{local:%Y-%m-%d %H:%M:%S}" if local.second else f"{local:%Y-%m-%d %H:%M}"
+    return f"{occurrence.schedule} — {shown} {zone.key}"
+
+
 def instant_text(value: datetime | None, zone_name: str = "UTC") -> str:
     """The one format for instants in the admin: seconds and zone, local with UTC beside it
     where there is a zone, e.g. ``2026-12-01 18:49:07 CET (17:49:07 UTC)``; UTC alone
@@ -90,13 +102,15 @@ def local_and_utc(value: datetime | None, zone_name: str = "UTC") -> SafeString 
 
 
 def rule_sentence(schedule: Schedule) -> str:
-    """The engine's English description, without the trailing zone (a column of its own)."""
+    """The engine's English description, without the trailing zone (a column of its own),
+    with the active window (``preview.window_clause``)."""
     try:
-        text = describe(timing_for(schedule))
+        timing = timing_for(schedule)
+        text = describe(timing)
     except (SchedulerError, ArithmeticError, ValueError):
         return f"{schedule.kind}: {schedule.rule[:80]}"
     suffix = f", {schedule.timezone}"
-    return text[: -len(suffix)] if text.endswith(suffix) else text
+    return (text[: -len(suffix)] if text.endswith(suffix) else text) + window_clause(timing)
 
 
 def is_overdue(schedule: Schedule, now: datetime) -> bool:

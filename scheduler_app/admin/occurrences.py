@@ -10,6 +10,7 @@ from typing import Any
 from django import forms
 from django.apps import apps
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import Http404, HttpRequest
@@ -19,7 +20,13 @@ from django.utils.html import format_html
 
 from scheduler_app import services
 from scheduler_app.admin.actions import SelectionGuard
-from scheduler_app.admin.display import STATE_CLASS, format_seconds, instant_text, local_and_utc
+from scheduler_app.admin.display import (
+    STATE_CLASS,
+    format_seconds,
+    instant_text,
+    local_and_utc,
+    occurrence_title,
+)
 from scheduler_app.admin.filters import OccurrenceTenantFilter, short_filter
 from scheduler_app.admin.paging import EstimatedCountPaginator
 from scheduler_app.djtasks.results import RESULT_ADMIN, result_row
@@ -262,6 +269,16 @@ class OccurrenceAdmin(SelectionGuard, admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Occurrence | None = None) -> bool:
         return False
 
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> Any:
+        """The heading and breadcrumb name the schedule and the local slot (``subtitle``)."""
+        obj = self.get_object(request, unquote(object_id))
+        extra = dict(extra_context or {})
+        if obj is not None:
+            extra["subtitle"] = occurrence_title(obj)
+        return super().change_view(request, object_id, form_url, extra)
+
     def has_replay_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm(REPLAY_PERMISSION))
 
@@ -330,7 +347,7 @@ class OccurrenceAdmin(SelectionGuard, admin.ModelAdmin):
             "page": {"form": form, "confirm_label": "Replay", "stage": "confirm", "errors": []},
             "rows": [
                 (
-                    o,
+                    occurrence_title(o),
                     [],
                     [
                         f"{o.state} ({o.reason or 'no reason'}): runs again with the same key; "

@@ -20,22 +20,34 @@ class ResumeSummary:
 
 
 def resume_summary(schedule: Schedule, now: datetime) -> ResumeSummary:
-    """What resuming ``schedule`` at ``now`` creates and skips, in sentences."""
+    """What resuming ``schedule`` at ``now`` creates and skips, in sentences. Each slot is
+    named as it is recorded: a late slot the misfire policy runs is ``catch_up``, a slot
+    still within ``max_lateness`` is an ordinary on-time run (``scheduled``)."""
     zone = schedule.timezone
     preview = services.preview_resume(schedule, now)
-    slots = [planned.scheduled_for for planned in preview.emit]
-    lines = [
-        f"Resuming creates {preview.count} catch-up occurrence(s) "
-        f"(misfire policy {schedule.misfire_policy})."
-    ]
-    for slot in slots[:LISTED]:  # one list item each: the page's list draws the bullet
-        lines.append(f"Catch-up at {instant_text(slot, zone)}")
-    if len(slots) > LISTED:
-        lines.append(f"… and {len(slots) - LISTED} more, up to {instant_text(slots[-1], zone)}")
+    lines = [_headline(schedule, preview.count, preview.caught_up)]
+    for planned in preview.emit[:LISTED]:  # one list item each: the page's list draws the bullet
+        label = "Catch-up" if planned.catch_up else "On time"
+        lines.append(f"{label} at {instant_text(planned.scheduled_for, zone)}")
+    if preview.count > LISTED:
+        last = preview.emit[-1].scheduled_for
+        lines.append(f"… and {preview.count - LISTED} more, up to {instant_text(last, zone)}")
     if preview.skipped:
         lines.append(f"{preview.skipped} missed slot(s) are skipped: " + _skip_reason(schedule))
     lines.append(f"Then the next run: {instant_text(preview.next_run_at, zone)}.")
     return ResumeSummary(preview.count, lines)
+
+
+def _headline(schedule: Schedule, count: int, caught_up: int) -> str:
+    policy = f"misfire policy {schedule.misfire_policy}"
+    on_time = count - caught_up
+    if on_time == 0:
+        return f"Resuming creates {count} catch-up occurrence(s) ({policy})."
+    lateness = format_duration(timedelta(seconds=schedule.max_lateness))
+    due = f"{on_time} on time (less than max lateness {lateness} late)"
+    if caught_up == 0:
+        return f"Resuming creates {count} occurrence(s): {due}."
+    return f"Resuming creates {count} occurrence(s): {caught_up} catch-up ({policy}) and {due}."
 
 
 def _skip_reason(schedule: Schedule) -> str:

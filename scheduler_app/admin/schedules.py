@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from scheduler_app import services
-from scheduler_app.admin import actions, display, views
+from scheduler_app.admin import actions, display, saving, views
 from scheduler_app.admin.filters import TenantFilter, short_filter
 from scheduler_app.admin.forms import BUILDER_FIELDS, EDITABLE, ScheduleForm
 from scheduler_app.admin.history import audit_context, recent_occurrences, version_diffs
@@ -343,37 +343,12 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
         return computed
 
     def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
-        values = {name: form.cleaned_data[name] for name in EDITABLE if name in form.cleaned_data}
-        try:
-            if change:
-                changed = {name: values[name] for name in form.changed_data if name in values}
-                # The builder writes kind/rule without touching their own inputs, and the form
-                # has already copied them onto ``obj``: compare with the stored row.
-                stored = Schedule.objects.filter(pk=obj.pk).values("kind", "rule", "anchor")
-                for name, before in (stored.first() or {}).items():
-                    if name in values and values[name] != before:
-                        changed[name] = values[name]
-                saved = services.update_schedule(
-                    obj.pk,
-                    expected_version=form.cleaned_data["expected_version"],
-                    user=request.user,
-                    reason=form.cleaned_data.get("reason", ""),
-                    **changed,
-                )
-            else:
-                saved = services.create_schedule(user=request.user, **values)
-        except SchedulerError as exc:  # a race since the form was checked (e.g. StaleVersion)
-            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
-            self.refuse(obj)
-            return
-        if "cost_estimate" in form.cleaned_data:
-            Schedule.objects.filter(pk=saved.pk).update(
-                cost_estimate=form.cleaned_data["cost_estimate"]
-            )
-        obj.pk = saved.pk
-        obj.refresh_from_db()
-        for warning in getattr(form, "warnings", []):
-            self.message_user(request, warning, messages.WARNING)
+        saving.save_schedule(self, request, obj, form, change)
+
+    def construct_change_message(
+        self, request: HttpRequest, form: Any, formsets: Any, add: bool = False
+    ) -> list[dict[str, Any]]:
+        return saving.change_message(form, add)
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
         outcome = services.delete_schedule(obj.pk, user=request.user)

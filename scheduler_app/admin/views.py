@@ -30,9 +30,16 @@ from django.utils import timezone
 from scheduler_app.admin.forms import BUILDER_FIELDS, TIMING_FIELDS
 from scheduler_app.admin.words import builder_fill
 from scheduler_app.models import Schedule, ScheduleOrigin
-from scheduler_app.preview import TICK, PreviewRow, calendar_notes, parse_from, preview_slots
+from scheduler_app.preview import (
+    TICK,
+    PreviewRow,
+    calendar_notes,
+    description,
+    parse_from,
+    preview_slots,
+)
 from scheduler_app.tenancy import scope
-from scheduler_app.timing import Timing, describe
+from scheduler_app.timing import Timing
 
 COUNT = 10
 
@@ -81,7 +88,7 @@ def preview(model_admin: Any, request: HttpRequest) -> HttpResponse:
             "errors": errors,
             "kind": form.cleaned_data.get("kind"),
             "rule": form.cleaned_data.get("rule"),
-            "description": describe(timing),
+            "description": description(timing),
             "timezone": timing.zone.key,
             "from": _shown(start, timing),
             "slots": [row.as_display() | {"utc_iso": row.as_json()["utc"]} for row in rows],

@@ -114,7 +114,11 @@ def forbidden(address: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.is_site_local:
             return True
-        candidates.extend(embedded_ipv4(ip))
+        embedded = embedded_ipv4(ip)
+        if embedded:
+            # A translation form is judged by the IPv4 address it carries: Python's own
+            # verdict on the prefix differs between versions (3.13 calls 6to4 not global).
+            candidates = list(embedded)
     return any(not each.is_global or each.is_multicast for each in candidates)
 
 

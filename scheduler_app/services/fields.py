@@ -19,6 +19,9 @@ from scheduler_app.models import ScheduleOrigin
 from scheduler_app.timing import Kind, canonical_zone, ensure_aware, parse_duration
 
 DESCRIPTIVE_FIELDS = ("name", "key", "tenant", "owner")
+OPERATIONAL_FIELDS = ("cost_estimate",)
+"""Fields that change neither what runs nor who owns it: stored and audited, no new version."""
+MAX_COST_ESTIMATE = 1e12
 CREATE_ONLY_FIELDS = ("id", "origin")
 """Fields a caller may set when creating (an imported id, ``origin`` for code) but never change."""
 DEFAULTS: dict[str, Any] = {
@@ -86,6 +89,31 @@ def refuse_unknown(fields: dict[str, Any], allowed: tuple[str, ...]) -> None:
         raise ScheduleValidationError(
             name, f"unknown schedule field {name!r}", code="unknown_field"
         )
+
+
+def operational_values(fields: dict[str, Any]) -> dict[str, Any]:
+    """The operational fields given, validated: ``cost_estimate`` is None or a finite number
+    from 0 to 1e12 (the cost of one run, for backfill estimates)."""
+    values = {name: fields[name] for name in OPERATIONAL_FIELDS if name in fields}
+    if "cost_estimate" in values:
+        values["cost_estimate"] = _cost(values["cost_estimate"])
+    return values
+
+
+def _cost(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = (
+        float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    )
+    if number is None or not 0 <= number <= MAX_COST_ESTIMATE:  # NaN fails both comparisons
+        raise ScheduleValidationError(
+            "cost_estimate",
+            f"{value!r} is not a cost: give a number from 0 to {MAX_COST_ESTIMATE:g} (the cost "
+            "of one run), or None",
+            code="invalid",
+        )
+    return number
 
 
 def descriptive_values(fields: dict[str, Any]) -> dict[str, Any]:

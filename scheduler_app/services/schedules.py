@@ -66,9 +66,11 @@ from scheduler_app.services.fields import (
     CREATE_ONLY_FIELDS,
     DEFAULTS,
     DESCRIPTIVE_FIELDS,
+    OPERATIONAL_FIELDS,
     check_create_only,
     descriptive_values,
     normalize_definition,
+    operational_values,
     refuse_unknown,
 )
 from scheduler_app.targets import target_of
@@ -103,7 +105,9 @@ def create_schedule(
     now = _clock(clock).now()
     authorize(user, ADD)
     fields = fields_from_text(fields)  # text="every weekday at 9:00" -> kind, rule, timezone
-    refuse_unknown(fields, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *CREATE_ONLY_FIELDS))
+    refuse_unknown(
+        fields, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *OPERATIONAL_FIELDS, *CREATE_ONLY_FIELDS)
+    )
     for required in ("task", "kind", "rule"):
         if fields.get(required) in (None, ""):
             raise ScheduleValidationError(required, f"{required} is required", code="required")
@@ -112,6 +116,7 @@ def create_schedule(
     fields = with_owner_rules(fields, user, current=None)
     check_owner_present(fields.get("owner"), str(fields.get("origin") or "api"))
     check_descriptive(fields)
+    operational = operational_values(fields)
     semantic = apply_class_defaults({k: v for k, v in fields.items() if k in SEMANTIC_FIELDS})
     values = normalize_definition({**DEFAULTS, **semantic}, now)
     timing = validate_definition(values)
@@ -129,6 +134,7 @@ def create_schedule(
             **values,
             target=target_of(values["task"]),  # where it is registered: Celery or django.tasks
             **descriptive_values(fields),
+            **operational,
             **create_only,
             next_run_at=first,
             created_at=now,
@@ -187,7 +193,7 @@ def update_schedule(
     validated before the transaction opens (no lock is held while a rule is evaluated).
     """
     now = _clock(clock).now()
-    refuse_unknown(changes, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS))
+    refuse_unknown(changes, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *OPERATIONAL_FIELDS))
     before = _get(schedule_id, user)
     authorize(user, CHANGE, before)
     if "tenant" in changes:
@@ -211,6 +217,7 @@ def update_schedule(
     descriptive = {
         k: v for k, v in descriptive_values(changes).items() if _differs(getattr(before, k), v)
     }
+    operational = {k: v for k, v in operational_values(changes).items() if getattr(before, k) != v}
     with transaction.atomic():
         schedule = _locked(schedule_id)
         # The same version as validated: nothing it depends on changed in between.
@@ -218,7 +225,7 @@ def update_schedule(
         if schedule.status == ScheduleStatus.CANCELLED:
             raise ScheduleStateError(f"schedule {schedule.id} is cancelled; create a new one")
         due_rows: list[Occurrence] = _flush_due(schedule, now) if semantic else []
-        for name, value in {**semantic, **descriptive}.items():
+        for name, value in {**semantic, **descriptive, **operational}.items():
             setattr(schedule, name, value)
         if "task" in semantic:
             schedule.target = target_of(schedule.task)
@@ -231,13 +238,14 @@ def update_schedule(
         _save_keyed(schedule)
         if semantic or descriptive:
             _snapshot(schedule, now)
+        if semantic or descriptive or operational:
             audit.record(
                 schedule,
                 AuditAction.EDITED,
                 user,
                 now,
                 reason=reason,
-                fields=sorted({**semantic, **descriptive}),
+                fields=sorted({**semantic, **descriptive, **operational}),
             )
         insert_occurrences(due_rows)
     return schedule
@@ -334,6 +342,12 @@ class ResumePreview:
     @property
     def count(self) -> int:
         return len(self.emit)
+
+    @property
+    def caught_up(self) -> int:
+        """How many are late slots the misfire policy runs (recorded ``trigger=catch_up``);
+        the others are on time (within ``max_lateness``, recorded ``trigger=scheduled``)."""
+        return sum(1 for slot in self.emit if slot.catch_up)
 
 
 def preview_resume(schedule: Schedule, now: datetime | None = None) -> ResumePreview:

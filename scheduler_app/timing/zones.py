@@ -6,9 +6,10 @@ import enum
 from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from difflib import get_close_matches
 from functools import lru_cache
 from typing import TypeAlias, TypeVar
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from scheduler_app.errors import NaiveDatetime, ScheduleValidationError, UnknownTimezone
 
@@ -87,7 +88,8 @@ def _load_zone(name: str) -> ZoneInfo:
 
 
 def get_zone(name: str | ZoneInfo, field: str = "timezone") -> ZoneInfo:
-    """The IANA zone ``name``, or ``UnknownTimezone`` naming the field and the fix."""
+    """The IANA zone ``name``, or ``UnknownTimezone`` naming the field and the fix (with the
+    zone meant, for a wrongly cased or misspelt name: "did you mean 'Europe/Riga'?")."""
     if isinstance(name, ZoneInfo):
         return name
     if not isinstance(name, str) or not name.strip():
@@ -96,15 +98,54 @@ def get_zone(name: str | ZoneInfo, field: str = "timezone") -> ZoneInfo:
     try:
         if len(cleaned) > MAX_ZONE_NAME or not cleaned.isprintable():
             raise ValueError(cleaned)  # IANA names are short and printable; do not look it up
-        return _load_zone(cleaned)
+        return _load_cased(cleaned)
     except (ZoneInfoNotFoundError, ValueError, OSError, RecursionError):
         shown = cleaned if len(cleaned) <= 60 else cleaned[:60] + "..."
         raise UnknownTimezone(
-            field,
-            f"unknown time zone {shown!r}; use an IANA name such as 'Europe/Riga', "
-            "'America/New_York' or 'UTC' (not an abbreviation like 'EST' or an offset)",
-            code="unknown_timezone",
+            field, f"unknown time zone {shown!r}; {_fix_for(cleaned)}", code="unknown_timezone"
         ) from None
+
+
+def _fix_for(name: str) -> str:
+    meant = zone_meant(name)
+    if meant is None:
+        return (
+            "use an IANA name such as 'Europe/Riga', 'America/New_York' or 'UTC' (not an "
+            "abbreviation like 'EST' or an offset)"
+        )
+    cased = " (zone names are case-sensitive)" if meant.lower() == name.lower() else ""
+    return f"did you mean {meant!r}?{cased}"
+
+
+@lru_cache(maxsize=1024)
+def _load_cased(name: str) -> ZoneInfo:
+    """The zone, spelt as the IANA database spells it: on a case-insensitive file system
+    ``ZoneInfo('europe/riga')`` loads, and its key would be stored as typed."""
+    zone = _load_zone(name)
+    if _by_lower().get(name.lower(), name) != name:
+        raise ValueError(name)
+    return zone
+
+
+@lru_cache(maxsize=1)
+def _by_lower() -> dict[str, str]:
+    """Every zone name worth suggesting, by its lower-case spelling: area/location names
+    and UTC (legacy names like ``EST`` or ``CET`` are refused as abbreviations)."""
+    names = (name for name in sorted(available_timezones()) if "/" in name or name == "UTC")
+    return {name.lower(): name for name in names}
+
+
+def zone_meant(name: str) -> str | None:
+    """The known zone a person most likely meant by ``name``: the same name cased differently
+    (``europe/riga``), else the closest spelling (``Europe/Rgia``); None when nothing is close."""
+    typed = name.strip().lower()
+    if len(typed) > MAX_ZONE_NAME or not typed.isprintable():
+        return None
+    by_lower = _by_lower()
+    if typed in by_lower:
+        return by_lower[typed]
+    close = get_close_matches(typed, list(by_lower), n=1, cutoff=0.8)
+    return by_lower[close[0]] if close else None
 
 
 def ensure_aware(value: datetime, field: str) -> datetime:

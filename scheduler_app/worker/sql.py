@@ -235,7 +235,8 @@ def _finish_sql(with_error: bool, succeeded: bool) -> Statement:
     # The slot is the one the claim read from the row: always known here. ``locked.*`` and
     # ``ended.*`` are the columns in the order the CTEs list them (the models' field order);
     # ``locked.*`` is the schedule as it was before ``noted`` (a success) wrote it.
-    last_error = ", last_error = %(error)s" if with_error else ""
+    # A success clears the error a lost or retried attempt left (its attempt row keeps it).
+    last_error = ", last_error = %(error)s" if with_error or succeeded else ""
     noted = (
         """, noted AS (
     UPDATE "{sched}" s SET last_success_at = GREATEST(s.last_success_at, %(now)s)

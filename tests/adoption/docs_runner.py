@@ -14,8 +14,10 @@ the line right before the fence):
   ```` ```sh ```` / ```` ```bash ````. ``text``, ``json``, ``yaml`` and fence-less blocks are
   never run.
 - A ``python`` block whose first line is ``# file: PATH`` is that file of the project (written,
-  replacing it); ``# append to: PATH`` is added at its end. Any other ``python`` block, and
-  every ``pycon`` session (its shown output must match, ``...`` for any text), runs in the
+  replacing it); ``# append to: PATH`` is added at its end. A suffix ``(PostgreSQL only)`` or
+  ``(SQLite only)`` limits the directive to that database, as in install.md (a reader on the
+  other one skips the block). Any other ``python`` block, and every ``pycon`` session (its
+  shown output must match, ``...`` for any text), runs in the
   page's ``python manage.py shell``: one session per page, so a block can use what an earlier
   one defined, as a reader's shell would. Writing a file restarts the session (a reader opens
   a new shell to load the changed code); the database keeps what the page made.
@@ -71,7 +73,7 @@ MARKERS = {"output", "illustration", "in a checkout"}
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w-]*)\s*$")
 MARKER = re.compile(r"^\s*<!--\s*(?P<name>[\w ]+?)\s*-->\s*$")
 HIDDEN = re.compile(r"^\s*<!--\s*(setup|check)\b")
-FILE = re.compile(r"#\s*(file|append to):\s*(\S+)\s*$")
+FILE = re.compile(r"#\s*(file|append to):\s*(\S+)(?:\s+\((.+) only\))?\s*$")
 OWN_WHEEL = re.compile(r'^pip install "?django-durable-scheduler\[([\w,]*)\]"?$')
 SERVICE = re.compile(
     r"(celery -A \w+ (worker|beat)\b|python manage.py (run_scheduler|db_worker|runserver)\b)"
@@ -224,7 +226,8 @@ class PageRun:
         if block.language == "python":
             directive = FILE.match(block.code.splitlines()[0] if block.code else "")
             if directive:
-                self.write_file(directive[1], directive[2], block.code)
+                if self.wheel_install.setup.wants(directive[3]):
+                    self.write_file(directive[1], directive[2], block.code)
                 return None
         if block.language in ("python", "pycon"):
             output, error = self.session.run(block, block.language)

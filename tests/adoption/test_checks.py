@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from celery import Celery
+from django.core import mail
 from django.core.checks import Error
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
@@ -22,6 +24,7 @@ from scheduler_app.checks import (
     acks_late_warnings,
     celery_configuration,
     celery_database_configuration,
+    secret_key,
     secret_key_errors,
     stored_targets,
     task_class_errors,
@@ -175,7 +178,8 @@ def test_a_published_secret_key_fails_outside_debug() -> None:
     assert secret_key_errors("x" * 50, debug=False) == []
 
 
-def test_manage_py_check_fails_on_the_former_example_key() -> None:
+def test_manage_py_check_fails_on_the_former_example_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(mail, "outbox", raising=False)  # `manage.py check`, not the test runner
     insecure = override_settings(SECRET_KEY="dev-only-insecure-key-change-me", DEBUG=False)
     with insecure, pytest.raises(SystemCheckError, match=r"scheduler_app\.E003"):
         call_command("check")
@@ -301,3 +305,16 @@ def test_a_failing_call_in_a_function_body_names_no_task(
     monkeypatch.setattr(plain_app.loader, "import_default_modules", import_tasks_module)
     (error,) = task_class_errors(plain_app)
     assert error.msg.startswith("invalid @scheduled declaration at ")
+
+
+def test_django_s_test_runner_turning_debug_off_is_not_a_deployment(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`manage.py test` in a project made by install.md failed on E003: Django's runner sets
+    DEBUG off itself. Its test environment (mail.outbox) is not a deployment."""
+    settings.SECRET_KEY = "django-insecure-" + "x" * 40
+    settings.DEBUG = False
+    monkeypatch.delattr(mail, "outbox", raising=False)
+    assert [m.id for m in secret_key()] == ["scheduler_app.E003"]
+    monkeypatch.setattr(mail, "outbox", [], raising=False)
+    assert secret_key() == []

@@ -83,7 +83,20 @@ from tests.integration.worker_support import fetch, run
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 FILES = [ROOT / "README.md", *DOCS]
-AS_WRITTEN = {"README.md", "api.md", "contract.md", "index.md", "migrating.md", "tasks.md"}
+AS_WRITTEN = {
+    "README.md",
+    "admin.md",
+    "api.md",
+    "contract.md",
+    "decorator.md",
+    "deployment.md",
+    "index.md",
+    "migrating.md",
+    "operations.md",
+    "scheduling.md",
+    "tasks.md",
+    "timing.md",
+}
 """Pages whose examples run as written (tests/adoption/test_docs_as_written.py), not here."""
 RUN_HERE = [path for path in FILES if path.name not in AS_WRITTEN]
 NOW = datetime(2026, 3, 27, 12, 0, tzinfo=UTC)
@@ -159,6 +172,31 @@ def test_the_reference_lists_every_setting_and_schedule_field() -> None:
         assert row in reference, f"docs/reference.md lacks {row}"
     for field in Schedule._meta.concrete_fields:
         assert f"`{field.name}`" in reference, f"docs/reference.md lacks the field {field.name}"
+
+
+def test_deployment_recommends_what_the_project_and_the_pooler_hosts_run() -> None:
+    """docs/deployment.md's settings for workers, the Celery app and PgBouncer (shown there as
+    illustrations) are those of the example project and of ``make test-multihost``'s hosts."""
+    from django.conf import settings
+
+    from torture.multihost import settings as hosts
+
+    codes = [
+        block.code for block in blocks(ROOT / "docs" / "deployment.md") if block.kind == "python"
+    ]
+    worker: dict[str, Any] = {}
+    exec(next(code for code in codes if "CELERY_TASK_ACKS_LATE =" in code), worker)
+    recommended = {name: value for name, value in worker.items() if name.startswith("CELERY_")}
+    assert len(recommended) == 3, recommended
+    for name, value in recommended.items():
+        assert getattr(settings, name) == value, name
+    app_line = next(code for code in codes if "task_cls=" in code)
+    assert f'task_cls="{project_app.task_cls}"' in app_line
+    pooled: dict[str, Any] = {}
+    exec(next(code for code in codes if '"pgbouncer.internal"' in code), pooled)
+    ours, theirs = pooled["DATABASES"]["default"], hosts.DATABASES["default"]
+    assert theirs["DISABLE_SERVER_SIDE_CURSORS"] is ours["DISABLE_SERVER_SIDE_CURSORS"] is True
+    assert theirs["OPTIONS"]["prepare_threshold"] is ours["OPTIONS"]["prepare_threshold"] is None
 
 
 def test_operations_lists_every_command() -> None:

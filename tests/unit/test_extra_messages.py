@@ -40,11 +40,6 @@ def test_the_hint_is_install_md_s_wheel_with_the_extra() -> None:
         install_extra("sun")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the call sites (timing/calendars/solar.py, public_holidays.py, "
-    "observability/checks.py, run_scheduler.py) belong to other engineers",
-)
 def test_no_message_sends_people_to_the_package_index() -> None:
     sources = sorted((ROOT / "scheduler_app").rglob("*.py"))
     offenders = [
@@ -57,7 +52,6 @@ def test_no_message_sends_people_to_the_package_index() -> None:
     assert offenders == []
 
 
-@pytest.mark.xfail(strict=True, reason="timing/calendars/solar.py belongs to another engineer")
 def test_a_solar_rule_without_astral_says_how_to_add_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -3,7 +3,8 @@
 Creates the missing occurrences (trigger ``backfill``) of a schedule's slots in a past range,
 with a progress bar. SCHEDULE is an id or a key. Times without an offset are local to the
 schedule's zone. More than ``--max`` (default ``SCHEDULER_BACKFILL_MAX``) new occurrences
-need ``--yes``. A thin adapter over ``services.backfill``.
+need ``--yes``; ``--dry-run`` shows the plan of any size and says when the run would need it.
+A thin adapter over ``services.backfill``.
 """
 
 from __future__ import annotations
@@ -67,13 +68,18 @@ class Command(OneLineErrors):
                 confirm_over_max=True,
             )
             self.stdout.write(_describe(plan, schedule))
+            if options["dry_run"]:  # the plan, whatever its size: the run is what needs --yes
+                if plan.over_max:
+                    self.stdout.write(
+                        f"dry run: the real run creates {plan.new} occurrences, more than --max "
+                        f"{limit}: it needs --yes (or a narrower range)"
+                    )
+                return
             if plan.over_max and not options["yes"]:
                 raise ValueError(
                     f"this creates {plan.new} occurrences, more than --max {limit}; "
                     "narrow the range or add --yes"
                 )
-            if options["dry_run"]:
-                return
             created = self._create(schedule, start, end, options)
         except ScheduleValidationError as exc:
             raise CommandError(_one_line(f"{exc.field}: {exc.message}"), returncode=2) from None

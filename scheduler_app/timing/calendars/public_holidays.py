@@ -12,6 +12,7 @@ from datetime import date
 from functools import lru_cache
 from typing import Any
 
+from scheduler_app.compat import install_extra
 from scheduler_app.errors import ScheduleValidationError
 
 try:
@@ -84,8 +85,7 @@ def _require() -> Any:
     if _holidays is None:
         raise ScheduleValidationError(
             FIELD,
-            "excluding public holidays needs the holidays package: "
-            "pip install 'django-durable-scheduler[holidays]'",
+            "excluding public holidays needs the holidays package: " + install_extra("holidays"),
             code="missing_dependency",
         )
     return _holidays

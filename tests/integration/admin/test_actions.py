@@ -90,7 +90,7 @@ def test_pause_stores_the_note_and_who(pages: Pages) -> None:
 
 
 def test_resume_lists_the_catch_up_slots_and_creates_exactly_those(pages: Pages) -> None:
-    schedule = paused_for_hours(3)
+    schedule = paused_for_hours(3, max_lateness=timedelta(seconds=1))
     form = pages.form("resume", schedule)
     page = form.response.text
     assert "Resuming creates 4 catch-up occurrence(s)" in page
@@ -118,7 +118,7 @@ def test_resume_above_the_backfill_limit_needs_a_second_confirmation(
     pages: Pages, settings: object
 ) -> None:
     settings.SCHEDULER_BACKFILL_MAX = 2  # type: ignore[attr-defined]
-    schedule = paused_for_hours(3)
+    schedule = paused_for_hours(3, max_lateness=timedelta(seconds=1))
     form = pages.form("resume", schedule)
     assert "second confirmation" in form.response.text and "confirm_over_max" in form.fields
     again = submit(form, "confirm").forms["sched-confirm-form"]
