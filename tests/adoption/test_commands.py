@@ -91,7 +91,8 @@ def test_resume_shows_the_catch_up_and_needs_yes() -> None:
     with pytest.raises(CommandError) as refused:
         call_command("resume_schedule", "report", stdout=out, stderr=err)
     assert refused.value.returncode == 1 and "--yes" in str(refused.value)
-    assert "resuming creates 3 catch-up occurrence(s) now" in out.getvalue()
+    # as they will be recorded: the newest slot is now (within max_lateness), so on time
+    assert "resuming creates 3 occurrence(s) (2 catch-up, 1 on time) now" in out.getvalue()
     assert Schedule.objects.get(pk=schedule.pk).status == "paused"  # nothing changed
     assert not Occurrence.objects.filter(schedule=schedule).exists()
 
@@ -99,6 +100,11 @@ def test_resume_shows_the_catch_up_and_needs_yes() -> None:
     assert done["status"] == "active" and done["catch_up"]["count"] == 3
     assert len(done["catch_up"]["slots"]) == 3
     assert Occurrence.objects.filter(schedule=schedule).count() == 3
+    assert (done["catch_up"]["catch_up"], done["catch_up"]["on_time"]) == (2, 1)
+    triggers = sorted(
+        Occurrence.objects.filter(schedule=schedule).values_list("trigger", flat=True)
+    )
+    assert triggers == ["catch_up", "catch_up", "scheduled"]
 
 
 def test_resume_of_an_active_schedule_changes_nothing() -> None:

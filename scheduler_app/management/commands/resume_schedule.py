@@ -77,6 +77,8 @@ class Command(OneLineErrors):
         if preview is not None:
             document["catch_up"] = {
                 "count": preview.count,
+                "catch_up": preview.caught_up,
+                "on_time": preview.count - preview.caught_up,
                 "skipped": preview.skipped,
                 "slots": [iso(slot.scheduled_for) for slot in preview.emit],
                 "next_run_at": iso(preview.next_run_at),
@@ -87,19 +89,26 @@ class Command(OneLineErrors):
 def describe(preview: Any) -> str:
     """What resuming now will do, in words."""
     if not preview.count:
-        head = "resuming creates no catch-up occurrence"
+        head = "resuming creates no occurrence"
     else:
         slots = ", ".join(iso(slot.scheduled_for) or "" for slot in preview.emit[:SHOWN])
         more = f" and {preview.count - SHOWN} more" if preview.count > SHOWN else ""
-        head = f"resuming creates {preview.count} catch-up occurrence(s) now: {slots}{more}"
+        head = f"resuming creates {created(preview)} now: {slots}{more}"
     skipped = f"; {preview.skipped} missed slot(s) skipped by the misfire policy"
     tail = f"; then next run at {iso(preview.next_run_at) or 'never'}"
     return head + (skipped if preview.skipped else "") + tail
 
 
+def created(preview: Any) -> str:
+    """``3 occurrence(s) (2 catch-up, 1 on time)``: as they are recorded (a slot still within
+    ``max_lateness`` is an on-time ``scheduled`` run, not a catch-up)."""
+    on_time = preview.count - preview.caught_up
+    return f"{preview.count} occurrence(s) ({preview.caught_up} catch-up, {on_time} on time)"
+
+
 def summary_done(preview: Any) -> str:
     return (
-        f"{preview.count} catch-up occurrence(s) created"
+        f"{created(preview)} created"
         + (f", {preview.skipped} missed slot(s) skipped" if preview.skipped else "")
         + f"; next run at {iso(preview.next_run_at) or 'never'}"
     )
