@@ -164,4 +164,4 @@ def test_without_astral_the_error_says_which_extra_to_install(
     with pytest.raises(ScheduleValidationError) as caught:
         parse_solar("sunrise 56.9 24.1")
     assert caught.value.code == "missing_dependency"
-    assert "django-durable-scheduler[solar]" in caught.value.message
+    assert "[solar] extra" in caught.value.message and "make dist" in caught.value.message
