@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
@@ -59,6 +59,9 @@ MAX_RULE_LENGTH = 2000
 _BYDAY_RE = re.compile(r"^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
 _UNTIL_RE = re.compile(r"^(\d{8})(T(\d{6})(Z?))?$")
 
+Charge = Callable[[datetime], bool]
+"""The search budget's charge for a wall time that may give no slot; False: stop."""
+
 
 @dataclass(frozen=True)
 class RRuleSpec:
@@ -87,13 +90,15 @@ class RRuleSpec:
     def freq_name(self) -> str:
         return next(name for name, value in FREQS.items() if value == self.freq)
 
-    def iter_local(self, start: datetime) -> Iterator[datetime]:
-        """Every occurrence (naive wall time) at or after ``start``, in order."""
+    def iter_local(self, start: datetime, charge: Charge | None = None) -> Iterator[datetime]:
+        """Every occurrence (naive wall time) at or after ``start``, in order. ``charge``
+        (the search budget's) is called with each day the walk looks at that may give no
+        slot; False ends the walk."""
         if self.rdates or self.exdates:
-            return with_dates(self._rule_local(start), start, self.rdates, self.exdates)
-        return self._rule_local(start)
+            return with_dates(self._rule_local(start, charge), start, self.rdates, self.exdates)
+        return self._rule_local(start, charge)
 
-    def _rule_local(self, start: datetime) -> Iterator[datetime]:
+    def _rule_local(self, start: datetime, charge: Charge | None = None) -> Iterator[datetime]:
         """The RRULE's own occurrences (without RDATE and EXDATE) at or after ``start``."""
         if self.walker is not None:
             first = max(start, self.anchor)
@@ -101,7 +106,7 @@ class RRuleSpec:
                 return self.walker.iter_local(first)  # no extra generator layer: hot path
             return self._walk(first, self.walker)
         if self.count is None and self.freq > du.DAILY and set(DAY_PARTS) & self.parts:
-            return self._by_day(start)
+            return self._by_day(start, charge)
         anchor = self.anchor if self.count is not None else _realign(self, start)
         return _build(self, anchor).xafter(start, inc=True)
 
@@ -109,7 +114,7 @@ class RRuleSpec:
     def parts(self) -> set[str]:
         return {name for name, _ in self.options}
 
-    def _by_day(self, start: datetime) -> Iterator[datetime]:
+    def _by_day(self, start: datetime, charge: Charge | None = None) -> Iterator[datetime]:
         """Sub-daily rules with day filters, one matching day at a time.
 
         dateutil walks every filtered day one by one (about a millisecond each), so a rule
@@ -117,6 +122,10 @@ class RRuleSpec:
         matching days come from a yearly rule with the same day parts (one step per year);
         within a matching day the day parts filter nothing, so the rule without them gives
         the same slots, and its UNTIL at the day's end stops it at once.
+
+        A matching day that gives no slot is charged to the search budget: an INTERVAL that
+        meets the day parts once in centuries gives only such days (the budget's span then
+        ends the walk after its years, not in the year 2601).
         """
         within_day = tuple((k, v) for k, v in self.options if k not in DAY_PARTS)
         start = max(start, self.anchor)
@@ -130,7 +139,12 @@ class RRuleSpec:
             rule = _cached_rule(
                 self.freq, self.interval, None, until, within_day, _realign(self, first)
             )
-            yield from rule.xafter(first, inc=True)
+            gave = False
+            for local in rule.xafter(first, inc=True):
+                gave = True
+                yield local
+            if not gave and charge is not None and not charge(day_start):
+                return
 
     def _walk(self, start: datetime, walker: CronExpr) -> Iterator[datetime]:
         until = self.until_local

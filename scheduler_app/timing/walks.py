@@ -45,10 +45,10 @@ def rule_items(timing: Timing, after: datetime, meter: Meter) -> Iterator[Resolv
         return solar_items(
             rule, timing.zone, min(after, LATEST), strict=meter.strict, charge=meter.quiet
         )
-    return _calendar(timing, after)
+    return _calendar(timing, after, meter)
 
 
-def _calendar(timing: Timing, after: datetime) -> Iterator[Resolved]:
+def _calendar(timing: Timing, after: datetime, meter: Meter) -> Iterator[Resolved]:
     rule = timing.rule
     zone = timing.zone
     if after >= LATEST:  # nothing is computed past LATEST (the zone may not reach 9999-12-31)
@@ -60,7 +60,12 @@ def _calendar(timing: Timing, after: datetime) -> Iterator[Resolved]:
     if isinstance(rule, CronRule):
         local_times: Iterable[datetime] = rule.expr.iter_local(start)
     elif isinstance(rule, RRuleRule):
-        local_times = rule.spec.iter_local(start)
+        zone_ = zone  # the budget counts instants: a wall time in the rule's zone
+
+        def charge(wall: datetime) -> bool:
+            return meter.quiet(wall.replace(tzinfo=zone_))
+
+        local_times = rule.spec.iter_local(start, charge)
     else:  # pragma: no cover - _raw dispatches the other kinds
         raise InvalidRule("kind", f"not a calendar rule: {rule!r}")
     # A UTC UNTIL bounds instants (the merged items come in increasing instant order).

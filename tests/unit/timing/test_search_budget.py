@@ -169,3 +169,38 @@ def test_the_engines_end_guesses_still_answer_none_and_validation_still_refuses(
     with pytest.raises(InvalidRule) as caught:
         first_slot(never, NOW)
     assert caught.value.code == "never_fires"
+
+
+# --- review 5: a sub-daily RRULE whose INTERVAL meets its day filter once in centuries -------
+
+
+def test_a_subdaily_rule_that_rarely_meets_its_days_is_charged_for_each_day() -> None:
+    """``FREQ=HOURLY;INTERVAL=29989;BYDAY=MO;BYHOUR=0`` matches every Monday but fires about
+    once in 575 years: every Monday looked at was free (the validation took 21.8 s, the
+    beat's next slot 13.6 s). Each day is now charged: the span runs out after ten years of
+    Mondays, with the typed error, instead of a walk to the year 2601."""
+    anchor = datetime(2026, 12, 7, tzinfo=UTC)
+    timing = build_timing(
+        kind="rrule",
+        rule="FREQ=HOURLY;INTERVAL=29989;BYDAY=MO;BYHOUR=0",
+        timezone="UTC",
+        anchor=anchor,
+        budget=SearchBudget(candidates=100_000, span=timedelta(days=3653)),
+    )
+    with pytest.raises(SearchExhausted):
+        next_after(timing, anchor)
+    with pytest.raises(SearchExhausted):
+        first_slot(timing, anchor - timedelta(days=1))
+
+
+def test_a_subdaily_rule_with_days_still_finds_its_slots() -> None:
+    timing = build_timing(
+        kind="rrule",
+        rule="FREQ=HOURLY;INTERVAL=5;BYDAY=MO,TH;BYHOUR=9,14",
+        timezone="Europe/Riga",
+        anchor=datetime(2027, 1, 4, 7, tzinfo=UTC),
+    )
+    found = slots_between(
+        timing, datetime(2027, 1, 4, tzinfo=UTC), datetime(2027, 3, 1, tzinfo=UTC), limit=5
+    )
+    assert found and all(s.astimezone(ZoneInfo("Europe/Riga")).hour in (9, 14) for s in found)
