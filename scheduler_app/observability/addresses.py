@@ -107,6 +107,21 @@ def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
     return found
 
 
+TRANSLATION_PREFIXES = tuple(
+    ipaddress.IPv6Network(prefix)
+    for prefix in (
+        "::ffff:0:0/96",  # IPv4-mapped
+        "::ffff:0:0:0/96",  # SIIT
+        "::/96",  # IPv4-compatible
+        "64:ff9b::/96",  # NAT64
+        "64:ff9b:1::/48",  # local-use NAT64
+        "2002::/16",  # 6to4
+        "2001::/32",  # Teredo
+    )
+)
+"""Prefixes whose packets go to the IPv4 address they carry (a translator or a tunnel)."""
+
+
 def forbidden(address: str) -> bool:
     """Whether an IP address is one a schedule must not make a worker request."""
     ip: Address = ipaddress.ip_address(address.split("%", 1)[0])
@@ -115,10 +130,12 @@ def forbidden(address: str) -> bool:
         if ip.is_site_local:
             return True
         embedded = embedded_ipv4(ip)
-        if embedded:
-            # A translation form is judged by the IPv4 address it carries: Python's own
+        if embedded and any(ip in prefix for prefix in TRANSLATION_PREFIXES):
+            # A translation prefix is judged by the IPv4 address it carries: Python's own
             # verdict on the prefix differs between versions (3.13 calls 6to4 not global).
             candidates = list(embedded)
+        else:  # e.g. an ISATAP-style ending under any prefix: both must be public
+            candidates.extend(embedded)
     return any(not each.is_global or each.is_multicast for each in candidates)
 
 

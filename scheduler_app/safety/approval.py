@@ -102,13 +102,18 @@ def occurrence_approved(row: Occurrence, asked: dict[str, bool] | None = None) -
     return True
 
 
-def version_author(schedule: Schedule, version: int) -> str | None:
-    """Who made ``version`` of ``schedule`` (created or edited it), from the audit trail;
-    None when no entry says so (a row written past the services)."""
+def version_authors(schedule: Schedule, version: int) -> set[str]:
+    """Everyone who made a part of ``version`` of ``schedule``: who created or edited any
+    version since the last approved one, up to ``version`` (from the audit trail). Not only
+    the latest entry: an edit by someone else (a rename, a cost estimate) must not make the
+    maker of the change to what runs a "second person"."""
     made = ScheduleAuditEvent.objects.filter(
-        schedule_id=schedule.pk, version=version, action__in=MADE
+        schedule_id=schedule.pk,
+        version__gt=schedule.approved_version or 0,
+        version__lte=version,
+        action__in=MADE,
     )
-    return made.order_by("-at", "-pk").values_list("by", flat=True).first()
+    return set(made.values_list("by", flat=True))
 
 
 def same_person_refusal(schedule: Schedule, version: int, user: Any) -> str:
@@ -116,12 +121,12 @@ def same_person_refusal(schedule: Schedule, version: int, user: Any) -> str:
     off, the approver is a system actor (the deployment), or someone else made the version."""
     if not get_settings().APPROVAL_REQUIRES_OTHER_PERSON or is_system(user):
         return ""
-    if version_author(schedule, version) != actor_name(user):
+    if actor_name(user) not in version_authors(schedule, version):
         return ""
     return (
-        f"you made version {version} of this schedule, and SCHEDULER_APPROVAL_REQUIRES_OTHER_"
-        "PERSON asks for a second person: another user with the approve_schedule permission "
-        "must approve it"
+        f"you made (part of) version {version} of this schedule, and "
+        "SCHEDULER_APPROVAL_REQUIRES_OTHER_PERSON asks for a second person: another user "
+        "with the approve_schedule permission must approve it"
     )
 
 
@@ -132,12 +137,17 @@ def check_other_person(schedule: Schedule, version: int, user: Any) -> None:
         raise OperatorPermissionDenied(refusal)
 
 
-def check_runner_edit(user: Any, changed: Iterable[str], owner: Any) -> None:
+def check_runner_edit(
+    user: Any, changed: Iterable[str], owner: Any, *, owner_changed: bool = False
+) -> None:
     """Refuse an edit of what runs by a person without ``run_schedule`` on a schedule whose
     runs are checked against somebody else (``owner``, after the edit): otherwise the editor
-    would run their task or arguments with the owner's rights. The owner themselves, a
-    system actor and a user with ``run_schedule`` may."""
+    would run their task or arguments with the owner's rights. Handing a schedule to another
+    owner is such an edit too (else: edit as your own, then hand it to a runner). The owner
+    themselves, a system actor and a user with ``run_schedule`` may."""
     touched = sorted(set(changed) & set(WHAT_RUNS))
+    if owner_changed:
+        touched.append("owner")
     if not touched or is_system(user) or user.has_perm(RUN_PERMISSION):
         return
     if owner is not None and getattr(owner, "pk", owner) == user.pk:

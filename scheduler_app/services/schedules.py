@@ -210,7 +210,12 @@ def update_schedule(
     values = normalize_definition({**current, **requested}, now)
     semantic = {k: v for k, v in values.items() if v != current[k]}
     # Nobody runs their task or arguments with another person's rights by editing.
-    check_runner_edit(user, semantic, changes.get("owner", before.owner))
+    check_runner_edit(
+        user,
+        semantic,
+        changes.get("owner", before.owner),
+        owner_changed="owner" in changes and changes["owner"] != before.owner,
+    )
     timing = validate_definition(values) if semantic else None
     check_routing(values.get("options"), str(changes.get("tenant", before.tenant) or ""))
     first = first_slot(timing, now - _TICK) if timing is not None else None

@@ -44,7 +44,7 @@ def test_the_maker_cannot_approve_their_version(settings: Any) -> None:
     settings.SCHEDULER_APPROVAL_REQUIRES_OTHER_PERSON = True
     maker, checker = person("maker", *APPROVER), person("checker", *APPROVER)
     schedule = made_by(maker)
-    with pytest.raises(OperatorPermissionDenied, match="you made version 1"):
+    with pytest.raises(OperatorPermissionDenied, match=r"you made \(part of\) version 1"):
         services.approve_schedule(schedule.pk, version=1, user=maker)
     assert Schedule.objects.get(pk=schedule.pk).status == ScheduleStatus.AWAITING_APPROVAL
     assert services.approve_schedule(schedule.pk, version=1, user=checker).approved_by == "checker"
@@ -113,3 +113,41 @@ def test_the_owner_edits_their_own_schedule_without_run_schedule() -> None:
         schedule.pk, expected_version=1, user=owner, kwargs={"mine": True}
     )
     assert changed.kwargs == {"mine": True}
+
+
+def test_someone_elses_later_edit_does_not_make_the_maker_a_second_person(
+    settings: Any,
+) -> None:
+    """Review 5: Bob's cost estimate (no new version) or rename (a new one) was logged as the
+    newest 'made' entry, and the maker of the task's version could then approve it."""
+    settings.SCHEDULER_APPROVAL_REQUIRES_OTHER_PERSON = True
+    alice = person("alice", *APPROVER)
+    bob = person("bob", "view_schedule", "change_schedule", "run_schedule")
+    schedule = made_by(alice, owner=None)
+    services.update_schedule(schedule.pk, expected_version=1, user=bob, cost_estimate=3.0)
+    with pytest.raises(OperatorPermissionDenied, match="part of"):
+        services.approve_schedule(schedule.pk, version=1, user=alice)
+    services.update_schedule(schedule.pk, expected_version=1, user=bob, name="renamed")
+    with pytest.raises(OperatorPermissionDenied, match="part of"):
+        services.approve_schedule(schedule.pk, version=2, user=alice)
+    assert Schedule.objects.get(pk=schedule.pk).status == ScheduleStatus.AWAITING_APPROVAL
+
+
+def test_handing_a_schedule_to_a_runner_needs_run_schedule() -> None:
+    """Review 5: edit the kwargs as your own schedule, then hand it back to a runner: the
+    payload ran with the runner's rights. Handing it to another owner is an edit of what
+    runs too."""
+    runner = person("runner", *APPROVER)
+    eve = person("eve", "view_schedule", "change_schedule", "assign_owner")
+    schedule = services.create_schedule(
+        user=runner, task="demo.ping", kind="cron", rule="0 8 * * *", owner=runner
+    )
+    with pytest.raises(OperatorPermissionDenied, match="kwargs"):
+        services.update_schedule(schedule.pk, expected_version=1, user=eve, kwargs={"n": 666})
+    mine = services.update_schedule(
+        schedule.pk, expected_version=1, user=eve, kwargs={"n": 666}, owner=eve
+    )
+    assert mine.owner_id == eve.pk  # hers now: it runs with her rights
+    with pytest.raises(OperatorPermissionDenied, match="owner"):
+        services.update_schedule(schedule.pk, expected_version=2, user=eve, owner=runner)
+    assert Schedule.objects.get(pk=schedule.pk).owner_id == eve.pk

@@ -73,3 +73,17 @@ def test_a_plain_public_ipv6_address_is_let_through() -> None:
 def test_no_form_carries_any_non_public_ipv4(inner: ipaddress.IPv4Address) -> None:
     for make in FORMS.values():
         assert forbidden(make(int(inner)))
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "fd00::5efe:808:808",
+        "fe80::5efe:808:808",
+        "fc00:1::200:5efe:808:808",
+        "2001:db8::5efe:808:808",
+    ],
+)
+def test_a_non_public_ipv6_with_an_isatap_ending_is_refused(address: str) -> None:
+    """Review 5: a public IPv4 in an ISATAP-style ending let the IPv6 address itself through."""
+    assert forbidden(address)
