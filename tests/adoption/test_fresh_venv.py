@@ -94,9 +94,13 @@ def test_the_wheel_holds_the_library_only(dist: Path) -> None:
         if line.startswith("Requires-Dist:") and "extra ==" not in line
     ]
     assert not [r for r in required if r.startswith(("psycopg", "dj-database-url", "redis"))]
-    for extra in ("redis", "postgres", "results", "metrics"):
+    for extra in ("redis", "postgres", "results", "metrics", "tasks", "tasks-backport"):
         assert f"Provides-Extra: {extra}" in text
-    assert "Framework :: Django :: 4.2" in text and "Project-URL: Changelog" in text
+    for supported in ("Framework :: Django :: 5.2", "Framework :: Django :: 6.1"):
+        assert supported in text  # issue 36: the supported versions, as install.md says
+    assert "Programming Language :: Python :: 3.13" in text and "Django :: 4.2" not in text
+    assert "Requires-Dist: django<6.2,>=5.2" in text or "Requires-Dist: django>=5.2,<6.2" in text
+    assert "Project-URL: Changelog" in text
 
 
 def test_the_sdist_leaves_the_example_project_out(dist: Path) -> None:
