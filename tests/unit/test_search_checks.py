@@ -38,6 +38,7 @@ def test_a_span_too_long_for_a_timedelta_is_an_error() -> None:
 
 
 @override_settings(SCHEDULER_SEARCH_CANDIDATES=0, SCHEDULER_SEARCH_SPAN_DAYS="ten years")
+@pytest.mark.django_db  # Django 6 runs the model checks against a connection
 def test_the_check_reads_the_settings_and_runs_when_a_beat_or_worker_starts() -> None:
     found = [m for m in run_checks(tags=[TAG]) if m.id == "scheduler_app.E008"]
     assert [m.msg.split(" is ")[0] for m in found] == [
@@ -46,5 +47,6 @@ def test_the_check_reads_the_settings_and_runs_when_a_beat_or_worker_starts() ->
     ]
 
 
+@pytest.mark.django_db  # Django 6 runs the model checks against a connection
 def test_the_settings_of_the_example_project_pass() -> None:
     assert [m for m in run_checks(tags=[TAG]) if m.id == "scheduler_app.E008"] == []
