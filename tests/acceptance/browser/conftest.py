@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 from django.conf import LazySettings, settings
+from django.contrib.auth.models import User
 from django.core.servers.basehttp import ThreadedWSGIServer
+from django.test import Client
 from django.test.testcases import LiveServerThread
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -170,3 +172,18 @@ def log_in(driver: WebDriver, base: str, username: str, password: str) -> None:
     driver.find_element(By.NAME, "password").send_keys(password)
     driver.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
     wait_for(driver, lambda d: "/admin/login/" not in d.current_url)
+
+
+@pytest.fixture
+def base(driver: WebDriver, live_server: object) -> str:
+    """The live server's address, a superuser logged in. The session is made as the login
+    form makes it (``Client.force_login``): the form itself is tested elsewhere, and hashing a
+    password twice per test would cost seconds on a busy machine."""
+    url = str(live_server)
+    client = Client()
+    client.force_login(User.objects.create_superuser("ops", "ops@example.com", None))
+    driver.delete_all_cookies()
+    driver.get(f"{url}/admin/login/")  # a cookie is set for the page's site
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    driver.add_cookie({"name": settings.SESSION_COOKIE_NAME, "value": cookie, "path": "/"})
+    return url

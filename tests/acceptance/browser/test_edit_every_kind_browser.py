@@ -17,9 +17,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
-from django.contrib.auth.models import User
-from django.test import Client
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -52,21 +49,6 @@ def driver(django_db_setup: None, driver: WebDriver) -> WebDriver:
     PostgreSQL), the live server's request threads still hold connections when the database
     is dropped: "database ... is being accessed by other users"."""
     return driver
-
-
-@pytest.fixture
-def base(driver: WebDriver, live_server: object) -> str:
-    """The live server's address, a superuser logged in. The session is made as the login
-    form makes it (``Client.force_login``): the form itself is tested elsewhere, and hashing a
-    password twice per test would cost seconds on a busy machine."""
-    url = str(live_server)
-    client = Client()
-    client.force_login(User.objects.create_superuser("ops", "ops@example.com", None))
-    driver.delete_all_cookies()
-    driver.get(f"{url}/admin/login/")  # a cookie is set for the page's site
-    cookie = client.cookies[django_settings.SESSION_COOKIE_NAME].value
-    driver.add_cookie({"name": django_settings.SESSION_COOKIE_NAME, "value": cookie, "path": "/"})
-    return url
 
 
 # -- what a person does on the page ----------------------------------------------------------
