@@ -1,8 +1,11 @@
 """Shared plumbing for benchmarks: sampling statistics, machine facts, and the two outputs.
 
-``docs/performance.md`` is shared by every benchmark: each one owns exactly one ``## `` section
-and ``write_section`` replaces only that section, keeping the rest of the file intact.
-``bench/results/<name>.json`` holds the same numbers for comparing commits.
+``docs/performance.md`` (today's figures) is shared by every benchmark: each one owns exactly
+one ``## `` section and ``write_section`` replaces only that section, keeping the rest of the
+file intact (the "Today's figures" table at its top is written by hand). The section a run
+replaces is not lost: unless it is the same run rendered again, it is appended to the last
+section of ``docs/performance-history.md`` (``HISTORY_HEADING``), the page the earlier runs
+are kept on. ``bench/results/<name>.json`` holds the same numbers for comparing commits.
 """
 
 from __future__ import annotations
@@ -19,16 +22,33 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PERFORMANCE_MD = ROOT / "docs" / "performance.md"
+HISTORY_NAME = "performance-history.md"
+"""Beside ``PERFORMANCE_MD``: the runs it no longer shows."""
+HISTORY_HEADING = "Replaced sections of the performance page"
 RESULTS_DIR = ROOT / "bench" / "results"
 
 INTRO = """\
 # Performance
 
-Benchmarks live in `bench/` (not in the pytest suite). Each `make bench-*` target measures on
+Today's figures: the latest run of each benchmark, the command that made it and its date.
+Benchmarks live in `bench/` (not in the pytest suite). Each `make bench*` target measures on
 the machine it runs on, rewrites its own section below and writes `bench/results/<name>.json`
-(with the git commit) so runs on different commits can be compared.
+(with the git commit) so runs on different commits can be compared. Earlier runs are in the
+[performance history](performance-history.md).
 
 Machine of the first run: {machine}.
+"""
+
+HISTORY_INTRO = """\
+# Performance history
+
+The earlier runs behind today's figures ([performance](performance.md)).
+
+## {heading}
+
+When a benchmark run rewrites its section of [the performance page](performance.md) with the
+figures of another run, `bench/report.py` appends the section it replaced here, under its
+heading and the date it was replaced (the section's own `Run:` line gives its run).
 """
 
 
@@ -140,22 +160,65 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _section_pattern(title: str) -> re.Pattern[str]:
+    """The ``## `` section titled ``title``: its heading line up to the next ``## `` or the end."""
+    return re.compile(rf"^{re.escape(title)}[ \t]*\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
+
+
+def _run_line(section: str) -> str | None:
+    """The section's ``Run: ...`` line (which command, when, which commit), if it has one."""
+    found = re.search(r"^Run: .*$", section, re.MULTILINE)
+    return found.group(0) if found else None
+
+
 def write_section(heading: str, body: str, facts: dict[str, Any]) -> Path:
-    """Replace (or append) the ``## heading`` section of docs/performance.md with ``body``."""
+    """Replace (or append) the ``## heading`` section of docs/performance.md with ``body``.
+
+    The section replaced goes to the history page (``archive_section``) when it shows another
+    run than ``body`` (their ``Run:`` lines differ): rendering the same run again keeps nothing.
+    """
     title = f"## {heading}"
     if PERFORMANCE_MD.exists():
         text = PERFORMANCE_MD.read_text()
     else:
         text = INTRO.format(machine=describe_machine(facts))
     section = f"{title}\n\n{body.strip()}\n"
-    pattern = re.compile(rf"^{re.escape(title)}[ \t]*\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
-    if pattern.search(text):
+    pattern = _section_pattern(title)
+    if found := pattern.search(text):
+        replaced = found.group(0)
+        if _run_line(replaced) not in (None, _run_line(section)):
+            archive_section(heading, replaced)
         text = pattern.sub(lambda _: section + "\n", text, count=1).rstrip() + "\n"
     else:
         text = text.rstrip() + "\n\n" + section
     PERFORMANCE_MD.parent.mkdir(parents=True, exist_ok=True)
     PERFORMANCE_MD.write_text(text)
     return PERFORMANCE_MD
+
+
+def archive_section(heading: str, section: str) -> Path:
+    """File a replaced ``## heading`` section at the end of the history page's last section.
+
+    It goes under ``### heading, replaced on DATE`` (its own headings one level down), after
+    whatever was filed before, so the page reads oldest first.
+    """
+    history = PERFORMANCE_MD.with_name(HISTORY_NAME)
+    title = f"## {HISTORY_HEADING}"
+    if history.exists():
+        text = history.read_text()
+    else:
+        text = HISTORY_INTRO.format(heading=HISTORY_HEADING)
+    body = section.split("\n", 1)[1].strip() if "\n" in section else ""
+    body = re.sub(r"^(#{3,5}) ", r"#\1 ", body, flags=re.MULTILINE)
+    filed = f"### {heading}, replaced on {now():%Y-%m-%d}\n\n{body}\n"
+    pattern = _section_pattern(title)
+    if found := pattern.search(text):
+        end = found.end()
+        text = text[:end].rstrip() + "\n\n" + filed + ("\n" + text[end:] if text[end:] else "")
+    else:
+        text = text.rstrip() + f"\n\n{title}\n\n" + filed
+    history.write_text(text.rstrip() + "\n")
+    return history
 
 
 def write_json(name: str, payload: dict[str, Any]) -> Path:

@@ -93,6 +93,7 @@ AS_WRITTEN = {
     "index.md",
     "migrating.md",
     "operations.md",
+    "quick-start.md",
     "scheduling.md",
     "tasks.md",
     "timing.md",

@@ -316,6 +316,23 @@ def test_the_section_is_replaced_and_the_rest_of_the_page_kept(
     )
 
 
+def test_a_section_replaced_by_another_run_is_filed_on_the_history_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page, history = tmp_path / "performance.md", tmp_path / "performance-history.md"
+    old = "Run: `make bench` on 2026-12-01 10:00 UTC.\n\n### Burst\n\n0.4 s"
+    page.write_text(f"# Performance\n\n## Scale (`make bench`)\n\n{old}\n")
+    history.write_text("# History\n\n## Replaced sections of the performance page\n\nIntro.\n")
+    monkeypatch.setattr(report, "PERFORMANCE_MD", page)
+    report.write_section("Scale (`make bench`)", old, {})  # the same run again: nothing filed
+    assert "0.4 s" not in history.read_text()
+    report.write_section("Scale (`make bench`)", "Run: `make bench` on 2026-12-09.\n\n1 s", {})
+    assert "0.4 s" not in page.read_text()
+    filed = history.read_text().split("Intro.\n", 1)[1]
+    assert filed.startswith("\n### Scale (`make bench`), replaced on ")
+    assert "2026-12-01 10:00 UTC" in filed and "#### Burst\n\n0.4 s" in filed
+
+
 def args(*argv: str) -> argparse.Namespace:
     return parse_args(list(argv))
 
