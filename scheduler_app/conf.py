@@ -36,9 +36,13 @@ class SchedulerSettings:
     VALIDATE_TASK_NAMES: bool = True
     """Refuse schedules whose task is not registered in the Celery app."""
     MAX_SLOTS_PER_TICK: int = 10_000
+    """Cap on the late slots examined for one schedule in one tick (counters stop there)."""
     MAX_ROWS_PER_BATCH: int = 10_000
     """Occurrences one batch may create; schedules past it stay due for the next batch."""
-    """Cap on the late slots examined for one schedule in one tick (counters stop there)."""
+    PLAN_SECONDS_PER_BATCH: float = 1.0
+    """Seconds one batch may spend planning while it holds its schedules' row locks; the
+    schedules not planned by then stay due, untouched, for the next batch (the first is always
+    planned, and one plan is bounded by the search budget)."""
 
     PERMISSION_CHECK: str = "scheduler_app.permissions.owner_may_run"
     """Dotted path to ``check(schedule) -> bool``, asked before every attempt."""

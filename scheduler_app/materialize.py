@@ -7,13 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
+from time import monotonic
 from uuid import UUID
 
 from django.db import DatabaseError, DataError, IntegrityError, transaction
 from django.db.models import JSONField, Min, OuterRef, Subquery
 
 from scheduler_app.bulk import insert_occurrences, save_advanced
-from scheduler_app.conf import SchedulerSettings, get_settings
+from scheduler_app.conf import get_settings
 from scheduler_app.definitions import (
     idempotency_key,
     jitter_for,
@@ -112,8 +113,14 @@ def materialize_batch(
         )
         if not schedules:
             return BatchResult(0, 0)
-        cap = get_settings().MAX_SLOTS_PER_TICK  # read once per batch, not once per schedule
-        planned = _plan_within_budget(schedules, now, cap, max_rows_per_batch())
+        config = get_settings()  # read once per batch, not once per schedule
+        planned = _plan_within_budget(
+            schedules,
+            now,
+            config.MAX_SLOTS_PER_TICK,
+            config.MAX_ROWS_PER_BATCH,
+            config.PLAN_SECONDS_PER_BATCH,
+        )
         schedules = [schedule for schedule in schedules if schedule.id in planned]
         schedules = _park_without_version(schedules, planned, now)
         to_stop = apply_overlap(schedules, planned, now)
@@ -180,26 +187,20 @@ def _attach(rows: list[Occurrence], schedules: list[Schedule]) -> None:
         relate(row, "schedule_version", version)
 
 
-DEFAULT_MAX_ROWS_PER_BATCH = SchedulerSettings.MAX_ROWS_PER_BATCH
-
-
-def max_rows_per_batch() -> int:
-    """``SCHEDULER_MAX_ROWS_PER_BATCH`` (default 10,000): occurrences one batch may create.
-
-    Bounds the work of one tick after an outage: the schedules past the budget stay due,
-    untouched, and are materialized by the next batch or tick (seconds later), instead of one
-    transaction creating hundreds of thousands of rows.
-    """
-    return get_settings().MAX_ROWS_PER_BATCH
-
-
 def _plan_within_budget(
-    schedules: list[Schedule], now: datetime, cap: int, budget: int
+    schedules: list[Schedule], now: datetime, cap: int, budget: int, seconds: float
 ) -> dict[UUID, list[Occurrence]]:
-    """Plan schedules in due order until ``budget`` rows are planned (the first always is)."""
+    """Plan schedules in due order until ``budget`` rows are planned or ``seconds`` have
+    passed (the first schedule always is planned, so every batch makes progress).
+
+    The claim holds these schedules' row locks while they are planned: the time bound keeps
+    rules that are slow to evaluate (each bounded by the search budget) from holding them, and
+    the database's writers, for longer than ``PLAN_SECONDS_PER_BATCH``. The schedules left
+    out are not advanced and stay due for the next batch."""
     planned: dict[UUID, list[Occurrence]] = {}
+    started = monotonic()
     for schedule in schedules:
-        if planned and budget <= 0:
+        if planned and (budget <= 0 or monotonic() - started >= seconds):
             break
         planned[schedule.id] = plan_schedule(schedule, now, cap=cap)
         budget -= len(planned[schedule.id])

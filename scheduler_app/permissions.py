@@ -163,7 +163,16 @@ def with_owner_rules(
             )
         return result
     tenant = str(result.get("tenant", current.tenant if current is not None else "") or "")
-    if wanted != user.pk and not owner_choices(user, tenant).filter(pk=wanted).exists():
+    taking = current is not None and wanted == user.pk and not moved  # another's, as yours
+    offered = owner_choices(user, tenant).filter(pk=wanted).exists()
+    if taking and not may_assign_owner(user):
+        raise ScheduleValidationError(
+            "owner",
+            "this schedule keeps its owner: taking it as yours needs the "
+            "scheduler_app.assign_owner permission; ask its owner or an administrator",
+            code="owner_not_allowed",
+        )
+    if wanted != user.pk and not offered:
         raise ScheduleValidationError(
             "owner",
             "you may not choose this user as the owner: it takes the "

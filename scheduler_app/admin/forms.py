@@ -30,10 +30,11 @@ from scheduler_app.admin.builder import (
 from scheduler_app.admin.words import WORDS_HELP, timing_values
 from scheduler_app.definitions import _check_min_interval as check_min_interval
 from scheduler_app.definitions import timing_for, validate_definition
-from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule
 from scheduler_app.permissions import RUN_PERMISSION, may_assign_owner
 from scheduler_app.preview import TICK
+from scheduler_app.safety.approval import WHAT_RUNS, check_runner_edit
 from scheduler_app.safety.payloads import check_payload
 from scheduler_app.targets import allowed_tasks, check_target
 from scheduler_app.tenancy import allowed_tenants, may_access
@@ -362,8 +363,12 @@ class ScheduleForm(forms.ModelForm):
             tenant = self.cleaned_data.get("tenant", self._tenant())  # cleaned before owner
             permissions.with_owner_rules({"owner": owner, "tenant": tenant}, user, current=current)
             permissions.check_owner_present(owner, str(self.instance.origin or "admin"))
+            # Another owner runs what this page defines with their rights (run_schedule).
+            check_runner_edit(user, WHAT_RUNS, owner, owner_changed=current is not None)
         except ScheduleValidationError as exc:
             raise forms.ValidationError(exc.message, code=exc.code) from None
+        except OperatorPermissionDenied as exc:
+            raise forms.ValidationError(str(exc), code="owner_not_allowed") from None
         return owner
 
     def clean(self) -> dict[str, Any]:

@@ -42,8 +42,9 @@ from scheduler_app.models import (
 logger = logging.getLogger("scheduler_app.safety")
 PERMISSION = "scheduler_app.approve_schedule"
 RUN_PERMISSION = "scheduler_app.run_schedule"
-WHAT_RUNS = ("task", "args", "kwargs", "job_type", "payload_ref")
-"""The fields that change what a schedule's runs execute (with its owner's rights)."""
+WHAT_RUNS = ("task", "args", "kwargs", "job_type", "payload_ref", "mode")
+"""The fields that change what a schedule's runs execute (with its owner's rights); ``mode``
+turns a shadow schedule, which runs nothing, into one that runs."""
 MADE = (AuditAction.CREATED, AuditAction.EDITED)
 
 
@@ -138,22 +139,30 @@ def check_other_person(schedule: Schedule, version: int, user: Any) -> None:
 
 
 def check_runner_edit(
-    user: Any, changed: Iterable[str], owner: Any, *, owner_changed: bool = False
+    user: Any,
+    changed: Iterable[str],
+    owner: Any,
+    *,
+    owner_changed: bool = False,
+    restarts: bool = False,
 ) -> None:
     """Refuse an edit of what runs by a person without ``run_schedule`` on a schedule whose
     runs are checked against somebody else (``owner``, after the edit): otherwise the editor
     would run their task or arguments with the owner's rights. Handing a schedule to another
     owner is such an edit too (else: edit as your own, then hand it to a runner). The owner
-    themselves, a system actor and a user with ``run_schedule`` may."""
+    themselves, a system actor and a user with ``run_schedule`` may. ``restarts``: the edit
+    gives a completed schedule a slot again, so it runs again (as a run now would)."""
     touched = sorted(set(changed) & set(WHAT_RUNS))
     if owner_changed:
         touched.append("owner")
+    if restarts:
+        touched.append("the timing of a completed schedule (it would run again)")
     if not touched or is_system(user) or user.has_perm(RUN_PERMISSION):
         return
     if owner is not None and getattr(owner, "pk", owner) == user.pk:
         return
     raise OperatorPermissionDenied(
-        f"changing {', '.join(touched)} of a schedule that runs as another user ({owner}) "
+        f"setting {', '.join(touched)} of a schedule that runs as another user ({owner}) "
         f"needs the permission {RUN_PERMISSION!r}: its runs are checked against the owner's "
         "rights, not yours. Ask a user who may run it to make the change"
     )

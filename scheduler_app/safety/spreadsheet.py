@@ -20,8 +20,12 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def safe_cell(value: Any) -> Any:
-    """``value``, with a leading ``'`` when it is text a spreadsheet would run as a formula."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+    """``value``, with a leading ``'`` when it is text a spreadsheet would run as a formula,
+    leading white space included (`` =1+1``, ``\n=1+1``, a no-break space: some importers
+    trim it first)."""
+    if isinstance(value, str) and (
+        value.startswith(FORMULA_STARTS) or value.lstrip().startswith(FORMULA_STARTS)
+    ):
         return "'" + value
     return value
 

@@ -60,7 +60,7 @@ from scheduler_app.models.audit import AuditAction
 from scheduler_app.permissions import check_owner_present, with_owner_rules
 from scheduler_app.policies import PlannedSlot, decide_misfire
 from scheduler_app.routing import check_routing
-from scheduler_app.safety.approval import check_runner_edit, hold_for_approval
+from scheduler_app.safety.approval import WHAT_RUNS, check_runner_edit, hold_for_approval
 from scheduler_app.safety.gates import before_write
 from scheduler_app.services.fields import (
     CREATE_ONLY_FIELDS,
@@ -115,6 +115,9 @@ def create_schedule(
     check_create_only(fields, user)
     fields = with_owner_rules(fields, user, current=None)
     check_owner_present(fields.get("owner"), str(fields.get("origin") or "api"))
+    # A schedule made for another owner runs its task with that owner's rights: as for an
+    # edit, that takes run_schedule.
+    check_runner_edit(user, [name for name in WHAT_RUNS if fields.get(name)], fields.get("owner"))
     check_descriptive(fields)
     operational = operational_values(fields)
     semantic = apply_class_defaults({k: v for k, v in fields.items() if k in SEMANTIC_FIELDS})
@@ -209,16 +212,17 @@ def update_schedule(
     )
     values = normalize_definition({**current, **requested}, now)
     semantic = {k: v for k, v in values.items() if v != current[k]}
+    timing = validate_definition(values) if semantic else None
+    check_routing(values.get("options"), str(changes.get("tenant", before.tenant) or ""))
+    first = first_slot(timing, now - _TICK) if timing is not None else None
     # Nobody runs their task or arguments with another person's rights by editing.
     check_runner_edit(
         user,
         semantic,
         changes.get("owner", before.owner),
         owner_changed="owner" in changes and changes["owner"] != before.owner,
+        restarts=before.status == ScheduleStatus.COMPLETED and first is not None,
     )
-    timing = validate_definition(values) if semantic else None
-    check_routing(values.get("options"), str(changes.get("tenant", before.tenant) or ""))
-    first = first_slot(timing, now - _TICK) if timing is not None else None
     descriptive = {
         k: v for k, v in descriptive_values(changes).items() if _differs(getattr(before, k), v)
     }

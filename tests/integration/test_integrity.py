@@ -210,7 +210,11 @@ def test_an_assigner_may_pick_only_active_staff_of_the_tenant_and_no_superuser()
         with pytest.raises(ScheduleValidationError) as caught:
             schedule(clock, kind="interval", rule="60s", user=carol, tenant="a", owner=owner)
         assert caught.value.code == "owner_not_allowed"
-    made = schedule(clock, kind="interval", rule="60s", user=carol, tenant="a", owner=colleague)
+    # Offered, but made for another owner it runs with their rights: that takes run_schedule.
+    with pytest.raises(OperatorPermissionDenied, match="run_schedule"):
+        schedule(clock, kind="interval", rule="60s", user=carol, tenant="a", owner=colleague)
+    runner = person("carla", "add_schedule", "assign_owner", "run_schedule", tenant="a")
+    made = schedule(clock, kind="interval", rule="60s", user=runner, tenant="a", owner=colleague)
     assert reload(made).owner == colleague
 
 
@@ -493,7 +497,9 @@ def test_a_poisoned_zone_in_the_quota_check_parks_that_row_alone() -> None:
 
 def test_moving_a_schedule_to_another_tenant_rechecks_the_owner_it_keeps() -> None:
     clock = FakeClock(START)
-    boss = person("boss", "add_schedule", "change_schedule", "assign_owner", tenant="a")
+    boss = person(
+        "boss", "add_schedule", "change_schedule", "assign_owner", "run_schedule", tenant="a"
+    )
     boss.groups.add(Group.objects.get_or_create(name="tenant:b")[0])
     boss = User.objects.get(pk=boss.pk)
     dave = person("dave", tenant="a")

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from pytest_django.fixtures import Settings
 
+from scheduler_app import materialize
 from scheduler_app.clock import FakeClock
 from scheduler_app.materialize import materialize_batch
 from scheduler_app.models import Occurrence, Schedule
@@ -47,3 +48,33 @@ def test_one_batch_stops_at_the_row_budget_and_the_next_takes_the_rest(
     second = materialize_batch(clock.now(), 10)
     assert second.claimed == 1
     assert all(Occurrence.objects.filter(schedule=t).count() == 1001 for t in targets)
+
+
+def test_one_batch_stops_planning_at_its_time_budget_and_the_next_takes_the_rest(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rules slow to evaluate cannot hold the batch's row locks for longer than
+    ``SCHEDULER_PLAN_SECONDS_PER_BATCH``: here each plan costs 0.6 s of a fake timer."""
+    settings.SCHEDULER_PLAN_SECONDS_PER_BATCH = 1.0
+    elapsed = [0.0]
+    real_plan = materialize.plan_schedule
+
+    def slow_plan(*args: object, **kwargs: object) -> list[Occurrence]:
+        elapsed[0] += 0.6
+        return real_plan(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(materialize, "monotonic", lambda: elapsed[0])
+    monkeypatch.setattr(materialize, "plan_schedule", slow_plan)
+    clock = FakeClock(START)
+    targets = [schedule(clock, kind="cron", rule="*/5 * * * *") for _ in range(5)]
+    clock.set(START + timedelta(minutes=1))
+    due = min(reload(t).next_run_at for t in targets)
+    clock.set(due)
+    first = materialize_batch(clock.now(), 10)
+    assert first.claimed == 2  # 0.6 s, then 1.2 s: the third waits
+    waiting = [t for t in targets if not Occurrence.objects.filter(schedule=t).exists()]
+    assert len(waiting) == 3
+    assert all(Schedule.objects.get(pk=t.pk).next_run_at == due for t in waiting)
+    assert materialize_batch(clock.now(), 10).claimed == 2
+    assert materialize_batch(clock.now(), 10).claimed == 1
+    assert all(Occurrence.objects.filter(schedule=t).count() == 1 for t in targets)

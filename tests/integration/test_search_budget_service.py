@@ -16,6 +16,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.materialize import materialize_batch
 from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
+from scheduler_app.timing import rrules
 from scheduler_app.timing.calendars.solar import SolarRule
 from tests.integration.support import reload, schedule
 
@@ -86,3 +87,64 @@ def test_a_stored_rule_that_exhausts_the_budget_is_parked_and_the_batch_goes_on(
     # The tick's work for the row: ten years of dates and the window's restarts, where it
     # was 153,077 dates forward and 630,617 back (about 22 s of CPU inside the transaction).
     assert len(asked) <= 2 * 3_653 + 500
+
+
+# -- COUNT rules number their slots from DTSTART (security review 5, High) --------------------
+
+COUNTED = {"kind": "rrule", "rule": "FREQ=MINUTELY;COUNT=1000000", "timezone": "UTC"}
+
+
+@pytest.fixture
+def walked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """How many wall times the COUNT rules' dateutil walks produce."""
+    count = [0]
+    real = rrules._build
+
+    def counting(spec: Any, anchor: datetime) -> Any:
+        def items() -> Iterator[datetime]:
+            for local in real(spec, anchor):
+                count[0] += 1
+                yield local
+
+        return items()
+
+    monkeypatch.setattr(rrules, "_build", counting)
+    yield count
+
+
+def test_a_count_rule_anchored_long_ago_is_refused_after_the_budget(walked: list[int]) -> None:
+    """Its walk from DTSTART to now was ~1,000,000 slots, unpaid: 17 s to validate, then
+    4 s of every tick once a minute."""
+    with pytest.raises(ScheduleValidationError) as caught:
+        schedule(FakeClock(NOW), **COUNTED, anchor=NOW - timedelta(days=690))
+    assert (caught.value.field, caught.value.code) == ("rule", "never_fires")
+    assert "SCHEDULER_SEARCH_CANDIDATES" in caught.value.message
+    assert walked[0] <= 2 * 100_001
+    assert not Schedule.objects.exists()
+
+
+def test_a_stored_count_rule_anchored_long_ago_is_parked_after_the_budget(
+    walked: list[int],
+) -> None:
+    clock = FakeClock(NOW)
+    stored = schedule(clock, kind="cron", rule="0 9 * * *", timezone="UTC")
+    Schedule.objects.filter(pk=stored.pk).update(
+        **COUNTED, anchor=NOW - timedelta(days=690), next_run_at=NOW
+    )
+    walked[0] = 0
+    materialize_batch(NOW + timedelta(seconds=1), 10)
+    parked = reload(stored)
+    assert parked.status == ScheduleStatus.PAUSED
+    assert "SCHEDULER_SEARCH_CANDIDATES" in parked.pause_note
+    assert walked[0] <= 3 * 100_001
+
+
+def test_a_count_rule_that_started_days_ago_goes_on_where_its_count_is() -> None:
+    made = schedule(
+        FakeClock(NOW),
+        kind="rrule",
+        rule="FREQ=DAILY;COUNT=10",
+        timezone="UTC",
+        anchor=NOW - timedelta(days=5, hours=-9),
+    )
+    assert reload(made).next_run_at == NOW + timedelta(hours=9)  # the 6th of its 10 slots

@@ -14,7 +14,7 @@ from project.celery import app
 from project.demo.tasks import ping, record_context
 from scheduler_app import events
 from scheduler_app.clock import FakeClock
-from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
 from scheduler_app.models import OccurrenceAttempt, OccurrenceState, Schedule, ScheduleStatus
 from scheduler_app.outbox import HEADER, context_headers
 from scheduler_app.services import create_schedule, update_schedule
@@ -147,7 +147,7 @@ def test_the_owner_defaults_to_the_creator_and_only_assigners_pick_another() -> 
     assert (caught.value.field, caught.value.code) == ("owner", "owner_not_allowed")
     with pytest.raises(ScheduleValidationError):
         update_schedule(mine.pk, expected_version=1, clock=clock, user=ann, owner=boss)
-    assigner = person("carol", "assign_owner", "add_schedule")
+    assigner = person("carol", "assign_owner", "add_schedule", "run_schedule")
     theirs = schedule(clock, kind="interval", rule="60s", user=assigner, owner=ann)
     assert reload(theirs).owner == ann
     update_schedule(mine.pk, expected_version=1, clock=clock, user=boss, owner=assigner)
@@ -253,3 +253,39 @@ def test_a_task_that_is_not_an_occurrence_task_is_refused(settings: SettingsWrap
     finally:
         app.tasks.unregister("tests.security_plain_base")
     assert caught.value.code == "not_occurrence_task"
+
+
+def test_taking_another_persons_schedule_as_yours_needs_assign_owner() -> None:
+    clock = FakeClock(START)
+    runner = person("rita", "add_schedule", "run_schedule")
+    editor = person("ed", "change_schedule")
+    theirs = schedule(clock, kind="interval", rule="60s", user=runner)
+    with pytest.raises(ScheduleValidationError) as caught:
+        update_schedule(theirs.pk, expected_version=1, clock=clock, user=editor, owner=editor)
+    assert (caught.value.field, caught.value.code) == ("owner", "owner_not_allowed")
+    assert "assign_owner" in caught.value.message
+    assert reload(theirs).owner == runner
+
+
+def test_an_editor_without_run_schedule_cannot_make_a_runners_schedule_run_again() -> None:
+    """Editing the timing of a completed schedule gives it a slot again, and turning a shadow
+    schedule live makes it run: both are runs with the owner's rights (as a run now is)."""
+    clock = FakeClock(START)
+    runner = person("rita", "add_schedule", "run_schedule", "change_schedule")
+    editor = person("ed", "change_schedule")
+    soon = (START + timedelta(minutes=5)).isoformat()
+    done = schedule(clock, kind="once", rule=soon, user=runner)
+    Schedule.objects.filter(pk=done.pk).update(status=ScheduleStatus.COMPLETED, next_run_at=None)
+    again = (START + timedelta(hours=1)).isoformat()
+    with pytest.raises(OperatorPermissionDenied, match="run again"):
+        update_schedule(done.pk, expected_version=1, clock=clock, user=editor, rule=again)
+    assert reload(done).status == ScheduleStatus.COMPLETED
+    shadow = schedule(clock, kind="interval", rule="60s", user=runner, mode="shadow")
+    with pytest.raises(OperatorPermissionDenied, match="mode"):
+        update_schedule(shadow.pk, expected_version=1, clock=clock, user=editor, mode="live")
+    assert reload(shadow).mode == "shadow"
+    # The owner may, and an editor may still change the timing of a schedule that is active.
+    update_schedule(done.pk, expected_version=1, clock=clock, user=runner, rule=again)
+    assert reload(done).status == ScheduleStatus.ACTIVE
+    update_schedule(shadow.pk, expected_version=1, clock=clock, user=editor, rule="120s")
+    assert reload(shadow).rule == "120"

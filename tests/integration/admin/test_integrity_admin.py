@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 from django_webtest import DjangoTestApp  # type: ignore[import-untyped]
 from webtest import Form, TestResponse  # type: ignore[import-untyped]
@@ -249,6 +249,12 @@ def test_assign_owner_offers_and_saves_only_same_tenant_staff(django_app: Django
         refused = submit(shown_form, "_save", **A_NEW_SCHEDULE, tenant="acme")
         assert refused.status_code == 200 and "owner" in refused.context["adminform"].form.errors
     assert not Schedule.objects.exists()
+    # Offered, but a schedule made for another owner runs with that owner's rights: without
+    # run_schedule the save is refused, saying what it takes.
+    refused = add_schedule(django_app, lead, tenant="acme", owner=colleague.pk)
+    assert refused.status_code == 200 and "run_schedule" in refused.text
+    assert not Schedule.objects.exists()
+    lead.user_permissions.add(Permission.objects.get(codename="run_schedule"))
     saved = add_schedule(django_app, lead, tenant="acme", owner=colleague.pk)
     assert saved.status_code == 302, page_errors(saved)
     assert Schedule.objects.get().owner == colleague

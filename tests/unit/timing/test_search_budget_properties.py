@@ -2,8 +2,9 @@
 one computation of a slot evaluates a bounded number of candidates, and within its budget it
 gives the answer a search with a far larger budget gives.
 
-Work is counted where it is done: every item the rule's own walk produces (``walks.rule_items``)
-and every local date a solar rule is asked about. Nothing is timed.
+Work is counted where it is done: every item the rule's own walk produces (``walks.rule_items``),
+every wall time a COUNT rule's walk from DTSTART produces (it numbers its slots from there), and
+every local date a solar rule is asked about. Nothing is timed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from scheduler_app.errors import ScheduleValidationError, SearchExhausted
 from scheduler_app.timing import engine, walks
 from scheduler_app.timing.budget import SearchBudget
 from scheduler_app.timing.calendars.solar import SolarRule
+from scheduler_app.timing.rrules import RRuleSpec
 from scheduler_app.timing.rules import Timing, build_timing
 from scheduler_app.timing.windows import MAX_CLOSED
 
@@ -41,16 +43,18 @@ class Work:
     def __init__(self) -> None:
         self.items = 0
         self.solar_days = 0
+        self.counted = 0
+        """Wall times of COUNT rules' walks from DTSTART (before the start: charged, unyielded)."""
 
     @property
     def total(self) -> int:
-        return self.items + self.solar_days
+        return self.items + self.solar_days + self.counted
 
 
 @contextmanager
 def counting() -> Iterator[Work]:
     work = Work()
-    real_items, real_event = walks.rule_items, SolarRule.event_on
+    real_items, real_event, real_counted = walks.rule_items, SolarRule.event_on, RRuleSpec._counted
 
     def items(timing: Timing, after: datetime, meter: Any) -> Iterator[Any]:
         for item in real_items(timing, after, meter):
@@ -62,9 +66,17 @@ def counting() -> Iterator[Work]:
         work.solar_days += 1
         return real_event(rule, day, zone)
 
+    def counted(spec: RRuleSpec, start: datetime, charge: Any = None) -> Iterator[datetime]:
+        def charged(wall: datetime) -> bool:
+            work.counted += 1
+            return bool(charge(wall)) if charge is not None else True
+
+        yield from real_counted(spec, start, charged)
+
     with (
         mock.patch.object(engine, "rule_items", items),
         mock.patch.object(SolarRule, "event_on", event_on),
+        mock.patch.object(RRuleSpec, "_counted", counted),
     ):
         yield work
 
@@ -85,7 +97,15 @@ rrule_rules = st.builds(
     st.sampled_from(["MINUTELY", "HOURLY", "DAILY", "WEEKLY", "MONTHLY", "YEARLY"]),
     st.integers(1, 40),
     st.sampled_from(
-        ["", ";BYDAY=MO", ";BYMONTH=2;BYMONTHDAY=29", ";BYDAY=-1FR;BYHOUR=17", ";BYSETPOS=-1"]
+        [
+            "",
+            ";BYDAY=MO",
+            ";BYMONTH=2;BYMONTHDAY=29",
+            ";BYDAY=-1FR;BYHOUR=17",
+            ";BYSETPOS=-1",
+            ";COUNT=1000000",
+            ";COUNT=7",
+        ]
     ),
 )
 interval_rules = st.integers(10, 400 * 86_400).map(
