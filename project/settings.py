@@ -166,7 +166,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "[%(asctime)s: %(levelname)s/%(name)s] %(message)s"},
-        "json": {"()": "scheduler_app.logs.JsonFormatter"},
+        "json": {"()": "scheduler_app.observability.logs.JsonFormatter"},
     },
     "handlers": {
         "console": {

@@ -15,7 +15,6 @@ class SchedulerAppConfig(AppConfig):
         # (they use the models and the services) and act by registering themselves.
         from scheduler_app import (  # noqa: F401 - registers the system checks, the Celery signals
             checks,
-            logs,
             signals,
         )
         from scheduler_app.djtasks import worker as djtasks_worker
@@ -24,6 +23,7 @@ class SchedulerAppConfig(AppConfig):
             workers,
         )
         from scheduler_app.observability import checks as observability_checks  # noqa: F401
+        from scheduler_app.observability import logs
 
         # Every process that loads the app (web, beat, worker) counts metrics, pauses after
         # failures and archives finished one-time schedules.

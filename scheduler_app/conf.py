@@ -44,7 +44,7 @@ class SchedulerSettings:
     schedules not planned by then stay due, untouched, for the next batch (the first is always
     planned, and one plan is bounded by the search budget)."""
 
-    PERMISSION_CHECK: str = "scheduler_app.permissions.owner_may_run"
+    PERMISSION_CHECK: str = "scheduler_app.safety.permissions.owner_may_run"
     """Dotted path to ``check(schedule) -> bool``, asked before every attempt."""
     RECEIVE_LEASE: float = 30.0
     """Seconds a received, not yet claimed occurrence belongs to its worker without renewal."""
@@ -65,7 +65,7 @@ class SchedulerSettings:
     ALLOWED_TASKS: tuple[str, ...] = ()
     """Task names or fnmatch patterns schedules may target, besides tasks marked schedulable
     (``@scheduled`` or ``@app.task(schedulable=True)``). ``celery.*`` is never allowed."""
-    TENANT_RESOLVER: str = "scheduler_app.tenancy.tenants_for_user"
+    TENANT_RESOLVER: str = "scheduler_app.safety.tenancy.tenants_for_user"
     """Dotted path to ``resolver(user) -> set[str] | None`` (``None``: every tenant)."""
     REQUIRE_OWNER: bool = False
     """Refuse schedules without an owner (every run is then checked against a person)."""

@@ -23,13 +23,13 @@ from django.db import DatabaseError
 from django.db.models.signals import post_save, pre_delete
 from kombu.transport import TRANSPORT_ALIASES
 
-from scheduler_app import lifecycle
 from scheduler_app.clock import SystemClock
 from scheduler_app.context import context_from_request
 from scheduler_app.db.connections import fresh
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.permissions import pause_owned_schedules
-from scheduler_app.receiving import ReceiveLeases, on_task_received
+from scheduler_app.safety.permissions import pause_owned_schedules
+from scheduler_app.worker import lifecycle
+from scheduler_app.worker.receiving import ReceiveLeases, on_task_received
 
 logger = logging.getLogger("scheduler_app.signals")
 _clock = SystemClock()
@@ -47,9 +47,12 @@ def record_received(sender: Any = None, request: Any = None, **_: Any) -> None:
 # Workers of the app renew the receive leases of the messages they hold.
 current_app.steps["consumer"].add(ReceiveLeases)
 
-# Redis broker URLs use the transport that survives a Redis restart (``scheduler_app.broker``;
-# a string: kombu imports it, and the Redis client, only when such a connection is made).
-TRANSPORT_ALIASES["redis"] = TRANSPORT_ALIASES["rediss"] = "scheduler_app.broker:Transport"
+# Redis broker URLs use the transport that survives a Redis restart
+# (``scheduler_app.publishing.transport``; a string: kombu imports it, and the Redis client,
+# only when such a connection is made).
+TRANSPORT_ALIASES["redis"] = TRANSPORT_ALIASES["rediss"] = (
+    "scheduler_app.publishing.transport:Transport"
+)
 
 
 @task_revoked.connect

@@ -31,7 +31,7 @@ from celery import Task
 from celery.exceptions import Ignore
 from django.db import connection
 
-from scheduler_app import events, lifecycle, observability
+from scheduler_app import events, observability
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
 from scheduler_app.context import (
@@ -50,9 +50,9 @@ from scheduler_app.db.connections import (
 )
 from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import OccurrenceState
-from scheduler_app.retrying import RetryPolicy, decide_retry
+from scheduler_app.policies.retry import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
-from scheduler_app.worker import outcomes, redelivery
+from scheduler_app.worker import lifecycle, outcomes, redelivery
 from scheduler_app.worker.leases import LeaseKeeper
 from scheduler_app.worker.outcomes import RECORD_ATTEMPTS as RECORD_ATTEMPTS
 

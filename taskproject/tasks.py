@@ -12,8 +12,8 @@ try:
 except ImportError:
     from django_tasks import task  # Django 5.2: the django-tasks backport
 
+from scheduler_app.authoring.declarations import scheduled
 from scheduler_app.context import current_occurrence
-from scheduler_app.declarations import scheduled
 
 
 @scheduled(every="10s", objective="heartbeat")

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from pytest_django.plugin import blocking_manager_key
 
-from scheduler_app.targets import app_tasks
+from scheduler_app.handoff.allowlist import app_tasks
 
 IN_CI = bool(os.environ.get("CI"))
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")

@@ -17,9 +17,9 @@ from celery import shared_task
 from django.db import connection
 from kombu.asynchronous import timer as kombu_timer
 
-from scheduler_app import receiving
 from scheduler_app.context import current_occurrence
 from scheduler_app.tasks import OccurrenceTask
+from scheduler_app.worker import receiving
 from torture.clock import OffsetClock, harness_clock
 
 

@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from scheduler_app.models import Schedule
-from scheduler_app.tenancy import allowed_tenants
+from scheduler_app.safety.tenancy import allowed_tenants
 
 
 class TenantFilter(admin.SimpleListFilter):

@@ -14,7 +14,6 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
 
-from scheduler_app import permissions
 from scheduler_app.admin.builder import (
     MONTHLY_ON,
     NTHS,
@@ -28,16 +27,17 @@ from scheduler_app.admin.builder import (
     to_rule,
 )
 from scheduler_app.admin.words import WORDS_HELP, timing_values
-from scheduler_app.definitions import _check_min_interval as check_min_interval
-from scheduler_app.definitions import timing_for, validate_definition
+from scheduler_app.authoring.definitions import _check_min_interval as check_min_interval
+from scheduler_app.authoring.definitions import timing_for, validate_definition
+from scheduler_app.authoring.preview import TICK
 from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
+from scheduler_app.handoff.allowlist import allowed_tasks, check_target
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule
-from scheduler_app.permissions import RUN_PERMISSION, may_assign_owner
-from scheduler_app.preview import TICK
+from scheduler_app.safety import permissions
 from scheduler_app.safety.approval import WHAT_RUNS, check_runner_edit
 from scheduler_app.safety.payloads import check_payload
-from scheduler_app.targets import allowed_tasks, check_target
-from scheduler_app.tenancy import allowed_tenants, may_access
+from scheduler_app.safety.permissions import RUN_PERMISSION, may_assign_owner
+from scheduler_app.safety.tenancy import allowed_tenants, may_access
 from scheduler_app.timing import Kind, Timing, first_slot
 from scheduler_app.timing.phrases import MAX_TEXT_LENGTH, ParsedText, parse_text
 

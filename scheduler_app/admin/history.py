@@ -9,9 +9,9 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from scheduler_app import audit
 from scheduler_app.admin.display import STATE_CLASS, instant_text
 from scheduler_app.models import AuditAction, Schedule
+from scheduler_app.safety import audit
 
 RECENT = 20
 VERSIONS = 20

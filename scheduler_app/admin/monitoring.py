@@ -46,7 +46,7 @@ from scheduler_app.models import (
 )
 from scheduler_app.monitoring.health import BeatHealth, beat_health
 from scheduler_app.monitoring.lateness import SAMPLE, window_rows
-from scheduler_app.tenancy import allowed_tenants, scope
+from scheduler_app.safety.tenancy import allowed_tenants, scope
 
 TIMELINE_ROWS = 5_000
 TIMELINE_SCHEDULES = 25

@@ -40,7 +40,7 @@ from scheduler_app.models import (
     Schedule,
     Trigger,
 )
-from scheduler_app.tenancy import scope
+from scheduler_app.safety.tenancy import scope
 
 REPLAY_PERMISSION = "scheduler_app.replay_occurrence"
 VIEW_PERMISSION = "scheduler_app.view_occurrence"

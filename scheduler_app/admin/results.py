@@ -22,7 +22,7 @@ from django.db.models.functions import Cast, Lower, Replace
 from django.http import Http404, HttpRequest
 
 from scheduler_app.models import Occurrence
-from scheduler_app.tenancy import allowed_tenants
+from scheduler_app.safety.tenancy import allowed_tenants
 
 CELERY = ("django_celery_results", "django_celery_results.admin", "django_celery_results")
 TASKS_DB = ("django_tasks_db", "django_tasks_db.admin", "django_tasks_database")

@@ -31,7 +31,7 @@ from scheduler_app.models import (
 )
 from scheduler_app.safety import killswitch, quotas
 from scheduler_app.safety.approval import PERMISSION as APPROVE_PERMISSION
-from scheduler_app.tenancy import allowed_tenants
+from scheduler_app.safety.tenancy import allowed_tenants
 
 
 class KillSwitchForm(forms.ModelForm):

@@ -3,7 +3,7 @@
 The page's script POSTs the form as it is (nothing saved); the view runs the admin's own form
 (the same builder and the beat's ``timing_for``) in its preview mode and answers with the
 English description, the next slots in local time and UTC with DST sentences
-(``scheduler_app.preview``, the describer ``schedule_preview`` uses) and the field errors.
+(``scheduler_app.authoring.preview``, the describer ``schedule_preview`` uses) and the field errors.
 ``_preview_from`` (a local date or date and time) starts the slots there instead of now.
 
 The form is the admin's with every field, whatever the user may change: nothing is saved. A
@@ -29,8 +29,7 @@ from django.utils import timezone
 
 from scheduler_app.admin.forms import BUILDER_FIELDS, TIMING_FIELDS
 from scheduler_app.admin.words import builder_fill
-from scheduler_app.models import Schedule, ScheduleOrigin
-from scheduler_app.preview import (
+from scheduler_app.authoring.preview import (
     TICK,
     PreviewRow,
     calendar_notes,
@@ -38,7 +37,8 @@ from scheduler_app.preview import (
     parse_from,
     preview_slots,
 )
-from scheduler_app.tenancy import scope
+from scheduler_app.models import Schedule, ScheduleOrigin
+from scheduler_app.safety.tenancy import scope
 from scheduler_app.timing import Timing
 
 COUNT = 10

@@ -14,7 +14,9 @@ from uuid import UUID
 
 from django.contrib.auth import get_user_model
 
-from scheduler_app import importing, jobtypes
+from scheduler_app.authoring import importing
+from scheduler_app.authoring.definitions import CHOICE_FIELDS, validate_definition
+from scheduler_app.authoring.importing import Desired, Problem
 from scheduler_app.contract.export import looks_like_uuid
 from scheduler_app.contract.fields import (
     BOOLEAN_POLICIES,
@@ -37,14 +39,13 @@ from scheduler_app.contract.fields import (
     USER_REF,
     enum_value,
 )
-from scheduler_app.definitions import CHOICE_FIELDS, validate_definition
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
-from scheduler_app.importing import Desired, Problem
-from scheduler_app.lateness import apply_class_defaults
-from scheduler_app.limits import check_text
+from scheduler_app.handoff import jobtypes
+from scheduler_app.handoff.allowlist import check_target
 from scheduler_app.models import SEMANTIC_FIELDS, LatenessClass
+from scheduler_app.policies.lateness import apply_class_defaults
+from scheduler_app.safety.limits import check_text
 from scheduler_app.services import DEFAULTS, normalize_definition
-from scheduler_app.targets import check_target
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, get_zone, parse_duration
 
 MAX_PAYLOAD_REF = 500

@@ -14,13 +14,13 @@ from typing import Any
 
 from django.db import transaction
 
-from scheduler_app import importing
+from scheduler_app.authoring import importing
+from scheduler_app.authoring.importing import Desired, Plan, Problem
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.contract.export import Refusal, ordered_schedules, render_file
 from scheduler_app.contract.fields import FIELD_PATHS, Style
 from scheduler_app.contract.parse import ContractError, parse_document, read_documents
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
-from scheduler_app.importing import Desired, Plan, Problem
 from scheduler_app.models import Schedule
 
 ProgressFactory = Callable[[str, int], Any]

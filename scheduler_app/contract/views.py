@@ -2,7 +2,7 @@
 as ``schedule.v1`` (``?style=spec`` for the specification's form).
 
 Staff only, with the model's view permission; a row of a tenant the user may not see answers
-404, as if it did not exist (``scheduler_app.tenancy``). Wire them in a URLconf, e.g.::
+404, as if it did not exist (``scheduler_app.safety.tenancy``). Wire them in a URLconf, e.g.::
 
     path("scheduler/occurrences/<uuid:occurrence_id>.json", occurrence_json),
     path("scheduler/schedules/<uuid:schedule_id>.json", schedule_json),
@@ -21,7 +21,7 @@ from scheduler_app.contract.export import export_document
 from scheduler_app.contract.fields import STYLES
 from scheduler_app.contract.occurrence import occurrence_contract
 from scheduler_app.models import Occurrence, Schedule
-from scheduler_app.tenancy import may_access
+from scheduler_app.safety.tenancy import may_access
 
 
 def _check(request: HttpRequest, permission: str, tenant: str) -> None:

@@ -36,7 +36,7 @@ from typing import Any, Never
 
 from django.db import DatabaseError
 
-from scheduler_app import events, lifecycle, observability
+from scheduler_app import events, observability
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
 from scheduler_app.context import (
@@ -49,9 +49,9 @@ from scheduler_app.djtasks.errors import HandoffRefused
 from scheduler_app.djtasks.publisher import SCHEDULER_KWARG, TRACE_KWARG, enqueued, enqueuing
 from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.retrying import RetryPolicy, decide_retry
+from scheduler_app.policies.retry import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
-from scheduler_app.worker import outcomes
+from scheduler_app.worker import lifecycle, outcomes
 from scheduler_app.worker.leases import LeaseKeeper
 
 logger = logging.getLogger("scheduler_app.djtasks")

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import Min
 
+from scheduler_app.dispatch.outbox import UNPUBLISHED
 from scheduler_app.models import (
     BeatHeartbeat,
     KillSwitch,
@@ -27,7 +28,6 @@ from scheduler_app.monitoring.lateness import (
     figures,
     read,
 )
-from scheduler_app.outbox import UNPUBLISHED
 
 Figures = dict[str, float | int | str | None]
 

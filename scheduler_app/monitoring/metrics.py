@@ -34,6 +34,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
+from scheduler_app.dispatch.outbox import UNPUBLISHED
 from scheduler_app.models import (
     OPEN_STATES,
     BeatHeartbeat,
@@ -66,7 +67,6 @@ from scheduler_app.monitoring.instruments import (
     observe_handoff,
 )
 from scheduler_app.monitoring.monitor import overdue_count
-from scheduler_app.outbox import UNPUBLISHED
 
 logger = logging.getLogger("scheduler_app.metrics")
 

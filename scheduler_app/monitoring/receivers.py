@@ -14,13 +14,13 @@ from django.db import DatabaseError, transaction
 from django.db.models import F
 
 from scheduler_app import events
-from scheduler_app.actors import SYSTEM
 from scheduler_app.clock import SystemClock
-from scheduler_app.lifecycle import by_id, slot_of
 from scheduler_app.models import OPEN_STATES, Occurrence, OccurrenceState, Schedule, ScheduleStatus
 from scheduler_app.monitoring.instruments import DUPLICATES_PREVENTED, observe_finished
 from scheduler_app.monitoring.monitor import _first_line
+from scheduler_app.safety.actors import SYSTEM
 from scheduler_app.services import pause_schedule
+from scheduler_app.worker.lifecycle import by_id, slot_of
 
 logger = logging.getLogger("scheduler_app.monitoring")
 SYSTEM_USER = "scheduler"

@@ -11,7 +11,7 @@ from scheduler_app.clock import SystemClock
 from scheduler_app.conf import get_settings
 from scheduler_app.monitoring.health import beat_health
 from scheduler_app.monitoring.metrics import EVERYTHING, Audience, build_registry
-from scheduler_app.tenancy import allowed_tenants
+from scheduler_app.safety.tenancy import allowed_tenants
 
 BEARER = "Bearer "
 
@@ -29,7 +29,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
 
     - ``Authorization: Bearer <SCHEDULER_METRICS_TOKEN>`` and superusers: every figure.
     - Other staff users: only the series labelled with one of their tenants
-      (``scheduler_app.tenancy.allowed_tenants``), none of the system-wide figures.
+      (``scheduler_app.safety.tenancy.allowed_tenants``), none of the system-wide figures.
     - Anyone else: 401 (no or a wrong credential) or 403 (logged in, not staff), no figure.
     """
     try:

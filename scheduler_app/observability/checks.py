@@ -7,12 +7,12 @@ from typing import Any
 
 from django.core import checks
 
+from scheduler_app.checks.startup import TAG
 from scheduler_app.compat import install_extra
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.observability import sentry
 from scheduler_app.observability.urls import check_ping_url
-from scheduler_app.startup import TAG
 
 
 @checks.register(TAG)

@@ -8,10 +8,10 @@ from typing import Any
 
 from kombu.exceptions import KombuError
 
+from scheduler_app.dispatch.outbox import HEADER, context_headers
 from scheduler_app.models import Occurrence
 from scheduler_app.observability import tracing
-from scheduler_app.outbox import HEADER, context_headers
-from scheduler_app.routing import ROUTING_OPTIONS, checked_options
+from scheduler_app.safety.routing import ROUTING_OPTIONS, checked_options
 
 BROKER_ERRORS: tuple[type[BaseException], ...] = (KombuError, OSError, ConnectionError)
 try:  # only with the Redis client installed (the ``redis`` extra); AMQP users may not have it

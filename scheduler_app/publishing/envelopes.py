@@ -21,8 +21,8 @@ from typing import Any
 
 from kombu.utils.json import dumps
 
+from scheduler_app.dispatch.outbox import HEADER
 from scheduler_app.observability.tracing import TRACE_HEADERS
-from scheduler_app.outbox import HEADER
 
 Slot = tuple[str, str]
 """Where a varying value sits: ("body", ""), ("headers", name) or ("properties", name)."""

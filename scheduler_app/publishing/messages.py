@@ -32,8 +32,8 @@ from celery.utils.saferepr import saferepr
 from kombu import Producer, serialization
 from kombu.serialization import dumps as serialize
 
+from scheduler_app.dispatch.outbox import HEADER
 from scheduler_app.observability.tracing import TRACE_HEADERS
-from scheduler_app.outbox import HEADER
 from scheduler_app.publishing.calls import TaskCall
 
 logger = logging.getLogger("scheduler_app.publishing")

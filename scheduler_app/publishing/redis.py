@@ -13,10 +13,10 @@ from celery import Celery
 from kombu.exceptions import KombuError
 from kombu.utils.json import dumps
 
+from scheduler_app.dispatch.outbox import PartialPublish
 from scheduler_app.models import Occurrence
 from scheduler_app.observability import tracing
 from scheduler_app.observability.tracing import TRACE_HEADERS
-from scheduler_app.outbox import PartialPublish
 from scheduler_app.publishing.calls import BROKER_ERRORS, TaskCall, Unsupported
 from scheduler_app.publishing.envelopes import Envelope, learn
 from scheduler_app.publishing.messages import MessageBuilder

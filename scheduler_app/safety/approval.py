@@ -28,7 +28,6 @@ from typing import Any
 
 from celery import current_app
 
-from scheduler_app.actors import actor_name, is_system
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import OperatorPermissionDenied
 from scheduler_app.models import (
@@ -38,6 +37,7 @@ from scheduler_app.models import (
     ScheduleAuditEvent,
     ScheduleStatus,
 )
+from scheduler_app.safety.actors import actor_name, is_system
 
 logger = logging.getLogger("scheduler_app.safety")
 PERMISSION = "scheduler_app.approve_schedule"

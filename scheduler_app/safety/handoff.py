@@ -23,7 +23,7 @@ from datetime import datetime
 from django.db import transaction
 
 from scheduler_app import events
-from scheduler_app.locking import lock_in_order
+from scheduler_app.db.locking import lock_in_order
 from scheduler_app.models import Occurrence, OccurrenceState, ScheduleStatus, TenantQuota
 from scheduler_app.safety import killswitch, quotas
 from scheduler_app.safety.approval import occurrence_approved

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 from django.db import transaction
 from django.db.models import Model, Q, QuerySet
 
-from scheduler_app.actors import actor_name, is_system
 from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
 from scheduler_app.models import KillSwitch, KillSwitchEvent, KillSwitchScope, Occurrence
-from scheduler_app.tenancy import TenantForbidden, allowed_tenants
+from scheduler_app.safety.actors import actor_name, is_system
+from scheduler_app.safety.tenancy import TenantForbidden, allowed_tenants
 
 logger = logging.getLogger("scheduler_app.safety")
 REASON = "kill_switch"

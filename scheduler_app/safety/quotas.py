@@ -24,7 +24,7 @@ from scheduler_app.models import (
     ScheduleStatus,
     TenantQuota,
 )
-from scheduler_app.tenancy import allowed_tenants
+from scheduler_app.safety.tenancy import allowed_tenants
 
 PER_DAY = "quota_per_day"
 TENANT_HOUR = "quota_tenant_hour"

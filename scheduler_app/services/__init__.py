@@ -3,8 +3,8 @@
 ``schedules``: create, update, pause, resume, cancel, delete, replay; ``fields``: the fields
 they take, ``DEFAULTS`` and the canonical form. ``operator``: run now,
 backfill and undoing a cancel; ``approval``: approving a version. Every one takes
-the acting ``user`` (a person, or a system actor from ``scheduler_app.actors``), decides who
-may do it (``scheduler_app.access``), and records it in the audit trail in its transaction.
+the acting ``user`` (a person, or a system actor from ``scheduler_app.safety.actors``), decides who
+may do it (``scheduler_app.safety.access``), and records it in the audit trail in its transaction.
 """
 
 from scheduler_app.services.approval import approve_schedule

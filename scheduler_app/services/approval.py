@@ -9,11 +9,8 @@ from uuid import UUID
 
 from django.db import transaction
 
-from scheduler_app import audit
-from scheduler_app.access import APPROVE, authorize
-from scheduler_app.actors import actor_name
+from scheduler_app.authoring.definitions import is_uuid, timing_for
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.definitions import is_uuid, timing_for
 from scheduler_app.errors import (
     OperatorPermissionDenied,
     ScheduleStateError,
@@ -21,6 +18,9 @@ from scheduler_app.errors import (
     StaleVersion,
 )
 from scheduler_app.models import AuditAction, Schedule, ScheduleStatus, ScheduleVersion
+from scheduler_app.safety import audit
+from scheduler_app.safety.access import APPROVE, authorize
+from scheduler_app.safety.actors import actor_name
 from scheduler_app.safety.approval import PERMISSION, check_other_person
 from scheduler_app.timing import next_after
 

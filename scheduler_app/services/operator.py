@@ -1,7 +1,7 @@
 """Operator services: run now, backfill, undo a cancel. Used by the admin, commands and the API.
 
 Every function takes the acting ``user`` (``None``: the system, no checks). A user must
-belong to the schedule's tenant (``scheduler_app.tenancy``) and hold the permission the
+belong to the schedule's tenant (``scheduler_app.safety.tenancy``) and hold the permission the
 action needs (``run_schedule`` for run now and backfill, ``change_schedule`` to undo a
 cancel); otherwise ``TenantForbidden`` / ``OperatorPermissionDenied`` and nothing is written.
 """
@@ -17,25 +17,22 @@ from uuid import UUID
 
 from django.db import transaction
 
-from scheduler_app import audit
-from scheduler_app.access import CHANGE, RUN, authorize
-from scheduler_app.actors import actor_name, is_system
-from scheduler_app.bulk import insert_occurrences
-from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.conf import get_settings
-from scheduler_app.definitions import (
+from scheduler_app.authoring.definitions import (
     idempotency_key,
     jitter_for,
     occurrence_id,
     timing_for,
     version_id,
 )
+from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.conf import get_settings
+from scheduler_app.dispatch.bulk import insert_occurrences
+from scheduler_app.dispatch.materialize import apply_overlap
 from scheduler_app.errors import (
     OperatorPermissionDenied,
     ScheduleStateError,
     ScheduleValidationError,
 )
-from scheduler_app.materialize import apply_overlap
 from scheduler_app.models import (
     AttemptKind,
     Occurrence,
@@ -48,6 +45,9 @@ from scheduler_app.models import (
     Trigger,
 )
 from scheduler_app.models.audit import AuditAction
+from scheduler_app.safety import audit
+from scheduler_app.safety.access import CHANGE, RUN, authorize
+from scheduler_app.safety.actors import actor_name, is_system
 from scheduler_app.safety.approval import hold_for_approval, version_approved
 from scheduler_app.services.replay import NOT_RUNNABLE
 from scheduler_app.timing import ensure_aware, iter_slots, next_after, previous_slot

@@ -8,11 +8,8 @@ from uuid import UUID
 
 from django.db import transaction
 
-from scheduler_app import audit
-from scheduler_app.access import REPLAY, authorize
-from scheduler_app.actors import actor_name
+from scheduler_app.authoring.definitions import is_uuid
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.definitions import is_uuid
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
 from scheduler_app.models import (
     AttemptKind,
@@ -23,6 +20,9 @@ from scheduler_app.models import (
     Schedule,
     ScheduleStatus,
 )
+from scheduler_app.safety import audit
+from scheduler_app.safety.access import REPLAY, authorize
+from scheduler_app.safety.actors import actor_name
 from scheduler_app.safety.handoff import why_not_runnable
 
 logger = logging.getLogger("scheduler_app.services")

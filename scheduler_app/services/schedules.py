@@ -15,19 +15,7 @@ from uuid import UUID
 
 from django.db import IntegrityError, transaction
 
-from scheduler_app import audit
-from scheduler_app.access import (
-    ADD,
-    CHANGE,
-    DELETE,
-    PAUSE,
-    authorize,
-    check_tenant,
-)
-from scheduler_app.actors import actor_name
-from scheduler_app.authoring import fields_from_text
-from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.definitions import (
+from scheduler_app.authoring.definitions import (
     calendar_data_versions,
     is_uuid,
     misfire_rules,
@@ -35,18 +23,18 @@ from scheduler_app.definitions import (
     validate_definition,
     version_id,
 )
-from scheduler_app.due import due_slots
+from scheduler_app.authoring.text import fields_from_text
+from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.db.locking import update_in_order
+from scheduler_app.dispatch.due import due_slots
+from scheduler_app.dispatch.materialize import apply_overlap, insert_occurrences, plan_schedule
 from scheduler_app.errors import (
     DuplicateKey,
     ScheduleStateError,
     ScheduleValidationError,
     StaleVersion,
 )
-from scheduler_app.lateness import apply_class_defaults
-from scheduler_app.lifecycle import announce_finished
-from scheduler_app.limits import check_descriptive
-from scheduler_app.locking import update_in_order
-from scheduler_app.materialize import apply_overlap, insert_occurrences, plan_schedule
+from scheduler_app.handoff.allowlist import target_of
 from scheduler_app.models import (
     SEMANTIC_FIELDS,
     Occurrence,
@@ -57,11 +45,24 @@ from scheduler_app.models import (
     ScheduleVersion,
 )
 from scheduler_app.models.audit import AuditAction
-from scheduler_app.permissions import check_owner_present, with_owner_rules
-from scheduler_app.policies import PlannedSlot, decide_misfire
-from scheduler_app.routing import check_routing
+from scheduler_app.policies.lateness import apply_class_defaults
+from scheduler_app.policies.misfire import PlannedSlot, decide_misfire
+from scheduler_app.safety import audit
+from scheduler_app.safety.access import (
+    ADD,
+    CHANGE,
+    DELETE,
+    PAUSE,
+    authorize,
+    check_tenant,
+)
+from scheduler_app.safety.actors import actor_name
 from scheduler_app.safety.approval import WHAT_RUNS, check_runner_edit, hold_for_approval
 from scheduler_app.safety.gates import before_write
+from scheduler_app.safety.limits import check_descriptive
+from scheduler_app.safety.permissions import check_owner_present, with_owner_rules
+from scheduler_app.safety.routing import check_routing
+from scheduler_app.safety.tenancy import check_access
 from scheduler_app.services.fields import (
     CREATE_ONLY_FIELDS,
     DEFAULTS,
@@ -73,14 +74,13 @@ from scheduler_app.services.fields import (
     operational_values,
     refuse_unknown,
 )
-from scheduler_app.targets import target_of
-from scheduler_app.tenancy import check_access
 from scheduler_app.timing import (
     Timing,
     ensure_aware,
     first_slot,
     next_after,
 )
+from scheduler_app.worker.lifecycle import announce_finished
 
 logger = logging.getLogger("scheduler_app.services")
 _TICK = timedelta(microseconds=1)

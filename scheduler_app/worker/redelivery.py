@@ -23,8 +23,8 @@ from celery.exceptions import Retry
 from kombu.exceptions import KombuError
 
 from scheduler_app.context import scheduler_header
+from scheduler_app.dispatch.outbox import HEADER
 from scheduler_app.observability.tracing import trace_headers
-from scheduler_app.outbox import HEADER
 
 CLAIM_TRIES = "scheduler_claim_tries"
 """Message header: how many deliveries of this message met the database down before it."""

@@ -2,7 +2,7 @@
 
 Both are data-modifying CTEs: every part commits or none does, and each compare-and-set
 (state, fencing token) is re-checked by PostgreSQL on the row's newest version, so they keep
-the guarantees of the ORM path in ``scheduler_app.lifecycle`` with one round trip each. They
+the guarantees of the ORM path in ``scheduler_app.worker.lifecycle`` with one round trip each. They
 run through ``cursors.fetch_one`` (values bound on the server; prepared when the project
 opts in).
 
@@ -81,7 +81,7 @@ def _constants(text: str) -> Statement:
     partial index only when the query's own text implies the index's predicate: with
     ``b.state = $n`` the buffered check of ``finish`` cannot read ``occ_open_idx`` and reads
     every occurrence the schedule ever had; with ``b.state = 'buffered'`` it reads the open
-    rows alone (as the beat's probe does, ``scheduler_app.probe``)."""
+    rows alone (as the beat's probe does, ``scheduler_app.dispatch.probe``)."""
     return statement(inline(text, _CONSTANTS))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_app import api
+from scheduler_app.authoring import api
 from scheduler_app.models import Occurrence, OccurrenceState
 from tests.acceptance.e2e import wait_for
 from tests.acceptance.otel_processes import Traced, occurrence_ids, start, trace_id

@@ -20,9 +20,9 @@ from celery import Celery
 
 from scheduler_app import services
 from scheduler_app.conf import SchedulerSettings
-from scheduler_app.materialize import materialize_batch
+from scheduler_app.dispatch.materialize import materialize_batch
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.receiving import DEFAULT_RECEIVE_LEASE
+from scheduler_app.worker.receiving import DEFAULT_RECEIVE_LEASE
 from tests.acceptance.e2e import Beat, Probe, Workers, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]

@@ -11,7 +11,7 @@ import pytest
 from celery import Celery
 from prometheus_client.parser import text_string_to_metric_families
 
-from scheduler_app import api
+from scheduler_app.authoring import api
 from scheduler_app.models import Occurrence, OccurrenceState
 from tests.acceptance.conftest import BEAT_SETTINGS
 from tests.acceptance.e2e import Beat, Workers, wait_for

@@ -18,17 +18,18 @@ from django.test import override_settings
 
 from project.celery import app as project_app
 from scheduler_app import checks as checks_module
-from scheduler_app import services, startup
-from scheduler_app.beat_checks import beat_scheduler_errors
+from scheduler_app import services
 from scheduler_app.checks import (
     acks_late_warnings,
     celery_configuration,
     celery_database_configuration,
     secret_key,
     secret_key_errors,
+    startup,
     stored_targets,
     task_class_errors,
 )
+from scheduler_app.checks.beat import beat_scheduler_errors
 from scheduler_app.declarations import isolated_registry, scheduled
 from scheduler_app.tasks import OccurrenceTask
 

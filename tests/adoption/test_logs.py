@@ -13,7 +13,7 @@ import pytest
 from celery.utils.log import ColorFormatter
 from django.conf import settings
 
-from scheduler_app.logs import JsonFormatter, SchedulerLogRecord, install, render
+from scheduler_app.observability.logs import JsonFormatter, SchedulerLogRecord, install, render
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core import checks
 
-from scheduler_app.startup import RefusedToStart, refuse_on_errors, startup_problems
+from scheduler_app.checks.startup import RefusedToStart, refuse_on_errors, startup_problems
 
 REPO = Path(__file__).resolve().parents[2]
 

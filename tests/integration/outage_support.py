@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.ticker import Ticker
 from scheduler_app.models import Occurrence, Schedule
-from scheduler_app.ticker import Ticker
+from scheduler_app.worker import lifecycle
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
 
 LEASE = timedelta(hours=1)

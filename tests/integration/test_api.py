@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
-from scheduler_app import api, services
+from scheduler_app import services
+from scheduler_app.authoring import api
 from scheduler_app.clock import FakeClock
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Occurrence, Schedule, ScheduleStatus

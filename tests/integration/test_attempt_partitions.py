@@ -12,7 +12,6 @@ import pytest
 from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
-from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import (
     FINAL_STATES,
@@ -26,6 +25,7 @@ from scheduler_app.partitions.drop import drop_before
 from scheduler_app.partitions.maintain import create_ahead
 from scheduler_app.partitions.ranges import Interval
 from scheduler_app.services.replay import replay_occurrence
+from scheduler_app.worker import lifecycle
 from tests.integration.partition_support import (
     ATTEMPTS,
     TABLE,

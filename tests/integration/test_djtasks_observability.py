@@ -16,13 +16,13 @@ from django.test import override_settings
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
 from scheduler_app.djtasks import compat, giveback
 from scheduler_app.djtasks import worker as djtasks_worker
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.observability import pings, sentry
 from scheduler_app.safety.killswitch import set_kill_switch
+from scheduler_app.worker import lifecycle
 from tests.integration import djtasks_support as support
 from tests.integration.observability_support import (
     PingServer,

@@ -71,12 +71,12 @@ from celery import _state as celery_state
 from django.core.management import CommandError, call_command
 
 from project.celery import app as project_app
+from scheduler_app.authoring.declarations import isolated_registry
 from scheduler_app.clock import FakeClock, SystemClock
 from scheduler_app.conf import SchedulerSettings
 from scheduler_app.context import OccurrenceContext
-from scheduler_app.declarations import isolated_registry
+from scheduler_app.dispatch.ticker import Ticker
 from scheduler_app.models import Occurrence, Schedule
-from scheduler_app.ticker import Ticker
 from tests.integration.support import MemoryPublisher
 from tests.integration.worker_support import fetch, run
 

@@ -10,10 +10,10 @@ from django.contrib.auth.models import Permission, User
 from pytest_django.fixtures import Settings
 
 from project.demo.tasks import ping
-from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import OccurrenceState, Schedule, ScheduleStatus
 from scheduler_app.services import cancel_schedule, delete_schedule, pause_schedule
+from scheduler_app.worker import lifecycle
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
 from tests.integration.worker_support import due_one, fetch, rate_limited, run
 

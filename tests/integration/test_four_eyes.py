@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.models import Permission, User
 
 from scheduler_app import services
-from scheduler_app.actors import SYSTEM
 from scheduler_app.errors import OperatorPermissionDenied
 from scheduler_app.models import Schedule, ScheduleStatus
+from scheduler_app.safety.actors import SYSTEM
 
 pytestmark = pytest.mark.django_db
 

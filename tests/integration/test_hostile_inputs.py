@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scheduler_app import services
+from scheduler_app.authoring.declarations import isolated_registry, scheduled
 from scheduler_app.clock import FakeClock
 from scheduler_app.contract import ContractError, import_text
-from scheduler_app.declarations import isolated_registry, scheduled
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
 from scheduler_app.models import Occurrence, Schedule, ScheduleVersion
 from tests.integration.support import START, TASK, admin_form

@@ -8,9 +8,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from scheduler_app.authoring.definitions import idempotency_key, occurrence_id
 from scheduler_app.clock import FakeClock
-from scheduler_app.definitions import idempotency_key, occurrence_id
-from scheduler_app.materialize import plan_schedule
+from scheduler_app.dispatch.materialize import plan_schedule
 from scheduler_app.models import Occurrence
 from scheduler_app.services import update_schedule
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker

@@ -76,9 +76,9 @@ def test_on_postgresql_an_idle_tick_is_one_statement() -> None:
 @pytest.mark.postgres
 def test_the_probe_answers_what_the_two_queries_answer() -> None:
     """Earliest due and outbox work, through the states a row goes through."""
-    from scheduler_app.materialize import earliest_due
-    from scheduler_app.outbox import has_publishable
-    from scheduler_app.probe import probe
+    from scheduler_app.dispatch.materialize import earliest_due
+    from scheduler_app.dispatch.outbox import has_publishable
+    from scheduler_app.dispatch.probe import probe
 
     def agree(now: object) -> None:
         assert probe(now) == type(probe(now))(earliest_due(), has_publishable(now))  # type: ignore[arg-type]
@@ -104,7 +104,7 @@ def test_with_the_opt_in_postgresql_prepares_the_probe() -> None:
     """``OPTIONS["prepare_threshold"]``: the probe (same text every tick) is prepared as the
     worker's statements are, so an idle tick stops paying for planning it; without it nothing
     is prepared (PgBouncer in transaction mode)."""
-    from scheduler_app.probe import probe
+    from scheduler_app.dispatch.probe import probe
 
     def prepared() -> list[str]:
         with connection.cursor() as cursor:
@@ -133,7 +133,7 @@ def test_the_prepared_probe_finds_the_outbox_through_its_partial_index() -> None
     """A prepared statement gets a generic plan after five executions. The probe's states are
     in its text, so that plan still reads the outbox's partial index (``state = 'pending'``)
     of every partition; with the states as parameters it read every row of the ledger."""
-    from scheduler_app.probe import _compiled
+    from scheduler_app.dispatch.probe import _compiled
 
     sql, params = _compiled(None)
     assert [name for name, _ in params] == ["p0"]  # only ``now``

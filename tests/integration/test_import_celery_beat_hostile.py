@@ -20,7 +20,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from scheduler_app.celery_beat_import import (
+from scheduler_app.authoring.celery_beat_import import (
     MigrationPlan,
     apply_migration,
     from_beat_schedule,

@@ -18,7 +18,6 @@ from django.test import override_settings
 from project.celery import app as celery_app
 from project.demo.tasks import ping
 from scheduler_app import services
-from scheduler_app.actors import COMMAND
 from scheduler_app.beat import DurableScheduler
 from scheduler_app.clock import FakeClock
 from scheduler_app.conf import SchedulerSettings
@@ -39,12 +38,13 @@ from scheduler_app.models import (
     ScheduleStatus,
     ScheduleVersion,
 )
-from scheduler_app.permissions import owner_choices
 from scheduler_app.publishing import TaskCall
+from scheduler_app.safety.actors import COMMAND
 from scheduler_app.safety.killswitch import set_kill_switch, visible_to
+from scheduler_app.safety.permissions import owner_choices
 from scheduler_app.safety.quotas import may_change
+from scheduler_app.safety.tenancy import TenantForbidden
 from scheduler_app.services import operator
-from scheduler_app.tenancy import TenantForbidden
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
 from tests.integration.worker_support import due_one, fetch, run
 

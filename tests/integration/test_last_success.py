@@ -10,11 +10,11 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, Trigger
 from scheduler_app.models.latest import RECENT, decoded, latest
 from scheduler_app.monitoring.monitor import run_monitor
+from scheduler_app.worker import lifecycle
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
 
 MINUTE = timedelta(minutes=1)

@@ -12,7 +12,7 @@ import pytest
 from django.db import DataError, transaction
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.materialize import insert_occurrences, materialize_batch, plan_schedule
+from scheduler_app.dispatch.materialize import insert_occurrences, materialize_batch, plan_schedule
 from scheduler_app.models import Occurrence, Schedule, Trigger
 from scheduler_app.timing import build_timing, previous_slot, slots_between
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
@@ -263,7 +263,7 @@ def test_a_refused_row_parks_its_schedule_and_the_rest_of_the_batch_goes_on(
     """A schedule whose occurrence violates a constraint (here a business window made to end
     before it starts) is paused with the error, not advanced; the others in its batch are
     materialized. Before, the whole batch failed on every tick."""
-    from scheduler_app import materialize
+    from scheduler_app.dispatch import materialize
 
     clock = FakeClock(START)
     good, bad = hourly(clock, name="good"), hourly(clock, name="bad")
@@ -288,8 +288,8 @@ def test_a_refused_row_parks_its_schedule_and_the_rest_of_the_batch_goes_on(
 
 def test_new_row_builds_what_keyword_construction_builds() -> None:
     """The positional fast path of a burst: every field equal to ``Model(**values)``'s."""
+    from scheduler_app.db.rows import new_row
     from scheduler_app.models import ScheduleVersion
-    from scheduler_app.rows import new_row
 
     values = {
         "id": uuid.uuid4(),

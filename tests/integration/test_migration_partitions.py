@@ -10,8 +10,8 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
-from scheduler_app.bulk import insert_occurrences
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.bulk import insert_occurrences
 from scheduler_app.models import (
     Occurrence,
     OccurrenceAttempt,

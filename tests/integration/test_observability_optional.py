@@ -22,7 +22,8 @@ class Missing:
 sys.meta_path.insert(0, Missing())
 import django
 django.setup()
-import scheduler_app.logs, scheduler_app.publishing, scheduler_app.tasks, scheduler_app.ticker
+import scheduler_app.observability.logs, scheduler_app.publishing
+import scheduler_app.tasks, scheduler_app.ticker
 from scheduler_app.observability import otel, sentry, tracing
 assert otel.api is None and sentry.sentry_sdk is None
 assert not otel.configured() and not sentry.enabled()

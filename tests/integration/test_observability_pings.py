@@ -18,10 +18,11 @@ from django.test import override_settings
 from django.urls import reverse
 
 from project.demo.tasks import ping
-from scheduler_app import api, services
+from scheduler_app import services
+from scheduler_app.authoring import api
+from scheduler_app.authoring.declarations import scheduled
 from scheduler_app.clock import FakeClock
 from scheduler_app.contract import ContractError, import_text
-from scheduler_app.declarations import scheduled
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule
 from scheduler_app.observability import addresses, pings

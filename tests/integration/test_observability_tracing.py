@@ -14,10 +14,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from project.demo.tasks import ping
 from scheduler_app.clock import FakeClock
-from scheduler_app.logs import JsonFormatter, SchedulerLogRecord
+from scheduler_app.dispatch.outbox import HEADER
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.observability import otel, tracing
-from scheduler_app.outbox import HEADER
+from scheduler_app.observability.logs import JsonFormatter, SchedulerLogRecord
 from scheduler_app.publishing.calls import TaskCall
 from scheduler_app.publishing.messages import MessageBuilder
 from tests.integration.observability_support import (

@@ -12,8 +12,8 @@ import pytest
 from project.demo.tasks import ping, record_context
 from scheduler_app.clock import FakeClock
 from scheduler_app.context import context_from_request
+from scheduler_app.dispatch.outbox import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.outbox import HEADER, context_headers
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
 
 pytestmark = pytest.mark.django_db

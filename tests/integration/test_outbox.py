@@ -12,8 +12,13 @@ import pytest
 from django.db import connection
 
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.outbox import (
+    PublishError,
+    claim_pending,
+    context_headers,
+    mark_dispatched,
+)
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule
-from scheduler_app.outbox import PublishError, claim_pending, context_headers, mark_dispatched
 from tests.integration.support import START, MemoryPublisher, rows, schedule, ticker
 
 pytestmark = pytest.mark.django_db

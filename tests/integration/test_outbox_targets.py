@@ -17,11 +17,11 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.outbox import dispatch_batch, hand_off, has_publishable
+from scheduler_app.dispatch.probe import probe
 from scheduler_app.djtasks.results import result_row, supersede
-from scheduler_app.handoff_targets import TargetRouter
+from scheduler_app.handoff.router import TargetRouter
 from scheduler_app.models import HandoffTarget, Occurrence, OccurrenceState, Schedule
-from scheduler_app.outbox import dispatch_batch, hand_off, has_publishable
-from scheduler_app.probe import probe
 from scheduler_app.safety.handoff import UNPUBLISHABLE
 from scheduler_app.services.operator import run_now
 from tests.integration.support import START, MemoryPublisher, rows, schedule, ticker

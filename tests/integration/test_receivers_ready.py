@@ -7,9 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler_app import audit, events
+from scheduler_app import events
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import AuditAction, OccurrenceState, ScheduleStatus
+from scheduler_app.safety import audit
 from tests.integration.operations.helpers import finish, run_due
 from tests.integration.support import START, reload, schedule
 

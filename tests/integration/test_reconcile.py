@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from scheduler_app import lifecycle
-from scheduler_app import ticker as ticker_module
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch import ticker as ticker_module
+from scheduler_app.dispatch.reconcile import ReconcileReport, reconcile
 from scheduler_app.models import OccurrenceState
 from scheduler_app.publishing.calls import eta_of
-from scheduler_app.reconcile import ReconcileReport, reconcile
+from scheduler_app.worker import lifecycle
 from tests.integration.support import START, MemoryPublisher, rows, schedule, ticker
 from tests.integration.worker_support import due_one, fetch, rate_limited, run
 

@@ -13,10 +13,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, Trigger
-from scheduler_app.overlap import decide_overlap
+from scheduler_app.policies.overlap import decide_overlap
+from scheduler_app.worker import lifecycle
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
 
 pytestmark = pytest.mark.django_db

@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.models import OccurrenceAttempt, OccurrenceState
-from scheduler_app.reconcile import reconcile
 from scheduler_app.services import pause_schedule, replay_occurrence, resume_schedule
+from scheduler_app.worker import lifecycle
 from tests.integration.support import START, MemoryPublisher, reload, schedule, ticker
 from tests.integration.worker_support import due_one, fetch, flaky, rate_limited, run
 

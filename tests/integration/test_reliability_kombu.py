@@ -5,7 +5,7 @@ After a Redis restart Celery closes the broker connection and opens a new one; w
 tied to the old channel (a late ``acks_late`` ack, a reject, the QoS finalizer's restore,
 ``restore_visible``) then rebuilds the channel's pool from ``channel.connection.client``,
 which is gone: ``AttributeError``, not the connection error Celery expects, and the worker
-process exits. See ``scheduler_app/broker.py``.
+process exits. See ``scheduler_app/publishing/transport.py``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import pytest
 import redis
 from kombu import Connection, Queue
 
-from scheduler_app.broker import Transport
+from scheduler_app.publishing.transport import Transport
 
 STOCK = "kombu.transport.redis:Transport"
-OURS = "scheduler_app.broker:Transport"
+OURS = "scheduler_app.publishing.transport:Transport"
 PREFIX = "kombu-repro:"
 """Every key these tests write (queue, unacked hash and index) has this prefix: nothing
 shared in the Redis database is touched."""

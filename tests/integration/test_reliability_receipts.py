@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.outbox import HEADER
+from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.outbox import HEADER
-from scheduler_app.receiving import mark_received, on_task_received, receive_lease, renew
-from scheduler_app.reconcile import reconcile
+from scheduler_app.worker.receiving import mark_received, on_task_received, receive_lease, renew
 from tests.integration.support import START
 from tests.integration.worker_support import due_one, fetch
 
@@ -46,7 +46,7 @@ def test_a_lost_receiver_is_republished_a_queued_message_is_not() -> None:
 
 
 def test_a_claimed_occurrence_is_not_a_receipt_any_more() -> None:
-    from scheduler_app import lifecycle
+    from scheduler_app.worker import lifecycle
 
     clock = FakeClock(START)
     occurrence = due_one(clock)
@@ -74,7 +74,7 @@ def test_a_solo_worker_writes_no_receipt_for_a_delivery_it_runs_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Its claim follows in the same thread; a delivery with an ETA waits, so it is leased."""
-    from scheduler_app import receiving
+    from scheduler_app.worker import receiving
 
     monkeypatch.setattr(receiving, "_runs_at_once", [True])
     clock = FakeClock(START)

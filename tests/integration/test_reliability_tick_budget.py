@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from pytest_django.fixtures import Settings
 
-from scheduler_app import materialize
 from scheduler_app.clock import FakeClock
-from scheduler_app.materialize import materialize_batch
+from scheduler_app.dispatch import materialize
+from scheduler_app.dispatch.materialize import materialize_batch
 from scheduler_app.models import Occurrence, Schedule
 from tests.integration.support import START, MemoryPublisher, reload, schedule, ticker
 

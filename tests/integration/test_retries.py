@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.errors import ScheduleStateError
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.publishing import CeleryPublisher
-from scheduler_app.reconcile import reconcile
 from scheduler_app.services import replay_occurrence
 from tests.integration.support import START, MemoryPublisher, ticker
 from tests.integration.worker_support import (

@@ -12,12 +12,12 @@ import pytest
 from django.core.management import call_command
 
 from project.celery import app as celery_app
+from scheduler_app.authoring.declarations import ScheduleRegistry, isolated_registry, scheduled
+from scheduler_app.authoring.sync import sync_schedules
 from scheduler_app.clock import FakeClock
-from scheduler_app.declarations import ScheduleRegistry, isolated_registry, scheduled
 from scheduler_app.djtasks import scheduler as djtasks_scheduler
 from scheduler_app.djtasks.scheduler import SchedulerLoop
 from scheduler_app.management.commands.run_scheduler import show_logs
-from scheduler_app.sync import sync_schedules
 from tests.integration import djtasks_support as support
 from tests.integration.support import START
 

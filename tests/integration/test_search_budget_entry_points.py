@@ -19,11 +19,11 @@ from pytest_django.fixtures import Settings
 
 from project.celery import app as celery_app
 from project.demo.tasks import ping
+from scheduler_app.authoring.declarations import ScheduleRegistry, isolated_registry, scheduled
+from scheduler_app.authoring.sync import SyncReport, sync_schedules
 from scheduler_app.clock import FakeClock
 from scheduler_app.contract import ContractError, import_text
-from scheduler_app.declarations import ScheduleRegistry, isolated_registry, scheduled
 from scheduler_app.models import Schedule
-from scheduler_app.sync import SyncReport, sync_schedules
 from tests.integration.support import schedule
 
 pytestmark = pytest.mark.django_db

@@ -13,8 +13,8 @@ import pytest
 from pytest_django.fixtures import Settings
 
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.materialize import materialize_batch
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.materialize import materialize_batch
 from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
 from scheduler_app.timing import rrules
 from scheduler_app.timing.calendars.solar import SolarRule

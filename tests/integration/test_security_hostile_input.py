@@ -12,10 +12,10 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.limits import MAX_JSON_DEPTH, NUMBER_LIMITS, RULE_LENGTHS
 from scheduler_app.models import Schedule, ScheduleStatus
-from scheduler_app.reconcile import reconcile
+from scheduler_app.safety.limits import MAX_JSON_DEPTH, NUMBER_LIMITS, RULE_LENGTHS
 from scheduler_app.services import update_schedule
 from tests.integration.support import START, reload, schedule
 
@@ -153,7 +153,7 @@ def _store_unchecked(target: Schedule, **values: Any) -> None:
 def test_the_reconciler_parks_a_row_it_cannot_process_and_carries_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from scheduler_app import reconcile as reconciler
+    from scheduler_app.dispatch import reconcile as reconciler
     from scheduler_app.models import Occurrence, OccurrenceState
     from tests.integration.support import MemoryPublisher, ticker
 

@@ -14,9 +14,9 @@ from project.celery import app
 from project.demo.tasks import ping, record_context
 from scheduler_app import events
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.outbox import HEADER, context_headers
 from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
 from scheduler_app.models import OccurrenceAttempt, OccurrenceState, Schedule, ScheduleStatus
-from scheduler_app.outbox import HEADER, context_headers
 from scheduler_app.services import create_schedule, update_schedule
 from tests.integration.support import START, reload, schedule
 from tests.integration.worker_support import due_one, fetch, run

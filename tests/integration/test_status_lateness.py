@@ -13,10 +13,10 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from scheduler_app import services
-from scheduler_app.actors import COMMAND
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, Schedule
 from scheduler_app.monitoring.health import gather_status
+from scheduler_app.safety.actors import COMMAND
 from tests.integration.support import MemoryPublisher, schedule, ticker
 
 pytestmark = pytest.mark.django_db

@@ -8,10 +8,10 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.models import OccurrenceState
-from scheduler_app.reconcile import reconcile
+from scheduler_app.worker import lifecycle
 from tests.integration.support import START, MemoryPublisher, ticker
 from tests.integration.worker_support import due_one, fetch, flaky, run
 

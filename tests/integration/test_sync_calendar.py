@@ -9,11 +9,11 @@ import pytest
 
 from project.celery import app as celery_app
 from project.demo.tasks import echo
+from scheduler_app.authoring.declarations import ScheduleRegistry, isolated_registry, scheduled
+from scheduler_app.authoring.sync import sync_schedules
 from scheduler_app.clock import FakeClock
-from scheduler_app.declarations import ScheduleRegistry, isolated_registry, scheduled
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule
-from scheduler_app.sync import sync_schedules
 from tests.integration.support import START
 
 pytestmark = pytest.mark.django_db

@@ -14,9 +14,10 @@ from django.core.management.base import CommandError
 
 from project.celery import app as celery_app
 from project.demo.tasks import ping, record_context
+from scheduler_app.authoring.declarations import ScheduleRegistry, isolated_registry, scheduled
+from scheduler_app.authoring.sync import SyncReport, sync_schedules
 from scheduler_app.beat import DurableScheduler
 from scheduler_app.clock import FakeClock
-from scheduler_app.declarations import ScheduleRegistry, isolated_registry, scheduled
 from scheduler_app.models import (
     Occurrence,
     Schedule,
@@ -25,7 +26,6 @@ from scheduler_app.models import (
     ScheduleVersion,
 )
 from scheduler_app.services import pause_schedule
-from scheduler_app.sync import SyncReport, sync_schedules
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
 
 pytestmark = pytest.mark.django_db

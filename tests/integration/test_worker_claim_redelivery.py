@@ -20,13 +20,12 @@ from celery.canvas import Signature
 from django.db import InterfaceError, OperationalError
 
 from project.celery import app
-from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
 from scheduler_app.conf import get_settings
+from scheduler_app.dispatch.outbox import HEADER, context_headers
+from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.outbox import HEADER, context_headers
-from scheduler_app.reconcile import reconcile
-from scheduler_app.worker import redelivery
+from scheduler_app.worker import lifecycle, redelivery
 from tests.integration.support import START
 from tests.integration.worker_support import due_one, fetch, load_task_modules
 

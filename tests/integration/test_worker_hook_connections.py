@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 from django.db import OperationalError, connection, transaction
 
-from scheduler_app import receiving, signals
+from scheduler_app import signals
 from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.outbox import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.outbox import HEADER, context_headers
-from scheduler_app.receiving import mark_received, on_task_received
 from scheduler_app.signals import record_revoked
+from scheduler_app.worker import receiving
+from scheduler_app.worker.receiving import mark_received, on_task_received
 from tests.integration.support import START
 from tests.integration.worker_support import due_one, fetch
 

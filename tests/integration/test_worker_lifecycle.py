@@ -12,11 +12,11 @@ from datetime import timedelta
 import pytest
 
 from project.demo.tasks import ping
-from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
 from scheduler_app.context import OccurrenceContext
+from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.models import Occurrence, OccurrenceState, Trigger
-from scheduler_app.reconcile import reconcile
+from scheduler_app.worker import lifecycle
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
 from tests.integration.worker_support import (
     context_task,

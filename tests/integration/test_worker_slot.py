@@ -14,13 +14,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from project.celery import app
-from scheduler_app import lifecycle
 from scheduler_app.clock import FakeClock
 from scheduler_app.db.cursors import prepares
+from scheduler_app.dispatch.outbox import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.outbox import HEADER, context_headers
-from scheduler_app.receiving import mark_received
 from scheduler_app.signals import _record_revoked
+from scheduler_app.worker import lifecycle
+from scheduler_app.worker.receiving import mark_received
 from tests.integration.support import START
 from tests.integration.worker_support import due_one, fetch
 

@@ -16,8 +16,8 @@ from django.core.exceptions import ValidationError
 from project.celery import app
 from scheduler_app.clock import FakeClock
 from scheduler_app.context import current_occurrence
+from scheduler_app.dispatch.outbox import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleVersion
-from scheduler_app.outbox import HEADER, context_headers
 from scheduler_app.tasks import check_cancelled
 from tests.integration.support import MemoryPublisher, schedule, ticker
 
@@ -86,7 +86,7 @@ def load_task_modules() -> None:
     """Let the Celery app import its task modules now. The first time it does, Celery's Django
     fixup runs ``django.setup()`` again, and with it the logging configuration, which drops
     pytest's log capture: a test that asserts on logs calls this before capturing them."""
-    from scheduler_app.targets import registered_tasks
+    from scheduler_app.handoff.allowlist import registered_tasks
 
     registered_tasks()
 

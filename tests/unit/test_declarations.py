@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from celery import Celery, shared_task
 
-from scheduler_app.declarations import (
+from scheduler_app.authoring.declarations import (
     Declaration,
     ScheduleRegistry,
     isolated_registry,
@@ -248,7 +248,7 @@ def test_task_names_are_read_without_building_lazy_tasks() -> None:
 
 
 def test_an_active_window_is_declared_and_validated_at_import() -> None:
-    from scheduler_app.declarations import isolated_registry, scheduled
+    from scheduler_app.authoring.declarations import isolated_registry, scheduled
 
     with isolated_registry() as declared:
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from celery import Celery
 
-from scheduler_app.declarations import (
+from scheduler_app.authoring.declarations import (
     Declaration,
     ScheduleRegistry,
     isolated_registry,

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+from scheduler_app.authoring.declarations import isolated_registry, scheduled
 from scheduler_app.context import current_occurrence
-from scheduler_app.declarations import isolated_registry, scheduled
 from scheduler_app.djtasks import compat
 from scheduler_app.djtasks import registry as djtasks
 from scheduler_app.errors import ScheduleValidationError

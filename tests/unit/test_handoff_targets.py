@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from scheduler_app.handoff_targets import TargetRouter
+from scheduler_app.dispatch.outbox import PartialPublish
+from scheduler_app.handoff.router import TargetRouter
 from scheduler_app.models import HandoffTarget, Occurrence
-from scheduler_app.outbox import PartialPublish
 
 
 class Adapter:

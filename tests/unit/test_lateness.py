@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.lateness import CLASS_DEFAULTS, LATENESS_FIELDS, apply_class_defaults
 from scheduler_app.models import LatenessClass
+from scheduler_app.policies.lateness import CLASS_DEFAULTS, LATENESS_FIELDS, apply_class_defaults
 
 
 def test_every_class_has_every_default_and_a_model_choice() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler_app.overlap import decide_overlap
+from scheduler_app.policies.overlap import decide_overlap
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler_app.policies import (
+from scheduler_app.policies.misfire import (
     CATCH_UP,
     FIRE_ONCE,
     SKIP,

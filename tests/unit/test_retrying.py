@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from scheduler_app.errors import PermanentTaskError
-from scheduler_app.retrying import RetryPolicy, backoff, classify, decide_retry
+from scheduler_app.policies.retry import RetryPolicy, backoff, classify, decide_retry
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 POLICY = RetryPolicy(max_attempts=4, base_delay=10, max_delay=60, jitter=0.5)

@@ -9,8 +9,8 @@ import pytest
 from django.core.checks import run_checks
 from django.test import override_settings
 
-from scheduler_app.search_checks import search_budget_errors
-from scheduler_app.startup import TAG
+from scheduler_app.checks.search import search_budget_errors
+from scheduler_app.checks.startup import TAG
 
 BAD = [0, -1, 1.5, "10", True, None, timedelta(days=3)]
 

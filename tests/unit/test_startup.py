@@ -9,14 +9,14 @@ import sys
 import pytest
 from django.core import checks
 
-from scheduler_app import startup
-from scheduler_app.beat_checks import (
+from scheduler_app.checks import startup
+from scheduler_app.checks.beat import (
     beat_scheduler_messages,
     beat_scheduler_warnings,
     names_ours,
     scheduler_name,
 )
-from scheduler_app.startup import RefusedToStart
+from scheduler_app.checks.startup import RefusedToStart
 
 OURS = "scheduler_app.beat:DurableScheduler"
 DEFAULT = "celery.beat:PersistentScheduler"

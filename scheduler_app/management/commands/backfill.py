@@ -17,11 +17,11 @@ from django.core.management.base import CommandError, CommandParser
 from tqdm import tqdm
 
 from scheduler_app import services
-from scheduler_app.actors import COMMAND
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._schedule_cli import find_schedule
 from scheduler_app.models import OverlapPolicy, Schedule
+from scheduler_app.safety.actors import COMMAND
 from scheduler_app.services.operator import BackfillPlan, backfill_max, backfill_slots
 
 CHUNK = 500

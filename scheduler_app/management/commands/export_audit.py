@@ -21,11 +21,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import QuerySet
 
-from scheduler_app import audit
 from scheduler_app.contract.cli import BAD_ARGUMENT, instant_argument, output_path
 from scheduler_app.contract.export import write_atomically, write_to
 from scheduler_app.management.commands._schedule_cli import find_schedule
 from scheduler_app.models import KillSwitchEvent, Schedule, ScheduleAuditEvent
+from scheduler_app.safety import audit
 from scheduler_app.safety.spreadsheet import csv_writer
 
 COLUMNS = (

@@ -17,7 +17,7 @@ from typing import Any, TextIO, cast
 from celery import current_app
 from django.core.management.base import CommandError, CommandParser
 
-from scheduler_app.celery_beat_import import (
+from scheduler_app.authoring.celery_beat_import import (
     Mapping,
     MigrationPlan,
     Refused,
@@ -27,10 +27,10 @@ from scheduler_app.celery_beat_import import (
     one_line,
     plan_migration,
 )
-from scheduler_app.celery_beat_tables import from_django_celery_beat
+from scheduler_app.authoring.celery_beat_tables import from_django_celery_beat
+from scheduler_app.authoring.importing import describe_change
 from scheduler_app.clock import SystemClock
 from scheduler_app.contract.cli import Progress, add_progress_arguments
-from scheduler_app.importing import describe_change
 from scheduler_app.management.commands._oneline import OneLineErrors
 
 REFUSED = 1

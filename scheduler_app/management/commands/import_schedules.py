@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from scheduler_app.authoring.importing import Plan, describe_change
 from scheduler_app.contract import ContractError, import_text
 from scheduler_app.contract.cli import (
     BAD_ARGUMENT,
@@ -21,7 +22,6 @@ from scheduler_app.contract.cli import (
     add_progress_arguments,
     read_input,
 )
-from scheduler_app.importing import Plan, describe_change
 
 DONE = (("create", "created"), ("update", "updated"), ("unchanged", "unchanged"))
 LINES = 50

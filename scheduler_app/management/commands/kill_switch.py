@@ -6,10 +6,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from scheduler_app.actors import COMMAND
 from scheduler_app.clock import SystemClock
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import KillSwitch, KillSwitchEvent
+from scheduler_app.safety.actors import COMMAND
 from scheduler_app.safety.killswitch import describe, set_kill_switch
 
 

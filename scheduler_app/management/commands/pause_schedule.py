@@ -8,10 +8,10 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from scheduler_app import services
-from scheduler_app.actors import COMMAND
 from scheduler_app.errors import SchedulerError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._schedule_cli import dumps, find_schedule, schedule_row
+from scheduler_app.safety.actors import COMMAND
 
 
 def operator_name() -> str:

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 
 from scheduler_app.clock import SystemClock
 from scheduler_app.conf import get_settings
-from scheduler_app.reconcile import reconcile
+from scheduler_app.dispatch.reconcile import reconcile
 
 
 class Command(BaseCommand):

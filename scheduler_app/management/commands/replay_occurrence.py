@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from scheduler_app.actors import COMMAND
 from scheduler_app.errors import SchedulerError
+from scheduler_app.safety.actors import COMMAND
 from scheduler_app.services import replay_occurrence
 
 

@@ -9,7 +9,6 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from scheduler_app import services
-from scheduler_app.actors import COMMAND
 from scheduler_app.errors import SchedulerError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._schedule_cli import (
@@ -20,6 +19,7 @@ from scheduler_app.management.commands._schedule_cli import (
 )
 from scheduler_app.management.commands.pause_schedule import operator_name
 from scheduler_app.models import ScheduleStatus
+from scheduler_app.safety.actors import COMMAND
 
 NOT_CONFIRMED = 1
 SHOWN = 5

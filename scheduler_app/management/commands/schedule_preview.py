@@ -19,12 +19,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone as django_timezone
 
-from scheduler_app.definitions import search_budget, timing_for
-from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.management.commands._oneline import OneLineErrors
-from scheduler_app.management.commands._text_rule import parsed_text, text_options
-from scheduler_app.models import Schedule
-from scheduler_app.preview import (
+from scheduler_app.authoring.definitions import search_budget, timing_for
+from scheduler_app.authoring.preview import (
     TICK,
     PreviewSlots,
     calendar_notes,
@@ -33,6 +29,10 @@ from scheduler_app.preview import (
     preview_slots,
     utc_text,
 )
+from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.management.commands._oneline import OneLineErrors
+from scheduler_app.management.commands._text_rule import parsed_text, text_options
+from scheduler_app.models import Schedule
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, Timing, build_timing, describe
 from scheduler_app.timing.phrases import ParsedText
 from scheduler_app.timing.zones import get_zone

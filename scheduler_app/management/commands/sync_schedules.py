@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from scheduler_app.sync import sync_schedules
+from scheduler_app.authoring.sync import sync_schedules
 
 
 class Command(BaseCommand):

@@ -13,9 +13,9 @@ from django_webtest import DjangoTestApp
 from webtest import TestResponse
 
 from scheduler_app import services
-from scheduler_app.actors import SYSTEM
 from scheduler_app.admin.reviewing import SHOWN
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleStatus
+from scheduler_app.safety.actors import SYSTEM
 from tests.integration.admin.support import confirm_form, staff
 
 pytestmark = pytest.mark.django_db

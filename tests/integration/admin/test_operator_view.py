@@ -224,7 +224,7 @@ def test_the_admin_form_records_its_user_in_the_trail(
     assert "edited: a new version" in audit
     delete = reverse("admin:scheduler_app_schedule_delete", args=[created.pk])
     delete_form(django_app, delete, admin_user).submit()
-    from scheduler_app import audit as trail
+    from scheduler_app.safety import audit as trail
 
     assert trail.trail([created.pk]).filter(by="admin", action="deleted").exists()
 
@@ -330,7 +330,7 @@ def test_the_replay_action_passes_the_user(django_app: DjangoTestApp, admin_user
     submit(form_on(asked), "confirm", note="fixed")
     event = OccurrenceAttempt.objects.get(occurrence=occurrence, kind=AttemptKind.REPLAY)
     assert event.by == "admin"
-    from scheduler_app import audit
+    from scheduler_app.safety import audit
 
     assert audit.trail([occurrence.schedule_id]).filter(action="replayed", by="admin").exists()
 

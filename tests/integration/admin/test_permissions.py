@@ -14,8 +14,8 @@ from django_webtest import DjangoTestApp  # type: ignore[import-untyped]
 
 from scheduler_app import services
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleStatus
+from scheduler_app.safety.tenancy import TenantForbidden, allowed_tenants, tenants_for_user
 from scheduler_app.services.operator import OperatorPermissionDenied
-from scheduler_app.tenancy import TenantForbidden, allowed_tenants, tenants_for_user
 from tests.integration.admin.support import (
     changelist_action,
     client_for,

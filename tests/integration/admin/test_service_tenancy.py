@@ -6,7 +6,7 @@ import pytest
 
 from scheduler_app import services
 from scheduler_app.models import ScheduleStatus
-from scheduler_app.tenancy import TenantForbidden
+from scheduler_app.safety.tenancy import TenantForbidden
 from tests.integration.admin.support import staff
 
 pytestmark = pytest.mark.django_db

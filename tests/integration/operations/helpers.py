@@ -7,8 +7,8 @@ from typing import Any
 
 from scheduler_app import events
 from scheduler_app.clock import FakeClock
-from scheduler_app.lifecycle import record_success
 from scheduler_app.models import Occurrence, Schedule
+from scheduler_app.worker.lifecycle import record_success
 from tests.integration.support import MemoryPublisher, rows, ticker
 
 

@@ -53,7 +53,7 @@ def test_the_last_batch_size_and_a_tick_error_are_recorded(
         raise OperationalError("server closed the connection")
 
     with monkeypatch.context() as patched:
-        patched.setattr("scheduler_app.ticker.probe", database_gone)
+        patched.setattr("scheduler_app.dispatch.ticker.probe", database_gone)
         with pytest.raises(OperationalError):
             beat.tick()
     clock.set(target.next_run_at + timedelta(seconds=120))
@@ -171,7 +171,7 @@ def test_the_reconciler_cadence_survives_a_clock_stepped_back(
         passes.append(now)
         return real(now, **kwargs)
 
-    monkeypatch.setattr("scheduler_app.ticker.reconcile", counted)
+    monkeypatch.setattr("scheduler_app.dispatch.ticker.reconcile", counted)
     clock = FakeClock(START)
     beat = ticker(MemoryPublisher(), clock, RECONCILE_INTERVAL=60.0)
     beat.tick()

@@ -1,0 +1,384 @@
+"""From stored schedule fields to a validated ``Timing``; keys and ids derived from slots."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+from scheduler_app.conf import get_settings
+from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.handoff.allowlist import check_target, is_allowed_name, registered_tasks
+from scheduler_app.models import (
+    IntervalMode,
+    MisfirePolicy,
+    OverlapPolicy,
+    PauseBehaviour,
+    Schedule,
+    ScheduleMode,
+)
+from scheduler_app.observability.urls import check_ping_url
+from scheduler_app.policies.misfire import MisfireRules
+from scheduler_app.safety.limits import (
+    MAX_JSON_DEPTH,
+    MAX_OPTIONS_BYTES,
+    check_json,
+    check_numbers,
+    check_rule,
+    check_text,
+)
+from scheduler_app.safety.routing import checked_options
+from scheduler_app.timing import Kind, Timing, build_timing, parse_duration
+from scheduler_app.timing.budget import SearchBudget
+from scheduler_app.timing.calendars.public_holidays import (
+    data_version as holidays_data_version,
+)
+from scheduler_app.timing.rules import IntervalRule
+
+_OCCURRENCE_NAMESPACE = uuid.UUID("6f1d3c1e-1b7e-4d55-9a55-2f5b8f0a7c11")
+
+
+def timing_for(schedule: Schedule) -> Timing:
+    """The schedule's ``Timing`` (cached per definition: parsing happens once), with the search
+    budget of the settings (``SCHEDULER_SEARCH_CANDIDATES``, ``SCHEDULER_SEARCH_SPAN_DAYS``)."""
+    return _timing(
+        schedule.kind,
+        schedule.rule,
+        schedule.timezone,
+        schedule.anchor,
+        schedule.dst_nonexistent,
+        schedule.dst_ambiguous,
+        schedule.starts_at,
+        schedule.ends_at,
+        schedule.max_count,
+        schedule.active_window,
+        schedule.window_policy,
+        schedule.exclude_holidays,
+        budget=search_budget(),
+    )
+
+
+def search_budget() -> SearchBudget:
+    """The settings' search budget: how much work one computation of a slot may do."""
+    settings = get_settings()
+    return _budget(settings.SEARCH_CANDIDATES, settings.SEARCH_SPAN_DAYS)
+
+
+@lru_cache(maxsize=16)
+def _budget(candidates: int, span_days: int) -> SearchBudget:
+    try:
+        return SearchBudget(candidates=candidates, span=timedelta(days=span_days))
+    except (TypeError, ValueError, OverflowError):
+        raise ScheduleValidationError(
+            "settings",
+            f"SCHEDULER_SEARCH_CANDIDATES ({candidates!r}) and SCHEDULER_SEARCH_SPAN_DAYS "
+            f"({span_days!r}) must be whole numbers >= 1; fix the Django settings",
+            code="bad_setting",
+        ) from None
+
+
+@lru_cache(maxsize=65536)
+def _timing(
+    kind: str,
+    rule: str,
+    timezone: str,
+    anchor: datetime | None,
+    nonexistent: str,
+    ambiguous: str,
+    starts_at: datetime | None,
+    ends_at: datetime | None,
+    max_count: int | None,
+    active_window: str = "",
+    window_policy: str = "defer",
+    exclude_holidays: str = "",
+    *,
+    budget: SearchBudget,
+) -> Timing:
+    raw_rule: str | timedelta = parse_duration(rule, "rule") if kind == Kind.INTERVAL else rule
+    return build_timing(
+        kind=kind,
+        rule=raw_rule,
+        timezone=timezone,
+        anchor=anchor,
+        nonexistent=nonexistent,
+        ambiguous=ambiguous,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        max_count=max_count,
+        window=active_window or None,
+        window_policy=window_policy or "defer",
+        exclude_holidays=exclude_holidays or None,
+        budget=budget,
+    )
+
+
+def misfire_rules(schedule: Schedule) -> MisfireRules:
+    return MisfireRules(
+        policy=schedule.misfire_policy,
+        max_lateness=timedelta(seconds=schedule.max_lateness),
+        catch_up_window=timedelta(seconds=schedule.catch_up_window),
+        catch_up_limit=schedule.catch_up_limit,
+    )
+
+
+def idempotency_key(schedule_id: uuid.UUID | str, scheduled_for: datetime) -> str:
+    """Derived from the schedule id and the slot (UTC) only: the same on every beat and retry."""
+    instant = scheduled_for.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{schedule_id}:{instant}"
+
+
+def is_uuid(value: object) -> bool:
+    """Whether ``value`` reads as a UUID (every id here is one; anything else matches no row)."""
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def occurrence_id(key: str) -> uuid.UUID:
+    """Deterministic: racing beats that compute the same slot compute the same task id."""
+    return uuid.uuid5(_OCCURRENCE_NAMESPACE, key)
+
+
+def version_id(schedule_id: uuid.UUID | str, version: int) -> uuid.UUID:
+    return uuid.uuid5(_OCCURRENCE_NAMESPACE, f"{schedule_id}/v{version}")
+
+
+def jitter_for(key: str, jitter_seconds: int) -> timedelta:
+    """A delay in [0, jitter] derived from the key, so every beat picks the same one."""
+    if jitter_seconds <= 0:
+        return timedelta(0)
+    digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+    return timedelta(seconds=digest % (jitter_seconds + 1))
+
+
+TEXT_FIELDS = (
+    "objective",
+    "timezone",
+    "active_window",
+    "job_type",
+    "payload_ref",
+    "lateness_class",
+)
+
+CHOICE_FIELDS = {
+    "misfire_policy": MisfirePolicy,
+    "overlap_policy": OverlapPolicy,
+    "on_pause": PauseBehaviour,
+    "mode": ScheduleMode,
+    "interval_mode": IntervalMode,
+}
+
+
+def validate_definition(values: dict[str, Any]) -> Timing:
+    """Check a schedule definition; raise ``ScheduleValidationError`` for the first problem.
+
+    The cheap limits (lengths, numbers, strict JSON) come first, so hostile input is refused
+    before anything parses or evaluates it.
+    """
+    check_rule(values.get("kind"), values.get("rule"))
+    for field in TEXT_FIELDS:
+        check_text(field, values.get(field))
+    check_ping_url(
+        values.get("ping_url"),
+        allow_credentials=get_settings().PING_ALLOW_CREDENTIALS,
+        allowed_hosts=get_settings().PING_ALLOWED_HOSTS,
+    )
+    _check_task(values.get("task"))
+    _check_payload(values.get("kwargs", {}), values.get("args", []))
+    _check_options(values.get("options"))
+    for field, choices in CHOICE_FIELDS.items():
+        if field in values and values[field] not in choices.values:
+            allowed = ", ".join(choices.values)
+            raise ScheduleValidationError(
+                field,
+                f"unknown value {values[field]!r}; use one of: {allowed}",
+                code="invalid_choice",
+            )
+    for field in (
+        "max_lateness",
+        "catch_up_window",
+        "jitter",
+        "deadline",
+        "retry_delay",
+        "cancel_grace",
+    ):
+        value = values.get(field)
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            raise ScheduleValidationError(
+                field, f"must be a whole number of seconds >= 0, got {value!r}"
+            )
+    for field in ("catch_up_limit", "max_attempts"):
+        count = values.get(field, 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ScheduleValidationError(field, f"must be a whole number >= 1, got {count!r}")
+    for field in ("kind", "rule"):
+        if values.get(field) in (None, ""):
+            raise ScheduleValidationError(field, f"{field} is required", code="required")
+    max_count = values.get("max_count")
+    if max_count is not None and (not isinstance(max_count, int) or isinstance(max_count, bool)):
+        raise ScheduleValidationError(
+            "max_count", f"must be a whole number >= 1, got {max_count!r}"
+        )
+    for field in ("anchor", "starts_at", "ends_at"):
+        if values.get(field) is not None and not isinstance(values[field], datetime):
+            raise ScheduleValidationError(
+                field, f"expected an aware datetime, got {type(values[field]).__name__}"
+            )
+    check_numbers(values)
+    if values.get("interval_mode", "fixed_rate") != "fixed_rate" and values["kind"] != "interval":
+        raise ScheduleValidationError(
+            "interval_mode", "fixed_delay applies to interval rules only; use kind='interval'"
+        )
+    timing = _timing(
+        str(values["kind"]),
+        str(values["rule"]),
+        str(values.get("timezone", "UTC")),
+        values.get("anchor"),
+        str(values.get("dst_nonexistent", "auto")),
+        str(values.get("dst_ambiguous", "auto")),
+        values.get("starts_at"),
+        values.get("ends_at"),
+        values.get("max_count"),
+        str(values.get("active_window") or ""),
+        str(values.get("window_policy") or "defer"),
+        _holidays_code(values.get("exclude_holidays")),
+        budget=search_budget(),
+    )
+    _check_min_interval(timing)
+    return timing
+
+
+def _check_min_interval(timing: Timing) -> None:
+    """Refuse rules whose slots can come closer than ``SCHEDULER_MIN_INTERVAL`` seconds.
+
+    Checked here, not in the cached ``_timing``: the setting may change between calls, and
+    a stored schedule must keep evaluating if the minimum is raised later. Calendar rules are
+    measured on their wall clock (``Timing.min_gap``, see ``timing/gaps.py``).
+    """
+    gap = timing.min_gap
+    minimum = get_settings().MIN_INTERVAL
+    if gap is None or gap >= minimum:
+        return
+    if isinstance(timing.rule, IntervalRule):
+        what, fix = f"interval {gap}s", "use a longer interval"
+    elif timing.kind == Kind.CRON:
+        what, fix = "cron expression", "list fewer minutes or hours"
+    elif timing.kind == Kind.SOLAR:
+        what, fix = "solar rule", "use a cron rule"
+    else:
+        what, fix = "RRULE", "raise INTERVAL, use a coarser FREQ or list fewer BY values"
+    raise ScheduleValidationError(
+        "rule",
+        f"the {what} can fire {gap}s apart, less than the minimum of {minimum}s between slots "
+        f"(setting SCHEDULER_MIN_INTERVAL); {fix}, or lower the setting",
+        code="too_frequent",
+    )
+
+
+def _check_task(task: object) -> None:
+    """Only allow-listed ``OccurrenceTask`` targets (``targets.check_target``), ``celery.*`` never.
+
+    With ``SCHEDULER_VALIDATE_TASK_NAMES = False`` (a process that cannot import the tasks,
+    such as a beat on another host) a task this process does not know is accepted only when
+    ``SCHEDULER_ALLOWED_TASKS`` names it: without the task its marker cannot be seen.
+    """
+    if not isinstance(task, str) or not task.strip():
+        raise ScheduleValidationError(
+            "task", "a Celery task name is required, e.g. 'reports.daily'"
+        )
+    if get_settings().VALIDATE_TASK_NAMES or task in registered_tasks():
+        check_target(task)
+        return
+    if not is_allowed_name(task):
+        raise ScheduleValidationError(
+            "task",
+            f"task {task!r} is not registered in this process and SCHEDULER_ALLOWED_TASKS does "
+            "not name it; add it (or a pattern such as 'reports.*') to SCHEDULER_ALLOWED_TASKS",
+            code="forbidden_task",
+        )
+
+
+def calendar_data_versions(schedule: Schedule) -> dict[str, str]:
+    """The calendar data a version's slots depend on (``{"holidays_data": "0.109"}``), stored
+    in its definition: an update of the data shows as a difference between versions."""
+    if not schedule.exclude_holidays:
+        return {}
+    return {"holidays_data": holidays_data_version()}
+
+
+def _holidays_code(value: object) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ScheduleValidationError(
+            "exclude_holidays", f"expected a code such as 'LV' or 'US-NY', got {value!r}"
+        )
+    check_text("exclude_holidays", value)
+    return value
+
+
+def _check_args(args: object) -> list[Any]:
+    if not isinstance(args, list | tuple):
+        raise ScheduleValidationError(
+            "args", 'positional arguments must be a JSON list, e.g. [1, "eu"]'
+        )
+    return list(args)
+
+
+def _check_payload(kwargs: object, args: object = ()) -> None:
+    """kwargs (a JSON object) and args (a JSON list): strict JSON, and their size counted
+    together against ``SCHEDULER_MAX_PAYLOAD_BYTES`` (both travel in every message)."""
+    if not isinstance(kwargs, dict):
+        raise ScheduleValidationError(
+            "kwargs", "the payload must be a JSON object of keyword arguments"
+        )
+    positional = _check_args(args)
+    if positional:
+        check_json("args", positional)
+    try:
+        size = len(json.dumps(kwargs, separators=(",", ":")).encode())
+        size += len(json.dumps(positional, separators=(",", ":")).encode()) if positional else 0
+    except RecursionError:
+        raise ScheduleValidationError(
+            "kwargs", f"is nested deeper than {MAX_JSON_DEPTH} levels; flatten it", code="too_deep"
+        ) from None
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        check_json("kwargs", kwargs)  # names the problem when it is one it knows
+        raise ScheduleValidationError(
+            "kwargs", f"the payload is not JSON-serializable ({exc}); pass plain JSON values"
+        ) from None
+    limit = get_settings().MAX_PAYLOAD_BYTES
+    if size > limit:
+        raise ScheduleValidationError(
+            "kwargs",
+            f"the payload (kwargs and args) is {size} bytes, more than the limit of {limit} "
+            "(SCHEDULER_MAX_PAYLOAD_BYTES); store large data elsewhere and pass its id",
+            code="payload_too_large",
+        )
+    check_json("kwargs", kwargs)
+
+
+def _check_options(options: object) -> None:
+    if options is None or options == {}:
+        return
+    if not isinstance(options, dict):
+        raise ScheduleValidationError(
+            "options", 'routing options must be a JSON object, e.g. {"queue": "reports"}'
+        )
+    check_json("options", options)
+    try:
+        size = len(json.dumps(options).encode())
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ScheduleValidationError("options", f"not JSON-serializable ({exc})") from None
+    if size > MAX_OPTIONS_BYTES:
+        raise ScheduleValidationError(
+            "options", f"is {size} bytes; the limit is {MAX_OPTIONS_BYTES}", code="too_large"
+        )
+    checked_options(options)  # types and ranges of queue, routing_key, exchange, priority

@@ -1,0 +1,431 @@
+"""Turning due schedules into occurrences: claim, decide, insert, advance, in one transaction."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import lru_cache
+from time import monotonic
+from uuid import UUID
+
+from django.db import DatabaseError, DataError, IntegrityError, transaction
+from django.db.models import JSONField, Min, OuterRef, Subquery
+
+from scheduler_app.authoring.definitions import (
+    idempotency_key,
+    jitter_for,
+    misfire_rules,
+    occurrence_id,
+    timing_for,
+    version_id,
+)
+from scheduler_app.conf import get_settings
+from scheduler_app.db.rows import new_row, relate
+from scheduler_app.dispatch.bulk import insert_occurrences, save_advanced
+from scheduler_app.dispatch.due import Due, due_walk
+from scheduler_app.dispatch.overlapping import apply_overlap
+from scheduler_app.models import (
+    IntervalMode,
+    Occurrence,
+    OccurrenceState,
+    Schedule,
+    ScheduleMode,
+    ScheduleStatus,
+    ScheduleVersion,
+    Trigger,
+)
+from scheduler_app.policies.misfire import MisfireDecision, PlannedSlot, decide_misfire
+from scheduler_app.timing import Kind, Timing, next_after, previous_slot
+
+logger = logging.getLogger("scheduler_app.materialize")
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    claimed: int
+    created: int
+    fresh: list[Occurrence] = field(default_factory=list)
+    """The outbox rows this batch really inserted, leased to this beat (``lease``) and loaded
+    with their schedule and version: the caller publishes them from memory after commit,
+    without reading them back through the outbox claim."""
+
+
+_CURRENT_VERSION = Subquery(
+    ScheduleVersion.objects.filter(schedule_id=OuterRef("pk"), version=OuterRef("version"))
+    .order_by()
+    .values("pk")[:1]
+)
+"""The claimed schedule's current version row id, read by the claim itself (the unique
+``(schedule, version)`` index): None when the row is missing."""
+
+_CURRENT_DEFINITION = Subquery(
+    ScheduleVersion.objects.filter(schedule_id=OuterRef("pk"), version=OuterRef("version"))
+    .order_by()
+    .values("definition")[:1],
+    output_field=JSONField(),
+)
+"""The stored definition of that version, read by the same claim: what the outbox checks each
+new row against (task, args, kwargs), as it does for rows it reads back from the ledger."""
+VERSION_CHECKED = ("task", "args", "kwargs", "objective")
+"""The parts of a version's definition that publishing reads (``handoff.matches_version``,
+the message's objective)."""
+
+
+def version_of(schedule: Schedule) -> UUID:
+    """The id of ``schedule``'s current version row: as the claim read it, else derived."""
+    found: UUID | None = getattr(schedule, "current_version_id", None)
+    return found if found is not None else version_id(schedule.id, schedule.version)
+
+
+def earliest_due() -> datetime | None:
+    """The earliest ``next_run_at`` of an active schedule (one indexed query)."""
+    result = Schedule.objects.filter(status=ScheduleStatus.ACTIVE).aggregate(Min("next_run_at"))
+    value: datetime | None = result["next_run_at__min"]
+    return value
+
+
+Revoker = Callable[[list[str]], None]
+
+
+def materialize_batch(
+    now: datetime,
+    batch_size: int,
+    revoke: Revoker | None = None,
+    *,
+    lease_until: datetime | None = None,
+) -> BatchResult:
+    """Claim up to ``batch_size`` due schedules (SKIP LOCKED) and materialize their slots.
+
+    ``revoke`` is called after commit with the ids of running occurrences that a
+    ``cancel_previous`` schedule asked to stop. With ``lease_until``, the new outbox rows are
+    inserted with that ``publish_lease_until`` (no other beat's outbox claim takes them until
+    it runs out) and returned in ``fresh`` for this beat to publish; if it dies
+    first, the outbox publishes them once the lease has run out, as after any crash.
+    """
+    with transaction.atomic():
+        schedules: list[Schedule] = list(
+            Schedule.objects.select_for_update(skip_locked=True)
+            .filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
+            .annotate(current_version_id=_CURRENT_VERSION, current_definition=_CURRENT_DEFINITION)
+            .order_by("next_run_at")[:batch_size]
+        )
+        if not schedules:
+            return BatchResult(0, 0)
+        config = get_settings()  # read once per batch, not once per schedule
+        planned = _plan_within_budget(
+            schedules,
+            now,
+            config.MAX_SLOTS_PER_TICK,
+            config.MAX_ROWS_PER_BATCH,
+            config.PLAN_SECONDS_PER_BATCH,
+        )
+        schedules = [schedule for schedule in schedules if schedule.id in planned]
+        schedules = _park_without_version(schedules, planned, now)
+        to_stop = apply_overlap(schedules, planned, now)
+        rows = [row for group in planned.values() for row in group]
+        leased = _lease(rows, lease_until)
+        fresh: list[Occurrence] = []
+        try:
+            with transaction.atomic():  # a savepoint: a refused row must not stall the batch
+                inserted = insert_occurrences(rows)
+                save_advanced(schedules)
+                _save_parked(schedules)
+            fresh = [row for row in leased if row.id in inserted]
+            _attach(fresh, schedules)
+        except ROW_ERRORS as exc:
+            logger.warning(
+                "batch refused by the database; materializing it schedule by schedule",
+                extra={"action": "materialize.batch_refused", "error": repr(exc)},
+            )
+            for row in leased:  # left to the outbox: the refused batch is rare
+                row.publish_lease_until = None
+            rows = _one_by_one(schedules, planned, now)
+        if to_stop and revoke is not None:
+            transaction.on_commit(lambda: revoke(to_stop))
+    # ``created`` counts the rows planned, a conflicting one included (as ``bulk_create``
+    # with ``ignore_conflicts`` always did): the concurrency tests sum it to prove that no
+    # schedule was planned twice.
+    return BatchResult(len(schedules), len(rows), fresh)
+
+
+def _lease(rows: list[Occurrence], until: datetime | None) -> list[Occurrence]:
+    """Lease the new outbox rows (pending, not buffered or skipped) to this beat."""
+    if until is None:
+        return []
+    leased = [row for row in rows if row.state == OccurrenceState.PENDING]
+    for row in leased:
+        row.publish_lease_until = until
+    return leased
+
+
+def _attach(rows: list[Occurrence], schedules: list[Schedule]) -> None:
+    """Give each row what publishing reads from its relations, without a query: the
+    (locked) schedule, and its current version as the claim read it (number, and the stored
+    task, args, kwargs and objective). The outbox checks the row against that stored version,
+    so a schedule whose task or payload was changed past the services is refused here, in
+    the tick that made the row, as it is for a row read back from the outbox."""
+    by_id = {schedule.id: schedule for schedule in schedules}
+    versions: dict[UUID, ScheduleVersion] = {}
+    for row in rows:
+        schedule = by_id[row.schedule_id]
+        relate(row, "schedule", schedule)
+        version = versions.get(row.schedule_version_id)
+        if version is None:
+            stored = getattr(schedule, "current_definition", None) or {}
+            definition = {key: stored[key] for key in VERSION_CHECKED if key in stored}
+            definition.setdefault("objective", schedule.objective)
+            version = new_row(
+                ScheduleVersion,
+                id=row.schedule_version_id,
+                schedule_id=schedule.id,
+                version=schedule.version,
+                definition=definition,
+            )
+            versions[row.schedule_version_id] = version
+        relate(row, "schedule_version", version)
+
+
+def _plan_within_budget(
+    schedules: list[Schedule], now: datetime, cap: int, budget: int, seconds: float
+) -> dict[UUID, list[Occurrence]]:
+    """Plan schedules in due order until ``budget`` rows are planned or ``seconds`` have
+    passed (the first schedule always is planned, so every batch makes progress).
+
+    The claim holds these schedules' row locks while they are planned: the time bound keeps
+    rules that are slow to evaluate (each bounded by the search budget) from holding them, and
+    the database's writers, for longer than ``PLAN_SECONDS_PER_BATCH``. The schedules left
+    out are not advanced and stay due for the next batch."""
+    planned: dict[UUID, list[Occurrence]] = {}
+    started = monotonic()
+    for schedule in schedules:
+        if planned and (budget <= 0 or monotonic() - started >= seconds):
+            break
+        planned[schedule.id] = plan_schedule(schedule, now, cap=cap)
+        budget -= len(planned[schedule.id])
+    return planned
+
+
+def _one_by_one(
+    schedules: list[Schedule], planned: dict[UUID, list[Occurrence]], now: datetime
+) -> list[Occurrence]:
+    """Each schedule in its own savepoint; one the database refuses is parked as stored
+    (not advanced: its slots are still due when it is resumed), the others go on."""
+    kept: list[Occurrence] = []
+    for schedule in schedules:
+        try:
+            with transaction.atomic():
+                insert_occurrences(planned[schedule.id])
+                save_advanced([schedule])
+        except ROW_ERRORS as exc:
+            stored = Schedule.objects.get(pk=schedule.pk)
+            park(stored, exc, now)
+            stored.save(
+                update_fields=["status", "last_error", "paused_by", "pause_note", "updated_at"]
+            )
+            continue
+        kept.extend(planned[schedule.id])
+    return kept
+
+
+def plan_schedule(schedule: Schedule, now: datetime, *, cap: int | None = None) -> list[Occurrence]:
+    """Decide this schedule's due slots, advance its fields in memory, return the new rows.
+
+    ``cap`` is ``MAX_SLOTS_PER_TICK`` (read from the settings when not given).
+    """
+    try:
+        timing = timing_for(schedule)
+        if schedule.interval_mode == IntervalMode.FIXED_DELAY:
+            return _plan_fixed_delay(schedule, timing, now)
+        due = due_walk(schedule, timing, now, cap)
+        slots = due.slots
+        decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=due.uncounted)
+        rows = build_occurrences(schedule, timing, slots, decision, now)
+        advance(schedule, timing, slots, decision, now, due=due)
+    except Exception as exc:
+        # A definition that no longer evaluates (a zone gone from tzdata, a date out of
+        # range, a row written past the service layer): park this schedule visibly instead
+        # of failing the whole batch. Database errors are not this schedule's: they go up.
+        if isinstance(exc, DatabaseError):
+            raise
+        park(schedule, exc, now)
+        return []
+    return rows
+
+
+def _plan_fixed_delay(schedule: Schedule, timing: Timing, now: datetime) -> list[Occurrence]:
+    """One slot at a time; the next one is set when this one finishes (``lifecycle.end``)."""
+    slot = schedule.next_run_at
+    if slot is None:
+        return []
+    decision = MisfireDecision(emit=(PlannedSlot(slot, False),), late=0, skipped=0)
+    rows = build_occurrences(schedule, timing, [slot], decision, now)
+    schedule.last_scheduled_for = slot
+    schedule.occurrence_count += 1
+    schedule.next_run_at = None
+    if schedule.mode == ScheduleMode.SHADOW:  # nothing will finish: keep the cadence here
+        schedule.next_run_at = now + timedelta(seconds=int(schedule.rule))
+    schedule.updated_at = now
+    return rows
+
+
+def _park_without_version(
+    schedules: list[Schedule], planned: dict[UUID, list[Occurrence]], now: datetime
+) -> list[Schedule]:
+    """A schedule whose current version row is missing (deleted past the services) would
+    fail the whole batch at commit (the deferred foreign key): park it, as stored, instead.
+    The claim read each schedule's version id (``current_version_id``): no query unless a
+    version is missing."""
+    if all(
+        getattr(schedule, "current_version_id", None) is not None or not planned[schedule.id]
+        for schedule in schedules
+    ):
+        return schedules
+    kept: list[Schedule] = []
+    for schedule in schedules:
+        if getattr(schedule, "current_version_id", None) is not None or not planned[schedule.id]:
+            kept.append(schedule)
+            continue
+        stored = Schedule.objects.get(pk=schedule.pk)  # not advanced: its slots stay due
+        park(stored, LookupError(f"its version {stored.version} row is missing"), now)
+        planned[stored.id] = []
+        kept.append(stored)
+    return kept
+
+
+def _save_parked(schedules: list[Schedule]) -> None:
+    """The pause note of schedules parked by this batch (rare: not among the advanced fields
+    every burst writes)."""
+    for schedule in schedules:
+        if getattr(schedule, "parked_now", False):
+            schedule.save(update_fields=["paused_by", "pause_note"])
+
+
+ROW_ERRORS = (IntegrityError, DataError, TypeError, ValueError)
+"""What one schedule's rows can raise on insert (a value the column or the JSON encoder
+refuses): that schedule is parked, the others go on."""
+
+
+def park(schedule: Schedule, error: Exception, now: datetime) -> None:
+    """Park ``schedule`` in memory; the batch saves it with its advanced fields."""
+    schedule.park(error, now)
+    schedule.parked_now = True  # type: ignore[attr-defined]
+
+
+def build_occurrences(
+    schedule: Schedule,
+    timing: Timing,
+    slots: list[datetime],
+    decision: MisfireDecision,
+    now: datetime,
+) -> list[Occurrence]:
+    previous = _previous_slots(schedule, timing, slots)
+    shadow = schedule.mode == ScheduleMode.SHADOW
+    rows = []
+    for planned in decision.emit:
+        slot = planned.scheduled_for
+        key = idempotency_key(schedule.id, slot)
+        window_start = _window_start(schedule, timing, slot, previous)
+        rows.append(
+            new_row(
+                Occurrence,
+                id=occurrence_id(key),
+                schedule_id=schedule.id,
+                schedule_version_id=version_of(schedule),
+                trigger=Trigger.CATCH_UP if planned.catch_up else Trigger.SCHEDULED,
+                scheduled_for=slot,
+                window_start=window_start,
+                window_end=slot,
+                timezone=schedule.timezone,
+                idempotency_key=key,
+                task=schedule.task,
+                args=schedule.args,
+                target=schedule.target,
+                kwargs=schedule.kwargs,
+                not_before=slot + jitter_for(key, schedule.jitter),
+                deadline_at=slot + timedelta(seconds=schedule.deadline)
+                if schedule.deadline is not None
+                else None,
+                state=OccurrenceState.SKIPPED if shadow else OccurrenceState.PENDING,
+                reason="shadow" if shadow else "",
+                created_at=now,
+            )
+        )
+    return rows
+
+
+def _window_start(
+    schedule: Schedule, timing: Timing, slot: datetime, previous: dict[datetime, datetime | None]
+) -> datetime:
+    """The previous slot; for a one-time run its anchor when set (a debounce burst's first
+    call), else the slot itself. Never after the slot (an empty window instead)."""
+    if timing.kind is Kind.ONCE:
+        anchor = schedule.anchor
+        return anchor if anchor is not None and anchor <= slot else slot
+    start = previous.get(slot) or slot
+    return min(start, slot)
+
+
+def _previous_slots(
+    schedule: Schedule, timing: Timing, slots: list[datetime]
+) -> dict[datetime, datetime | None]:
+    """Map each slot to the slot before it (the start of its business window)."""
+    if not slots or timing.kind is Kind.ONCE:
+        return {}
+    first = slots[0]
+    if first == schedule.next_run_at and schedule.last_scheduled_for is not None:
+        before_first: datetime | None = schedule.last_scheduled_for
+    else:
+        before_first = _slot_before(timing, first)
+    previous = {first: before_first}
+    previous.update(zip(slots[1:], slots[:-1], strict=True))
+    return previous
+
+
+@lru_cache(maxsize=4096)
+def _slot_before(timing: Timing, slot: datetime) -> datetime | None:
+    """``previous_slot`` of a slot, remembered: a schedule that never ran has no
+    ``last_scheduled_for`` to take it from, and a burst is mostly schedules that share a rule,
+    a zone and a due slot (the search walks back span after span for calendar rules; both
+    arguments are immutable values, so the answer never changes)."""
+    return previous_slot(timing, slot, inclusive=False)
+
+
+def advance(
+    schedule: Schedule,
+    timing: Timing,
+    slots: list[datetime],
+    decision: MisfireDecision,
+    now: datetime,
+    *,
+    due: Due | None = None,
+) -> None:
+    """Move ``next_run_at`` past ``now`` and update the counters (in memory).
+
+    ``due`` is the walk that found ``slots``: it met the next slot after ``now`` already.
+    """
+    if slots:
+        schedule.last_scheduled_for = slots[-1]
+    schedule.missed_count += decision.late
+    schedule.skipped_count += decision.skipped
+    schedule.caught_up_count += decision.caught_up
+    schedule.occurrence_count += len(decision.emit)
+    instant = max(now, schedule.last_scheduled_for or now)
+    if due is not None and due.knows_following and instant == now:
+        schedule.next_run_at = due.following
+    else:
+        schedule.next_run_at = next_after(timing, instant)
+    if schedule.next_run_at is None:
+        schedule.status = ScheduleStatus.COMPLETED
+    schedule.updated_at = now
+    if decision.skipped:
+        logger.info(
+            "late slots skipped",
+            extra={
+                "action": "misfire.skipped",
+                "schedule_id": str(schedule.id),
+                "count": decision.skipped,
+                "policy": schedule.misfire_policy,
+            },
+        )

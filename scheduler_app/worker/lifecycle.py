@@ -1,0 +1,544 @@
+"""Occurrence transitions made by workers and the reconciler.
+
+Every transition is a compare-and-set on the old state (and, once running, on the fencing
+token), so a late or duplicate actor cannot overwrite a newer result. Transitions that end
+an occurrence take the schedule's row lock first (the same order as the beat) and release
+the next buffered occurrence in the same transaction.
+
+A statement keyed by an occurrence's id also names its slot (``scheduled_for``, the ledger's
+partition key) whenever the caller knows it: from the row it read, or, for the claim, from
+the message as a hint that is checked (a slot no row with that id has means "look by the id
+alone").
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from uuid import UUID
+
+from django.db import transaction
+from django.db.models import F, QuerySet
+
+from scheduler_app import events
+from scheduler_app.conf import SchedulerSettings, get_settings
+from scheduler_app.dispatch.fixed_delay import after_fixed_delay_run
+from scheduler_app.models import (
+    ACTIVE_STATES,
+    AttemptKind,
+    IntervalMode,
+    Occurrence,
+    OccurrenceAttempt,
+    OccurrenceState,
+    OverlapPolicy,
+    Schedule,
+)
+from scheduler_app.safety.approval import needs_approval
+from scheduler_app.safety.handoff import CANCELLED, why_not_runnable
+from scheduler_app.safety.permissions import CODE_ORIGIN, may_run, pause_owned_schedules, refusal
+from scheduler_app.worker import sql as worker_sql
+
+logger = logging.getLogger("scheduler_app.lifecycle")
+
+CLAIMABLE = (OccurrenceState.PENDING, OccurrenceState.DISPATCHED, OccurrenceState.RETRYING)
+EARLY = timedelta(seconds=1)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The result of a worker's attempt to start an occurrence."""
+
+    claimed: bool
+    reason: str = ""
+    token: int = 0
+    attempt: int = 0
+    occurrence: Occurrence | None = None
+    """As it was before the claim, with its schedule and version loaded."""
+    stopped: bool | None = None
+    """Whether a kill switch covers the claimed occurrence (read by the claim statement on
+    PostgreSQL); None: not read, ask ``killswitch.stops``."""
+
+
+def claim(
+    occurrence_id: UUID | str,
+    *,
+    owner: str,
+    now: datetime,
+    lease: timedelta,
+    task: str | None = None,
+    scheduled_for: datetime | None = None,
+) -> Claim:
+    """``pending/dispatched/retrying -> running``, or why not (duplicate, cancelled, expired,
+    forbidden, another task's occurrence).
+
+    ``scheduled_for``: the slot the message names, a hint (the partition key) that is never
+    trusted: when no row has this id and slot, the occurrence is looked up by its id alone.
+
+    ``task`` is the name of the task the message was delivered to: an occurrence of another
+    task is never run by it (a forged or misrouted message), and is left as it is.
+
+    On PostgreSQL the common case is one statement (``scheduler_app.worker.sql``); a refusal,
+    or an owner whose permission Python must check, costs a few more.
+    """
+    if worker_sql.available():
+        return _claim_in_one_statement(
+            str(occurrence_id),
+            owner=owner,
+            now=now,
+            lease=lease,
+            task=task,
+            scheduled_for=scheduled_for,
+        )
+    rows = Occurrence.objects.select_related("schedule", "schedule__owner", "schedule_version")
+    occurrence = None
+    if scheduled_for is not None:
+        occurrence = rows.filter(pk=occurrence_id, scheduled_for=scheduled_for).first()
+    if occurrence is None:
+        occurrence = rows.filter(pk=occurrence_id).first()
+    if occurrence is None:
+        return Claim(False, "unknown_occurrence")
+    refused = _refused(occurrence, now, task)
+    if refused is not None:
+        return refused
+    return _take(occurrence, owner=owner, now=now, lease=lease)
+
+
+def _claim_in_one_statement(
+    occurrence_id: str,
+    *,
+    owner: str,
+    now: datetime,
+    lease: timedelta,
+    task: str | None,
+    scheduled_for: datetime | None,
+) -> Claim:
+    settings = get_settings()
+    predicate = worker_sql.permission_predicate(
+        decided=False,
+        default_check=settings.PERMISSION_CHECK == SchedulerSettings.PERMISSION_CHECK,
+        require_owner=settings.REQUIRE_OWNER,
+    )
+    approval = "TRUE" if task is not None and not needs_approval(task) else worker_sql.APPROVED
+    last: Occurrence | None = None
+    for attempt in (1, 2):
+        seen = worker_sql.claim(
+            occurrence_id,
+            owner=owner,
+            now=now,
+            lease=lease,
+            early=EARLY,
+            task=task,
+            permission=predicate,
+            code_origin=CODE_ORIGIN,
+            approval=approval,
+            scheduled_for=scheduled_for,
+        )
+        if seen is None:
+            return Claim(False, "unknown_occurrence")
+        if seen.won:
+            return _recheck(
+                Claim(True, "", seen.token, seen.attempt, seen.occurrence, seen.stopped), now
+            )
+        last = seen.occurrence
+        scheduled_for = seen.occurrence.scheduled_for  # the row's own slot from here on
+        refused = _refused(seen.occurrence, now, task, check_permission=attempt == 1)
+        if refused is not None:
+            return refused
+        # Claimable and permitted: the owner's permission (or whether the task needs
+        # approval) needed Python, and Python has now said yes.
+        predicate = worker_sql.permission_predicate(
+            decided=True, default_check=True, require_owner=False
+        )
+        approval = "TRUE"
+    return Claim(False, "claimed_by_another", occurrence=last)
+
+
+def _recheck(claim: Claim, now: datetime) -> Claim:
+    """What the one statement cannot ask (approval by the schedule's own task, the version's
+    payload), asked of the row it just claimed; a refusal ends the attempt before the task."""
+    occurrence = claim.occurrence
+    not_runnable = why_not_runnable(occurrence) if occurrence is not None else ""
+    if occurrence is None or not not_runnable:
+        return claim
+    state = OccurrenceState.CANCELLED if not_runnable == CANCELLED else OccurrenceState.SKIPPED
+    end(
+        occurrence,
+        state,
+        not_runnable,
+        now,
+        from_states=(OccurrenceState.RUNNING,),
+        token=claim.token,
+    )
+    return Claim(False, not_runnable, occurrence=occurrence)
+
+
+def held_back(occurrence: Occurrence) -> bool:
+    """A deliberate delay: a retry's backoff, jitter, a deferral (``not_before`` after the
+    slot), the same rule as the message's ``eta``."""
+    return occurrence.not_before is not None and (
+        occurrence.state == OccurrenceState.RETRYING
+        or occurrence.not_before > occurrence.scheduled_for
+    )
+
+
+def _refused(
+    occurrence: Occurrence, now: datetime, task: str | None, *, check_permission: bool = True
+) -> Claim | None:
+    """Why ``occurrence`` (as read, with its schedule) may not start now, ending it when the
+    reason is final (cancelled, expired, forbidden); None when it may."""
+    if task is not None and occurrence.task != task:
+        return Claim(False, "task_mismatch")
+    if occurrence.state not in CLAIMABLE:
+        return Claim(False, f"already_{occurrence.state}", occurrence=occurrence)
+    if occurrence.state == OccurrenceState.PENDING and occurrence.publish_lease_until is None:
+        # Still in the outbox and no beat is handing it off: a message for it did not come
+        # from the outbox (the handoff's kill switches and quotas were never asked). Left as
+        # it is: the outbox publishes it.
+        return Claim(False, "not_published", occurrence=occurrence)
+    if held_back(occurrence) and now + EARLY < occurrence.not_before:
+        # Not yet: a retry's old delivery (its own message follows), or a message that
+        # arrived before its jitter or delay (a forged one). Left as it is: the outbox and
+        # the retry publish it when it is due. A slot without a delay is due when the beat
+        # says so: the beat's clock decides when a slot is due, not the worker's.
+        why = "retry_not_due" if occurrence.state == OccurrenceState.RETRYING else "not_due"
+        return Claim(False, why, occurrence=occurrence)
+    not_runnable = why_not_runnable(occurrence)
+    if not_runnable:
+        # Past every check above it (the services, the outbox) and still not runnable: a row
+        # forced in, or a schedule cancelled or sent back for approval after the handoff.
+        state = OccurrenceState.CANCELLED if not_runnable == CANCELLED else OccurrenceState.SKIPPED
+        end(occurrence, state, not_runnable, now, from_states=CLAIMABLE)
+        return Claim(False, not_runnable)
+    if occurrence.cancel_requested_at is not None:
+        # Asked to stop before it started (``cancel_previous`` or an operator) and the revoke
+        # did not reach the worker: never start it, let the newer one go.
+        end(occurrence, OccurrenceState.CANCELLED, "cancel_requested", now, from_states=CLAIMABLE)
+        return Claim(False, "cancel_requested")
+    if occurrence.deadline_at is not None and now >= occurrence.deadline_at:
+        end(occurrence, OccurrenceState.EXPIRED, "deadline_passed", now, from_states=CLAIMABLE)
+        return Claim(False, "expired")
+    if check_permission and not may_run(occurrence.schedule):
+        why = refusal(occurrence.schedule)
+        person = occurrence.schedule.owner
+        if person is not None and not person.is_active:
+            # Paused first: once the refusal is visible, so is the pause that explains it.
+            pause_owned_schedules(person, f"paused: {why}", now)
+        end(occurrence, OccurrenceState.FAILED, "forbidden", now, from_states=CLAIMABLE, error=why)
+        return Claim(False, "forbidden")
+    return None
+
+
+def _take(occurrence: Occurrence, *, owner: str, now: datetime, lease: timedelta) -> Claim:
+    """The claim's compare-and-set and its attempt record (the ORM path)."""
+    token = occurrence.fencing_token + 1
+    with transaction.atomic():
+        won = Occurrence.objects.filter(
+            pk=occurrence.pk,
+            scheduled_for=occurrence.scheduled_for,  # as read by the claim: the partition key
+            state__in=CLAIMABLE,
+            fencing_token=occurrence.fencing_token,
+        ).update(
+            state=OccurrenceState.RUNNING,
+            fencing_token=token,
+            attempts=F("attempts") + 1,
+            lease_owner=owner,
+            lease_expires_at=now + lease,
+            started_at=now,
+        )
+        if not won:
+            return Claim(False, "claimed_by_another", occurrence=occurrence)
+        OccurrenceAttempt.objects.create(
+            occurrence_id=occurrence.pk,
+            scheduled_for=occurrence.scheduled_for,
+            kind=AttemptKind.RUN,
+            number=occurrence.attempts + 1,
+            worker=owner[:200],
+            started_at=now,
+        )
+    return Claim(True, "", token, occurrence.attempts + 1, occurrence)
+
+
+def close_attempt(
+    occurrence_id: UUID | str,
+    now: datetime,
+    outcome: str,
+    error: str = "",
+    scheduled_for: datetime | None = None,
+) -> int:
+    """Finish the open run attempt of an occurrence (the one its last claim wrote), looked up
+    with its slot (the attempts' partition key) when the caller has it."""
+    slot = {} if scheduled_for is None else {"scheduled_for": scheduled_for}
+    return OccurrenceAttempt.objects.filter(
+        occurrence_id=occurrence_id, kind=AttemptKind.RUN, finished_at__isnull=True, **slot
+    ).update(finished_at=now, outcome=outcome, error=error[:4000])
+
+
+TERMINAL_STATES = frozenset(
+    {
+        OccurrenceState.SUCCEEDED,
+        OccurrenceState.FAILED,
+        OccurrenceState.EXPIRED,
+        OccurrenceState.SKIPPED,
+        OccurrenceState.CANCELLED,
+    }
+)
+
+
+def announce_finished(
+    occurrences: list[Occurrence], state: str, reason: str, *, schedule: Schedule | None = None
+) -> None:
+    """Send ``events.occurrence_finished`` for each row once the current transaction commits
+    (at once outside one): receivers never see a write that was rolled back.
+
+    ``schedule``: the schedule row as the write that ended them read it under its lock, when
+    the sender has it; sent along (``schedule=``) so receivers need not read it again.
+    """
+    if not occurrences or state not in TERMINAL_STATES:
+        return
+    extra = {} if schedule is None else {"schedule": schedule}
+
+    def send() -> None:
+        for occurrence in occurrences:
+            events.occurrence_finished.send(
+                sender=Occurrence, occurrence=occurrence, state=state, reason=reason, **extra
+            )
+
+    transaction.on_commit(send)
+
+
+def heartbeat(
+    occurrence_id: UUID | str,
+    *,
+    token: int,
+    now: datetime,
+    lease: timedelta,
+    scheduled_for: datetime | None = None,
+) -> bool:
+    """Extend the lease of a running attempt; False when the attempt lost its lease.
+
+    ``scheduled_for``: the slot its claim read (the partition key), when the caller has it."""
+    return bool(
+        by_id(occurrence_id, scheduled_for)
+        .filter(state=OccurrenceState.RUNNING, fencing_token=token)
+        .update(lease_expires_at=now + lease)
+    )
+
+
+def by_id(occurrence_id: UUID | str, scheduled_for: datetime | None = None) -> QuerySet[Occurrence]:
+    """The occurrence with this id, by its slot too when known (the ledger's partition key:
+    one partition read instead of every partition's index)."""
+    if scheduled_for is None:
+        return Occurrence.objects.filter(pk=occurrence_id)
+    return Occurrence.objects.filter(pk=occurrence_id, scheduled_for=scheduled_for)
+
+
+def slot_of(occurrence: Occurrence) -> datetime | None:
+    """The slot of a row as loaded, or None when it was not (a deferred field is never read
+    just to name the partition)."""
+    slot = occurrence.__dict__.get("scheduled_for")
+    return slot if isinstance(slot, datetime) else None
+
+
+def finish(
+    occurrence_id: UUID | str,
+    *,
+    token: int,
+    state: str,
+    reason: str,
+    now: datetime,
+    error: str = "",
+    claimed: Occurrence | None = None,
+) -> bool:
+    """End a running attempt (succeeded, failed, cancelled, expired), if it still holds it.
+
+    ``claimed`` is the occurrence as its claim read it (with its schedule): on PostgreSQL,
+    for a schedule that neither buffers nor runs at a fixed delay, the outcome is then one
+    statement.
+    """
+    if claimed is not None and _one_statement_finish(claimed):
+        return _finish_in_one_statement(
+            claimed, token=token, state=state, reason=reason, now=now, error=error
+        )
+    occurrence = by_id(occurrence_id, slot_of(claimed) if claimed is not None else None).first()
+    if occurrence is None:
+        return False
+    return end(
+        occurrence,
+        state,
+        reason,
+        now,
+        from_states=(OccurrenceState.RUNNING,),
+        token=token,
+        error=error,
+    )
+
+
+BUFFERING = (OverlapPolicy.BUFFER_ONE, OverlapPolicy.BUFFER_ALL)
+
+
+def _one_statement_finish(claimed: Occurrence) -> bool:
+    """Schedules that buffer or run at a fixed delay keep the ORM path: releasing the next
+    occurrence and computing the next slot need reads taken under the schedule's lock."""
+    schedule = claimed.schedule
+    return (
+        worker_sql.available()
+        and schedule.overlap_policy not in BUFFERING
+        and schedule.interval_mode != IntervalMode.FIXED_DELAY
+    )
+
+
+def _finish_in_one_statement(
+    claimed: Occurrence, *, token: int, state: str, reason: str, now: datetime, error: str
+) -> bool:
+    ended = worker_sql.finish(
+        str(claimed.pk),
+        scheduled_for=claimed.scheduled_for,  # the row's, as its claim read it
+        schedule_id=claimed.schedule_id,
+        token=token,
+        state=state,
+        reason=reason,
+        now=now,
+        error=error,
+    )
+    if ended is None:
+        return False
+    schedule = ended.schedule
+    if ended.buffered or schedule.overlap_policy in BUFFERING:
+        # Edited to a buffering policy while this ran, or rows left buffered by one: the
+        # release needs a fresh read under the lock.
+        with transaction.atomic():
+            release_next(Schedule.objects.select_for_update().get(pk=schedule.pk), now)
+    if schedule.interval_mode == IntervalMode.FIXED_DELAY:  # edited to it while this ran
+        with transaction.atomic():
+            after_fixed_delay_run(Schedule.objects.select_for_update().get(pk=schedule.pk), now)
+    occurrence = ended.occurrence
+    if "schedule_version" in claimed._state.fields_cache:
+        occurrence.schedule_version = claimed.schedule_version
+    announce_finished([occurrence], state, reason, schedule=schedule)
+    _log_ended(occurrence, state, reason)
+    return True
+
+
+def retry_later(
+    occurrence_id: UUID | str,
+    *,
+    token: int,
+    at: datetime,
+    now: datetime,
+    error: str,
+    scheduled_for: datetime | None = None,
+) -> bool:
+    """``running -> retrying`` until ``at``; the same occurrence, key and slot, a new attempt.
+
+    ``scheduled_for``: the slot its claim read (the partition key), when the caller has it."""
+    if worker_sql.available():
+        return worker_sql.retry_later(
+            str(occurrence_id),
+            scheduled_for=scheduled_for,
+            token=token,
+            at=at,
+            now=now,
+            error=error,
+        )
+    with transaction.atomic():
+        moved = (
+            by_id(occurrence_id, scheduled_for)
+            .filter(state=OccurrenceState.RUNNING, fencing_token=token)
+            .update(
+                state=OccurrenceState.RETRYING,
+                not_before=at,
+                reason="retry",
+                last_error=error[:4000],
+                lease_expires_at=None,
+                dispatched_at=None,  # back in the outbox: the beat publishes it with eta=at
+                publish_lease_until=None,
+            )
+        )
+        if moved:
+            close_attempt(occurrence_id, now, "retrying", error, scheduled_for)
+    return bool(moved)
+
+
+def end(
+    occurrence: Occurrence,
+    state: str,
+    reason: str,
+    now: datetime,
+    *,
+    from_states: tuple[str, ...],
+    token: int | None = None,
+    error: str = "",
+) -> bool:
+    """Move ``occurrence`` to a final ``state`` (CAS) and release the next buffered one."""
+    with transaction.atomic():
+        schedule = Schedule.objects.select_for_update().get(pk=occurrence.schedule_id)
+        rows = by_id(occurrence.pk, slot_of(occurrence)).filter(state__in=from_states)
+        if token is not None:
+            rows = rows.filter(fencing_token=token)
+        changes: dict[str, object] = {"state": state, "reason": reason, "finished_at": now}
+        if error or state == OccurrenceState.SUCCEEDED:
+            # A success clears the error an earlier attempt left (its attempt row keeps it).
+            changes["last_error"] = error[:4000]
+        if not rows.update(**changes, lease_expires_at=None):
+            return False
+        close_attempt(occurrence.pk, now, state, error, slot_of(occurrence))
+        if state == OccurrenceState.SUCCEEDED:
+            record_success(schedule, now)
+        release_next(schedule, now)
+        after_fixed_delay_run(schedule, now)
+        occurrence.state, occurrence.reason, occurrence.finished_at = state, reason, now
+        announce_finished([occurrence], state, reason)
+    _log_ended(occurrence, state, reason)
+    return True
+
+
+def record_success(schedule: Schedule, at: datetime) -> None:
+    """A success of ``schedule`` at ``at``: its ``last_success_at`` moves forward (the ORM
+    path's write; the one-statement outcome does it in SQL). Call with its row lock held."""
+    if schedule.note_success(at):
+        Schedule.objects.filter(pk=schedule.pk).update(last_success_at=at)
+
+
+def _log_ended(occurrence: Occurrence, state: str, reason: str) -> None:
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    logger.info(
+        "occurrence ended",
+        extra={
+            "action": f"occurrence.{state}",
+            "occurrence_id": str(occurrence.pk),
+            "schedule_id": str(occurrence.schedule_id),
+            "reason": reason,
+        },
+    )
+
+
+def release_next(schedule: Schedule, now: datetime) -> Occurrence | None:
+    """Start the oldest buffered occurrence when nothing of the schedule is active.
+
+    Call with the schedule's row lock held.
+    """
+    occurrences = Occurrence.objects.filter(schedule=schedule)
+    if occurrences.filter(state__in=ACTIVE_STATES).exists():
+        return None
+    waiting = occurrences.filter(state=OccurrenceState.BUFFERED).order_by("scheduled_for").first()
+    if waiting is None:
+        return None
+    by_id(waiting.pk, slot_of(waiting)).filter(state=OccurrenceState.BUFFERED).update(
+        state=OccurrenceState.PENDING, reason="released"
+    )
+    return waiting
+
+
+def cancellation_requested(
+    occurrence_id: UUID | str, scheduled_for: datetime | None = None
+) -> bool:
+    """True when an operator or ``cancel_previous`` asked this occurrence to stop.
+
+    ``scheduled_for``: a hint (the partition key); when no row has it, the id alone decides."""
+    asked = by_id(occurrence_id, scheduled_for).values_list("cancel_requested_at", flat=True)
+    found = list(asked[:1])
+    if not found and scheduled_for is not None:
+        found = list(by_id(occurrence_id).values_list("cancel_requested_at", flat=True)[:1])
+    return bool(found) and found[0] is not None
