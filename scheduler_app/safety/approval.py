@@ -156,7 +156,7 @@ def check_runner_edit(
     if owner_changed:
         touched.append("owner")
     if restarts:
-        touched.append("the timing of a completed schedule (it would run again)")
+        touched.append("a finished or cancelled schedule (it would run again)")
     if not touched or is_system(user) or user.has_perm(RUN_PERMISSION):
         return
     if owner is not None and getattr(owner, "pk", owner) == user.pk:

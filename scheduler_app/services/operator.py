@@ -48,7 +48,7 @@ from scheduler_app.models.audit import AuditAction
 from scheduler_app.safety import audit
 from scheduler_app.safety.access import CHANGE, RUN, authorize
 from scheduler_app.safety.actors import actor_name, is_system
-from scheduler_app.safety.approval import hold_for_approval, version_approved
+from scheduler_app.safety.approval import check_runner_edit, hold_for_approval, version_approved
 from scheduler_app.services.replay import NOT_RUNNABLE
 from scheduler_app.timing import ensure_aware, iter_slots, next_after, previous_slot
 
@@ -452,6 +452,8 @@ def restore_schedule(
     with transaction.atomic():
         target = _locked(schedule)
         authorize(user, CHANGE, target)
+        # Undoing a cancel makes the schedule run again (once resumed), with its owner's rights.
+        check_runner_edit(user, (), target.owner, restarts=True)
         if target.status != ScheduleStatus.CANCELLED:
             raise ScheduleStateError(
                 f"schedule {target.pk} is {target.status}, not cancelled: nothing to undo"

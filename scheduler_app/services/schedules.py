@@ -30,6 +30,7 @@ from scheduler_app.dispatch.due import due_slots
 from scheduler_app.dispatch.materialize import apply_overlap, insert_occurrences, plan_schedule
 from scheduler_app.errors import (
     DuplicateKey,
+    SchedulerError,
     ScheduleStateError,
     ScheduleValidationError,
     StaleVersion,
@@ -221,7 +222,7 @@ def update_schedule(
         semantic,
         changes.get("owner", before.owner),
         owner_changed="owner" in changes and changes["owner"] != before.owner,
-        restarts=before.status == ScheduleStatus.COMPLETED and first is not None,
+        restarts=first is not None and _finished(before, now),
     )
     descriptive = {
         k: v for k, v in descriptive_values(changes).items() if _differs(getattr(before, k), v)
@@ -292,6 +293,20 @@ def _flush_due(schedule: Schedule, now: datetime) -> list[Occurrence]:
 def _restart(schedule: Schedule, timing: Timing, now: datetime) -> None:
     """Recompute the next slot from now under a new definition."""
     _restart_at(schedule, next_after(timing, now - _TICK))
+
+
+def _finished(schedule: Schedule, now: datetime) -> bool:
+    """Whether ``schedule``'s stored definition would run no more: completed, or paused with
+    no slot after ``now`` (a one-time run whose time passed). New timing makes it run again.
+    A definition that cannot be evaluated counts as finished."""
+    if schedule.status == ScheduleStatus.COMPLETED:
+        return True
+    if schedule.status != ScheduleStatus.PAUSED:
+        return False
+    try:
+        return next_after(timing_for(schedule), now) is None
+    except (SchedulerError, ValueError):
+        return True
 
 
 def _restart_at(schedule: Schedule, first: datetime | None) -> None:

@@ -100,13 +100,22 @@ def walked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     count = [0]
     real = rrules._build
 
-    def counting(spec: Any, anchor: datetime) -> Any:
-        def items() -> Iterator[datetime]:
-            for local in real(spec, anchor):
+    class Counted:
+        def __init__(self, rule: Any) -> None:
+            self.rule = rule
+
+        def __iter__(self) -> Iterator[datetime]:
+            for local in self.rule:
                 count[0] += 1
                 yield local
 
-        return items()
+        def xafter(self, start: datetime, inc: bool = False) -> Iterator[datetime]:
+            for local in self.rule.xafter(start, inc=inc):
+                count[0] += 1
+                yield local
+
+    def counting(spec: Any, anchor: datetime) -> Any:
+        return Counted(real(spec, anchor))
 
     monkeypatch.setattr(rrules, "_build", counting)
     yield count
@@ -148,3 +157,16 @@ def test_a_count_rule_that_started_days_ago_goes_on_where_its_count_is() -> None
         anchor=NOW - timedelta(days=5, hours=-9),
     )
     assert reload(made).next_run_at == NOW + timedelta(hours=9)  # the 6th of its 10 slots
+
+
+def test_a_count_rule_with_rdates_is_checked_without_walking_its_count(walked: list[int]) -> None:
+    """The RDATE gap check walked the COUNT rule from DTSTART once per RDATE (review 6: 9.3 s
+    per RDATE at parse, 20 s to create with two, 9.8 s of a tick). A day around each RDATE of
+    the rule without COUNT is enough, and never finds a larger gap than the true one."""
+    lines = (
+        "DTSTART:20260320T000000Z\nRRULE:FREQ=MINUTELY;COUNT=1000000\n"
+        "RDATE:20300101T000000Z,20310101T000000Z,20320101T000030Z"
+    )
+    made = schedule(FakeClock(NOW), kind="rrule", rule=lines, timezone="UTC")
+    assert reload(made).next_run_at == NOW
+    assert walked[0] <= 1_000  # the first slots only, never the million before an RDATE

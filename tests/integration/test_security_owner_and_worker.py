@@ -12,7 +12,7 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 
 from project.celery import app
 from project.demo.tasks import ping, record_context
-from scheduler_app import events
+from scheduler_app import events, services
 from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch.outbox import HEADER, context_headers
 from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
@@ -289,3 +289,34 @@ def test_an_editor_without_run_schedule_cannot_make_a_runners_schedule_run_again
     assert reload(done).status == ScheduleStatus.ACTIVE
     update_schedule(shadow.pk, expected_version=1, clock=clock, user=editor, rule="120s")
     assert reload(shadow).rule == "120"
+
+
+EVERY_MINUTE = {"kind": "interval", "rule": "60s"}
+
+
+def test_an_editor_without_run_schedule_cannot_revive_a_cancelled_or_ended_schedule() -> None:
+    """Review 6: undo a runner's cancel (change only), give it every minute, resume (pause):
+    it ran with the runner's rights. The same through a paused one-time schedule whose time
+    passed. Undoing a cancel and new timing for a finished schedule take run_schedule."""
+    clock = FakeClock(START)
+    runner = person("rita", "add_schedule", "run_schedule", "change_schedule", "pause_schedule")
+    editor = person("bob", "change_schedule", "pause_schedule")
+    daily = schedule(clock, kind="cron", rule="0 9 * * *", user=runner)
+    services.cancel_schedule(daily.pk, user=runner, clock=clock)
+    with pytest.raises(OperatorPermissionDenied, match="run again"):
+        services.restore_schedule(daily.pk, user=editor, clock=clock)
+    assert reload(daily).status == ScheduleStatus.CANCELLED
+    once = schedule(
+        clock, kind="once", rule=(START + timedelta(minutes=5)).isoformat(), user=runner
+    )
+    services.pause_schedule(once.pk, user=runner, clock=clock)
+    clock.set(START + timedelta(hours=1))  # its one slot has passed while paused
+    with pytest.raises(OperatorPermissionDenied, match="run again"):
+        update_schedule(
+            once.pk, expected_version=1, clock=clock, user=editor, rule="60s", kind="interval"
+        )
+    # The owner may do both.
+    services.restore_schedule(daily.pk, user=runner, clock=clock)
+    update_schedule(
+        once.pk, expected_version=1, clock=clock, user=runner, rule="60s", kind="interval"
+    )

@@ -165,7 +165,7 @@ def test_the_reconciler_cadence_survives_a_clock_stepped_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     passes: list[object] = []
-    real = __import__("scheduler_app.ticker", fromlist=["reconcile"]).reconcile
+    real = __import__("scheduler_app.dispatch.ticker", fromlist=["reconcile"]).reconcile
 
     def counted(now: object, **kwargs: object) -> object:
         passes.append(now)
