@@ -35,9 +35,9 @@ from project.celery import app  # noqa: E402
 from scheduler_app.beat import handoff_targets  # noqa: E402
 from scheduler_app.clock import FakeClock  # noqa: E402
 from scheduler_app.conf import SchedulerSettings  # noqa: E402
-from scheduler_app.dispatch.ticker import Ticker  # noqa: E402
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule  # noqa: E402
 from scheduler_app.services import create_schedule  # noqa: E402
+from scheduler_app.ticker import Ticker  # noqa: E402
 
 T0 = datetime(2026, 6, 1, 0, 0, tzinfo=UTC)
 INTERVAL = 3600

@@ -17,12 +17,12 @@ class SchedulerAppConfig(AppConfig):
             checks,
             signals,
         )
+        from scheduler_app.checks import observability as observability_checks  # noqa: F401
         from scheduler_app.djtasks import worker as djtasks_worker
         from scheduler_app.monitoring import (  # noqa: F401 - workers: the worker's metrics
             receivers,
             workers,
         )
-        from scheduler_app.observability import checks as observability_checks  # noqa: F401
         from scheduler_app.observability import logs
 
         # Every process that loads the app (web, beat, worker) counts metrics, pauses after

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from scheduler_app.dispatch.outbox import HEADER
+from scheduler_app.handoff.protocol import HEADER
 
 if TYPE_CHECKING:
     from scheduler_app.models import Occurrence

@@ -52,8 +52,8 @@ def shape(sql: str) -> str:
 def enqueue_occurrences(count: int, at: datetime) -> int:
     """``count`` occurrences due at ``at``, published by our engine as the beat does."""
     from scheduler_app.clock import FakeClock
-    from scheduler_app.dispatch.ticker import Ticker
     from scheduler_app.publishing import CeleryPublisher
+    from scheduler_app.ticker import Ticker
 
     set_due(count, at)
     ticker = Ticker(CeleryPublisher(celery_app()), clock=FakeClock(at), owner="bench-worker")

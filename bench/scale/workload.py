@@ -168,7 +168,7 @@ def create_schedules(size: int, at: datetime, dcb: bool = True) -> dict[str, Any
         PeriodicTasks,
     )
 
-    from scheduler_app.authoring.definitions import version_id
+    from scheduler_app.definition.schedule import version_id
     from scheduler_app.models import Schedule
 
     begin = time.perf_counter()
@@ -315,8 +315,8 @@ def restore_soak(at: datetime) -> None:
 def create_steady(rate: int, start: datetime) -> list[datetime]:
     """``rate`` interval schedules of 1 min (UTC, fixed rate, overlap ``allow``: no worker
     runs them), anchors staggered evenly over the minute; first slots at or after ``start``."""
-    from scheduler_app.authoring.definitions import version_id
     from scheduler_app.clock import FakeClock
+    from scheduler_app.definition.schedule import version_id
     from scheduler_app.models import Schedule
     from scheduler_app.services import create_schedule
 

@@ -23,8 +23,8 @@ from django.utils import timezone
 from scheduler_app import services
 from scheduler_app.admin import display, reviewing
 from scheduler_app.admin.pages import Page, attempt, confirmed, done, render
-from scheduler_app.authoring.definitions import timing_for
 from scheduler_app.authoring.preview import preview_rows
+from scheduler_app.definition.schedule import timing_for
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import Schedule, ScheduleStatus
 from scheduler_app.safety.approval import PERMISSION, same_person_refusal

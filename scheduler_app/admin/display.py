@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from scheduler_app.authoring.definitions import timing_for
 from scheduler_app.authoring.preview import window_clause
+from scheduler_app.definition.schedule import timing_for
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import (
     Occurrence,

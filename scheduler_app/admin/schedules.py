@@ -23,8 +23,8 @@ from scheduler_app.admin.history import audit_context, recent_occurrences, versi
 from scheduler_app.admin.monitoring import monitoring_page
 from scheduler_app.admin.pages import RefusedSave
 from scheduler_app.admin.safety import approve_selected, has_approve_permission
-from scheduler_app.authoring.definitions import timing_for
 from scheduler_app.authoring.preview import calendar_notes, preview_rows
+from scheduler_app.definition.schedule import timing_for
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import (
     KillSwitch,

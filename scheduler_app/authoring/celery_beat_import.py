@@ -26,7 +26,7 @@ from scheduler_app.authoring import importing
 from scheduler_app.authoring.importing import Change, Desired, Plan
 from scheduler_app.clock import Clock
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
-from scheduler_app.safety.limits import MAX_JSON_DEPTH, NUMBER_LIMITS, TEXT_LENGTHS, check_text
+from scheduler_app.policies.limits import MAX_JSON_DEPTH, NUMBER_LIMITS, TEXT_LENGTHS, check_text
 from scheduler_app.timing.durations import MAX_DURATION
 
 logger = logging.getLogger("scheduler_app.celery_beat_import")

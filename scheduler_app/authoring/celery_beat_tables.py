@@ -30,7 +30,7 @@ from scheduler_app.authoring.celery_beat_import import (
     unreadable,
 )
 from scheduler_app.authoring.importing import Desired
-from scheduler_app.safety.limits import TEXT_LENGTHS
+from scheduler_app.policies.limits import TEXT_LENGTHS
 
 DB_PREFIX = "django-celery-beat:"
 TASK_TABLE = "django_celery_beat_periodictask"

@@ -36,7 +36,7 @@ from scheduler_app.authoring.declared_tasks import (
     task_name_of,
 )
 from scheduler_app.authoring.options import Duration, ScheduleOptions
-from scheduler_app.authoring.text import declared_text
+from scheduler_app.definition.text import declared_text
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import MisfirePolicy, OverlapPolicy, PauseBehaviour, ScheduleMode
 from scheduler_app.observability.urls import check_ping_url

@@ -1,6 +1,6 @@
 """The Celery tasks behind ``@scheduled``: their names, read without building lazy tasks, and
 the mark that lets the allowlist (``scheduler_app.handoff.allowlist``) accept them, and the names of
-job types (``@scheduled(job_type=...)``, resolved to tasks by ``scheduler_app.handoff.jobtypes``).
+job types (``@scheduled(job_type=...)``, resolved to tasks by ``scheduler_app.authoring.jobtypes``).
 
 ``@shared_task`` and ``@app.task`` return proxies that build the task on first use; touching
 one while task modules are imported would finalize the Celery app early. So the name is read

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from scheduler_app.authoring.definitions import validate_definition
 from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.definition.schedule import validate_definition
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleStatus
 from scheduler_app.policies.lateness import LATENESS_FIELDS, apply_class_defaults

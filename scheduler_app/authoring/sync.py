@@ -18,8 +18,8 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 
 from scheduler_app.authoring.declarations import Declaration, ScheduleRegistry, registry
-from scheduler_app.authoring.definitions import validate_definition
 from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.definition.schedule import validate_definition
 from scheduler_app.djtasks import registry as djtasks
 from scheduler_app.errors import (
     DuplicateKey,

@@ -14,8 +14,7 @@ from uuid import UUID
 
 from django.contrib.auth import get_user_model
 
-from scheduler_app.authoring import importing
-from scheduler_app.authoring.definitions import CHOICE_FIELDS, validate_definition
+from scheduler_app.authoring import importing, jobtypes
 from scheduler_app.authoring.importing import Desired, Problem
 from scheduler_app.contract.export import looks_like_uuid
 from scheduler_app.contract.fields import (
@@ -39,12 +38,12 @@ from scheduler_app.contract.fields import (
     USER_REF,
     enum_value,
 )
+from scheduler_app.definition.schedule import CHOICE_FIELDS, validate_definition
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
-from scheduler_app.handoff import jobtypes
 from scheduler_app.handoff.allowlist import check_target
 from scheduler_app.models import SEMANTIC_FIELDS, LatenessClass
 from scheduler_app.policies.lateness import apply_class_defaults
-from scheduler_app.safety.limits import check_text
+from scheduler_app.policies.limits import check_text
 from scheduler_app.services import DEFAULTS, normalize_definition
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, get_zone, parse_duration
 

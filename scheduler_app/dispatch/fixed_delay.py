@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import DatabaseError
 
-from scheduler_app.authoring.definitions import timing_for
+from scheduler_app.definition.schedule import timing_for
 from scheduler_app.models import IntervalMode, Schedule, ScheduleStatus
 
 

@@ -13,7 +13,9 @@ from uuid import UUID
 from django.db import DatabaseError, DataError, IntegrityError, transaction
 from django.db.models import JSONField, Min, OuterRef, Subquery
 
-from scheduler_app.authoring.definitions import (
+from scheduler_app.conf import get_settings
+from scheduler_app.db.rows import new_row, relate
+from scheduler_app.definition.schedule import (
     idempotency_key,
     jitter_for,
     misfire_rules,
@@ -21,8 +23,6 @@ from scheduler_app.authoring.definitions import (
     timing_for,
     version_id,
 )
-from scheduler_app.conf import get_settings
-from scheduler_app.db.rows import new_row, relate
 from scheduler_app.dispatch.bulk import insert_occurrences, save_advanced
 from scheduler_app.dispatch.due import Due, due_walk
 from scheduler_app.dispatch.overlapping import apply_overlap

@@ -27,7 +27,8 @@ from django.db import connection
 
 from scheduler_app.db.cursors import Statement, constant, fetch_one, statement
 from scheduler_app.dispatch.materialize import earliest_due
-from scheduler_app.dispatch.outbox import Targets, has_publishable, publishable
+from scheduler_app.dispatch.outbox import has_publishable, publishable
+from scheduler_app.handoff.protocol import Targets
 from scheduler_app.models import Schedule, ScheduleStatus
 
 _NOW = datetime(2000, 1, 1, 0, 0, 0, 123457, tzinfo=UTC)

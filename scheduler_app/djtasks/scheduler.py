@@ -21,10 +21,10 @@ from django.db import DatabaseError, close_old_connections, connection
 from scheduler_app.authoring.sync import sync_schedules
 from scheduler_app.beat import backoff, unapplied_migrations
 from scheduler_app.clock import Clock
-from scheduler_app.dispatch.ticker import Ticker
 from scheduler_app.djtasks.publisher import DjangoTasksPublisher
 from scheduler_app.handoff.router import TargetRouter
 from scheduler_app.models import HandoffTarget, Schedule, ScheduleStatus
+from scheduler_app.ticker import Ticker
 
 logger = logging.getLogger("scheduler_app.djtasks")
 

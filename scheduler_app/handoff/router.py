@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from scheduler_app.dispatch.outbox import PartialPublish, Publisher, PublishError
+from scheduler_app.handoff.protocol import PartialPublish, Publisher, PublishError
 from scheduler_app.models import Occurrence
 
 logger = logging.getLogger("scheduler_app.outbox")

@@ -12,7 +12,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from scheduler_app.safety.limits import NUMBER_LIMITS
+from scheduler_app.policies.limits import NUMBER_LIMITS
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent
 
 

@@ -4,7 +4,7 @@ Two sources, one exposition:
 
 - ``SchedulerCollector`` reads the database when scraped (schedules, backlog, dead letters,
   overdue schedules, beats alive, clock skew ...): every process that serves metrics agrees.
-- The event instruments (``scheduler_app.monitoring.instruments``: lateness histograms,
+- The event instruments (``scheduler_app.observability.instruments``: lateness histograms,
   occurrence counters, duplicates, handoff failures, tick duration) count in the process where
   the event happens: the beat (handoffs, ticks) and the workers (outcomes). With
   ``PROMETHEUS_MULTIPROC_DIR`` set (prefork workers, several web processes) every process
@@ -47,7 +47,8 @@ from scheduler_app.models import (
     ScheduleStatus,
 )
 from scheduler_app.monitoring.heartbeat import alive
-from scheduler_app.monitoring.instruments import (
+from scheduler_app.monitoring.monitor import overdue_count
+from scheduler_app.observability.instruments import (
     BATCH_BUCKETS,
     DISPATCH_LATENESS,
     DUPLICATES_PREVENTED,
@@ -66,7 +67,6 @@ from scheduler_app.monitoring.instruments import (
     observe_finished,
     observe_handoff,
 )
-from scheduler_app.monitoring.monitor import overdue_count
 
 logger = logging.getLogger("scheduler_app.metrics")
 

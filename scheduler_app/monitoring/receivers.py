@@ -16,8 +16,8 @@ from django.db.models import F
 from scheduler_app import events
 from scheduler_app.clock import SystemClock
 from scheduler_app.models import OPEN_STATES, Occurrence, OccurrenceState, Schedule, ScheduleStatus
-from scheduler_app.monitoring.instruments import DUPLICATES_PREVENTED, observe_finished
 from scheduler_app.monitoring.monitor import _first_line
+from scheduler_app.observability.instruments import DUPLICATES_PREVENTED, observe_finished
 from scheduler_app.safety.actors import SYSTEM
 from scheduler_app.services import pause_schedule
 from scheduler_app.worker.lifecycle import by_id, slot_of

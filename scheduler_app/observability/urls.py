@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.safety.limits import check_text
+from scheduler_app.policies.limits import check_text
 
 MAX_LENGTH = 500
 """Longest accepted ping URL, in characters (the column's length)."""

@@ -22,7 +22,7 @@ from kombu import Producer
 from kombu.exceptions import KombuError
 
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.dispatch.outbox import PartialPublish
+from scheduler_app.handoff.protocol import PartialPublish
 from scheduler_app.models import HandoffTarget, Occurrence
 from scheduler_app.observability import tracing
 from scheduler_app.publishing.amqp import AMQP_ERRORS, AmqpConfirmPublisher, is_amqp_broker

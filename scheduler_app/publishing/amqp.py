@@ -22,7 +22,7 @@ from kombu import Connection
 from kombu.exceptions import KombuError
 from kombu.transport import pyamqp
 
-from scheduler_app.dispatch.outbox import PartialPublish
+from scheduler_app.handoff.protocol import PartialPublish
 from scheduler_app.models import Occurrence
 from scheduler_app.observability import tracing
 from scheduler_app.publishing.calls import BROKER_ERRORS, TaskCall

@@ -8,7 +8,7 @@ from typing import Any
 
 from kombu.exceptions import KombuError
 
-from scheduler_app.dispatch.outbox import HEADER, context_headers
+from scheduler_app.handoff.protocol import HEADER, context_headers
 from scheduler_app.models import Occurrence
 from scheduler_app.observability import tracing
 from scheduler_app.safety.routing import ROUTING_OPTIONS, checked_options

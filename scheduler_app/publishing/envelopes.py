@@ -21,7 +21,7 @@ from typing import Any
 
 from kombu.utils.json import dumps
 
-from scheduler_app.dispatch.outbox import HEADER
+from scheduler_app.handoff.protocol import HEADER
 from scheduler_app.observability.tracing import TRACE_HEADERS
 
 Slot = tuple[str, str]

@@ -32,7 +32,7 @@ from celery.utils.saferepr import saferepr
 from kombu import Producer, serialization
 from kombu.serialization import dumps as serialize
 
-from scheduler_app.dispatch.outbox import HEADER
+from scheduler_app.handoff.protocol import HEADER
 from scheduler_app.observability.tracing import TRACE_HEADERS
 from scheduler_app.publishing.calls import TaskCall
 

@@ -13,7 +13,7 @@ from celery import Celery
 from kombu.exceptions import KombuError
 from kombu.utils.json import dumps
 
-from scheduler_app.dispatch.outbox import PartialPublish
+from scheduler_app.handoff.protocol import PartialPublish
 from scheduler_app.models import Occurrence
 from scheduler_app.observability import tracing
 from scheduler_app.observability.tracing import TRACE_HEADERS

@@ -14,8 +14,8 @@ from typing import Any
 
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import ScheduleOrigin
+from scheduler_app.policies.limits import check_rule
 from scheduler_app.safety.actors import is_system
-from scheduler_app.safety.limits import check_rule
 from scheduler_app.timing import Kind, canonical_zone, ensure_aware, parse_duration
 
 DESCRIPTIVE_FIELDS = ("name", "key", "tenant", "owner")

@@ -17,15 +17,15 @@ from uuid import UUID
 
 from django.db import transaction
 
-from scheduler_app.authoring.definitions import (
+from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.conf import get_settings
+from scheduler_app.definition.schedule import (
     idempotency_key,
     jitter_for,
     occurrence_id,
     timing_for,
     version_id,
 )
-from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.conf import get_settings
 from scheduler_app.dispatch.bulk import insert_occurrences
 from scheduler_app.dispatch.materialize import apply_overlap
 from scheduler_app.errors import (

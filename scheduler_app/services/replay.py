@@ -8,8 +8,8 @@ from uuid import UUID
 
 from django.db import transaction
 
-from scheduler_app.authoring.definitions import is_uuid
 from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.definition.schedule import is_uuid
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
 from scheduler_app.models import (
     AttemptKind,

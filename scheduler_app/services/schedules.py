@@ -15,7 +15,9 @@ from uuid import UUID
 
 from django.db import IntegrityError, transaction
 
-from scheduler_app.authoring.definitions import (
+from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.db.locking import update_in_order
+from scheduler_app.definition.schedule import (
     calendar_data_versions,
     is_uuid,
     misfire_rules,
@@ -23,9 +25,7 @@ from scheduler_app.authoring.definitions import (
     validate_definition,
     version_id,
 )
-from scheduler_app.authoring.text import fields_from_text
-from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.db.locking import update_in_order
+from scheduler_app.definition.text import fields_from_text
 from scheduler_app.dispatch.due import due_slots
 from scheduler_app.dispatch.materialize import apply_overlap, insert_occurrences, plan_schedule
 from scheduler_app.errors import (
@@ -47,6 +47,7 @@ from scheduler_app.models import (
 )
 from scheduler_app.models.audit import AuditAction
 from scheduler_app.policies.lateness import apply_class_defaults
+from scheduler_app.policies.limits import check_descriptive
 from scheduler_app.policies.misfire import PlannedSlot, decide_misfire
 from scheduler_app.safety import audit
 from scheduler_app.safety.access import (
@@ -60,7 +61,6 @@ from scheduler_app.safety.access import (
 from scheduler_app.safety.actors import actor_name
 from scheduler_app.safety.approval import WHAT_RUNS, check_runner_edit, hold_for_approval
 from scheduler_app.safety.gates import before_write
-from scheduler_app.safety.limits import check_descriptive
 from scheduler_app.safety.permissions import check_owner_present, with_owner_rules
 from scheduler_app.safety.routing import check_routing
 from scheduler_app.safety.tenancy import check_access

@@ -36,7 +36,7 @@ from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import SchedulerSettings, get_settings
 from scheduler_app.context import header_slot
 from scheduler_app.db.connections import fresh
-from scheduler_app.dispatch.outbox import HEADER
+from scheduler_app.handoff.protocol import HEADER
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.worker.lifecycle import by_id
 

@@ -23,7 +23,7 @@ from celery.exceptions import Retry
 from kombu.exceptions import KombuError
 
 from scheduler_app.context import scheduler_header
-from scheduler_app.dispatch.outbox import HEADER
+from scheduler_app.handoff.protocol import HEADER
 from scheduler_app.observability.tracing import trace_headers
 
 CLAIM_TRIES = "scheduler_claim_tries"

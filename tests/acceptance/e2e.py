@@ -29,9 +29,9 @@ from django.db import connection
 
 from scheduler_app.clock import SystemClock
 from scheduler_app.conf import SchedulerSettings
-from scheduler_app.dispatch.ticker import Ticker
 from scheduler_app.models import Occurrence
 from scheduler_app.publishing import CeleryPublisher
+from scheduler_app.ticker import Ticker
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60.0

@@ -12,9 +12,9 @@ from django_celery_results.models import TaskResult
 
 from scheduler_app import services
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.ticker import Ticker
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule
 from scheduler_app.publishing import CeleryPublisher
+from scheduler_app.ticker import Ticker
 from tests.acceptance.e2e import Workers, state_of, wait_for
 from tests.integration.support import MemoryPublisher
 

@@ -26,8 +26,8 @@ def main(now: str, owner: str, start_file: str) -> None:
 
     from scheduler_app.clock import FakeClock
     from scheduler_app.conf import SchedulerSettings
-    from scheduler_app.dispatch.ticker import Ticker
     from scheduler_app.publishing import CeleryPublisher
+    from scheduler_app.ticker import Ticker
     from tests.integration.test_concurrency_pg import RecordingApp
 
     app = RecordingApp()

@@ -13,12 +13,12 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 from scheduler_app.clock import FakeClock
 from scheduler_app.conf import SchedulerSettings
 from scheduler_app.context import current_occurrence
-from scheduler_app.dispatch.ticker import Ticker
 from scheduler_app.djtasks import compat
 from scheduler_app.djtasks import worker as djtasks_worker
 from scheduler_app.djtasks.scheduler import SchedulerLoop
 from scheduler_app.errors import PermanentTaskError
 from scheduler_app.services import create_schedule
+from scheduler_app.ticker import Ticker
 
 task = compat.framework.task  # django.tasks (Django 6) or the django-tasks backport
 

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.outbox import HEADER, context_headers
+from scheduler_app.handoff.protocol import HEADER, context_headers
 from scheduler_app.models import Occurrence
 from scheduler_app.observability import tracing
 from scheduler_app.publishing.calls import TaskCall

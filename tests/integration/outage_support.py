@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.ticker import Ticker
 from scheduler_app.models import Occurrence, Schedule
+from scheduler_app.ticker import Ticker
 from scheduler_app.worker import lifecycle
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from django.db import connection
 
-from scheduler_app.authoring.definitions import idempotency_key, occurrence_id, version_id
+from scheduler_app.definition.schedule import idempotency_key, occurrence_id, version_id
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, Trigger
 from tests.integration.support import TASK
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from scheduler_app.clock import FakeClock
 from scheduler_app.conf import SchedulerSettings
-from scheduler_app.dispatch.outbox import PartialPublish
-from scheduler_app.dispatch.ticker import Ticker
+from scheduler_app.handoff.protocol import PartialPublish
 from scheduler_app.models import Occurrence, Schedule
 from scheduler_app.services import create_schedule
+from scheduler_app.ticker import Ticker
 
 # A Monday, well clear of any DST transition.
 START = datetime(2026, 1, 5, 0, 0, 10, tzinfo=UTC)

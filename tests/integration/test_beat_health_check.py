@@ -14,7 +14,7 @@ from project.celery import app as celery_app
 from scheduler_app.beat import DurableScheduler
 from scheduler_app.conf import get_settings
 from scheduler_app.db import connections
-from scheduler_app.dispatch.ticker import TickResult
+from scheduler_app.ticker import TickResult
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

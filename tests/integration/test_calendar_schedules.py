@@ -16,8 +16,8 @@ from django.core.management.base import CommandError
 
 from project.demo.tasks import echo
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.outbox import HEADER, context_headers
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.handoff.protocol import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState, ScheduleVersion
 from scheduler_app.safety.handoff import NOT_ITS_VERSION, why_not_runnable
 from scheduler_app.services import create_schedule, update_schedule

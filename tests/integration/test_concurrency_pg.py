@@ -25,12 +25,12 @@ import pytest
 from django.db import connection
 
 from scheduler_app import services
-from scheduler_app.authoring.definitions import version_id
 from scheduler_app.clock import FakeClock
 from scheduler_app.conf import SchedulerSettings
-from scheduler_app.dispatch.ticker import Ticker, TickResult
+from scheduler_app.definition.schedule import version_id
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleVersion
 from scheduler_app.publishing import CeleryPublisher
+from scheduler_app.ticker import Ticker, TickResult
 from scheduler_app.timing import build_timing, slots_between
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

@@ -11,10 +11,10 @@ import pytest
 
 from scheduler_app.clock import FakeClock
 from scheduler_app.conf import SchedulerSettings
-from scheduler_app.dispatch.ticker import Ticker
 from scheduler_app.djtasks.publisher import DjangoTasksPublisher
 from scheduler_app.handoff.router import TargetRouter
 from scheduler_app.models import HandoffTarget, Occurrence, OccurrenceState
+from scheduler_app.ticker import Ticker
 from tests.integration import djtasks_support as support
 from tests.integration.test_concurrency_pg import tick_concurrently
 

@@ -75,8 +75,8 @@ from scheduler_app.authoring.declarations import isolated_registry
 from scheduler_app.clock import FakeClock, SystemClock
 from scheduler_app.conf import SchedulerSettings
 from scheduler_app.context import OccurrenceContext
-from scheduler_app.dispatch.ticker import Ticker
 from scheduler_app.models import Occurrence, Schedule
+from scheduler_app.ticker import Ticker
 from tests.integration.support import MemoryPublisher
 from tests.integration.worker_support import fetch, run
 

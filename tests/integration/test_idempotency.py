@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from scheduler_app.authoring.definitions import idempotency_key, occurrence_id
 from scheduler_app.clock import FakeClock
+from scheduler_app.definition.schedule import idempotency_key, occurrence_id
 from scheduler_app.dispatch.materialize import plan_schedule
 from scheduler_app.models import Occurrence
 from scheduler_app.services import update_schedule

@@ -21,12 +21,12 @@ from project.demo.tasks import ping
 from scheduler_app import services
 from scheduler_app.authoring import api
 from scheduler_app.authoring.declarations import scheduled
+from scheduler_app.checks.observability import check_observability
 from scheduler_app.clock import FakeClock
 from scheduler_app.contract import ContractError, import_text
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule
 from scheduler_app.observability import addresses, pings
-from scheduler_app.observability.checks import check_observability
 from tests.integration.admin.support import client_for
 from tests.integration.observability_support import (
     PingServer,

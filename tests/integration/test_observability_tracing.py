@@ -14,7 +14,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from project.demo.tasks import ping
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.outbox import HEADER
+from scheduler_app.handoff.protocol import HEADER
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.observability import otel, tracing
 from scheduler_app.observability.logs import JsonFormatter, SchedulerLogRecord

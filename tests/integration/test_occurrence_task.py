@@ -12,7 +12,7 @@ import pytest
 from project.demo.tasks import ping, record_context
 from scheduler_app.clock import FakeClock
 from scheduler_app.context import context_from_request
-from scheduler_app.dispatch.outbox import HEADER, context_headers
+from scheduler_app.handoff.protocol import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
 

@@ -19,8 +19,8 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from scheduler_app.dispatch.ticker import DRAIN_POLL
 from scheduler_app.models import Occurrence, OccurrenceState, Trigger
+from scheduler_app.ticker import DRAIN_POLL
 from tests.integration.outage_support import Outage, simulate
 
 pytestmark = pytest.mark.django_db

@@ -12,12 +12,8 @@ import pytest
 from django.db import connection
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.outbox import (
-    PublishError,
-    claim_pending,
-    context_headers,
-    mark_dispatched,
-)
+from scheduler_app.dispatch.outbox import claim_pending, mark_dispatched
+from scheduler_app.handoff.protocol import PublishError, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule
 from tests.integration.support import START, MemoryPublisher, rows, schedule, ticker
 

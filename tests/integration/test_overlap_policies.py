@@ -19,8 +19,8 @@ from django.db import connection
 
 from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch.reconcile import reconcile
-from scheduler_app.dispatch.ticker import Ticker
 from scheduler_app.models import ACTIVE_STATES, Occurrence, OccurrenceState, Schedule
+from scheduler_app.ticker import Ticker
 from scheduler_app.worker import lifecycle
 from tests.integration.support import START, MemoryPublisher, rows, schedule, ticker
 from tests.integration.worker_support import asked_to_stop_midway, cancellable, due_one, fetch, run

@@ -27,7 +27,7 @@ from celery.signals import before_task_publish
 from kombu import Connection, Exchange, Queue
 
 from scheduler_app import publishing
-from scheduler_app.dispatch.outbox import PartialPublish
+from scheduler_app.handoff.protocol import PartialPublish
 from scheduler_app.models import Occurrence, Schedule, ScheduleVersion
 from scheduler_app.publishing import CeleryPublisher
 from scheduler_app.publishing import amqp as publishing_amqp

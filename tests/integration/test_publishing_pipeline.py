@@ -27,7 +27,7 @@ from kombu.transport.redis import Channel as RedisChannel
 
 from scheduler_app import publishing
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.outbox import PartialPublish
+from scheduler_app.handoff.protocol import PartialPublish
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleVersion
 from scheduler_app.publishing import CeleryPublisher
 from scheduler_app.publishing import redis as publishing_redis

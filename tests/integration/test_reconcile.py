@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from scheduler_app import ticker as ticker_module
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch import ticker as ticker_module
 from scheduler_app.dispatch.reconcile import ReconcileReport, reconcile
 from scheduler_app.models import OccurrenceState
 from scheduler_app.publishing.calls import eta_of

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.outbox import HEADER
 from scheduler_app.dispatch.reconcile import reconcile
+from scheduler_app.handoff.protocol import HEADER
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.worker.receiving import mark_received, on_task_received, receive_lease, renew
 from tests.integration.support import START

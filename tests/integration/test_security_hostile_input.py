@@ -15,7 +15,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule, ScheduleStatus
-from scheduler_app.safety.limits import MAX_JSON_DEPTH, NUMBER_LIMITS, RULE_LENGTHS
+from scheduler_app.policies.limits import MAX_JSON_DEPTH, NUMBER_LIMITS, RULE_LENGTHS
 from scheduler_app.services import update_schedule
 from tests.integration.support import START, reload, schedule
 

@@ -14,8 +14,8 @@ from project.celery import app
 from project.demo.tasks import ping, record_context
 from scheduler_app import events, services
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.outbox import HEADER, context_headers
 from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
+from scheduler_app.handoff.protocol import HEADER, context_headers
 from scheduler_app.models import OccurrenceAttempt, OccurrenceState, Schedule, ScheduleStatus
 from scheduler_app.services import create_schedule, update_schedule
 from tests.integration.support import START, reload, schedule

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from scheduler_app.authoring.definitions import version_id
 from scheduler_app.clock import FakeClock, SystemClock
+from scheduler_app.definition.schedule import version_id
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError, StaleVersion
 from scheduler_app.models import (
     Occurrence,

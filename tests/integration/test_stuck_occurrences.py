@@ -11,8 +11,8 @@ import pytest
 from scheduler_app import services
 from scheduler_app.authoring import api
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.outbox import context_headers
 from scheduler_app.dispatch.reconcile import reconcile
+from scheduler_app.handoff.protocol import context_headers
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleStatus
 from scheduler_app.signals import record_revoked
 from scheduler_app.worker import lifecycle
@@ -120,6 +120,6 @@ def test_a_tick_waits_a_little_when_due_rows_are_locked_elsewhere() -> None:
     # Simulate another process holding the row: the claim finds nothing to take.
     from unittest import mock
 
-    with mock.patch("scheduler_app.dispatch.ticker.materialize_batch") as claim:
+    with mock.patch("scheduler_app.ticker.materialize_batch") as claim:
         claim.return_value = SimpleNamespace(claimed=0, created=0, fresh=[])
         assert beat.tick().sleep == pytest.approx(0.2)

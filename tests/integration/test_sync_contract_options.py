@@ -14,11 +14,11 @@ from celery.exceptions import DuplicateTaskNameWarning
 
 from project.celery import app as celery_app
 from project.demo.tasks import ping, record_context
+from scheduler_app.authoring import jobtypes
 from scheduler_app.authoring.declarations import ScheduleRegistry, isolated_registry, scheduled
 from scheduler_app.authoring.sync import SyncReport, sync_schedules
 from scheduler_app.clock import FakeClock
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.handoff import jobtypes
 from scheduler_app.handoff.allowlist import check_target
 from scheduler_app.models import Schedule
 from scheduler_app.policies.lateness import CLASS_DEFAULTS

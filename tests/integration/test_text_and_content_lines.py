@@ -13,9 +13,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from scheduler_app.authoring.definitions import timing_for
 from scheduler_app.clock import FakeClock
 from scheduler_app.contract import export_all, import_text
+from scheduler_app.definition.schedule import timing_for
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule
 from scheduler_app.timing import slots_between

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from scheduler_app.authoring.definitions import timing_for
 from scheduler_app.clock import FakeClock
+from scheduler_app.definition.schedule import timing_for
 from scheduler_app.models import OccurrenceState, Schedule, ScheduleStatus, Trigger
 from scheduler_app.timing import slots_between
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, slots, ticker

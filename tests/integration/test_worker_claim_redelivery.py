@@ -22,8 +22,8 @@ from django.db import InterfaceError, OperationalError
 from project.celery import app
 from scheduler_app.clock import FakeClock
 from scheduler_app.conf import get_settings
-from scheduler_app.dispatch.outbox import HEADER, context_headers
 from scheduler_app.dispatch.reconcile import reconcile
+from scheduler_app.handoff.protocol import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.worker import lifecycle, redelivery
 from tests.integration.support import START

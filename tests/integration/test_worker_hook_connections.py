@@ -18,7 +18,7 @@ from django.db import OperationalError, connection, transaction
 
 from scheduler_app import signals
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.outbox import HEADER, context_headers
+from scheduler_app.handoff.protocol import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.signals import record_revoked
 from scheduler_app.worker import receiving

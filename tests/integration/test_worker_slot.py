@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from project.celery import app
 from scheduler_app.clock import FakeClock
 from scheduler_app.db.cursors import prepares
-from scheduler_app.dispatch.outbox import HEADER, context_headers
+from scheduler_app.handoff.protocol import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.signals import _record_revoked
 from scheduler_app.worker import lifecycle

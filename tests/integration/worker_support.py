@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from project.celery import app
 from scheduler_app.clock import FakeClock
 from scheduler_app.context import current_occurrence
-from scheduler_app.dispatch.outbox import HEADER, context_headers
+from scheduler_app.handoff.protocol import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleVersion
 from scheduler_app.tasks import check_cancelled
 from tests.integration.support import MemoryPublisher, schedule, ticker

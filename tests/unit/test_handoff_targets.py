@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from scheduler_app.dispatch.outbox import PartialPublish
+from scheduler_app.handoff.protocol import PartialPublish
 from scheduler_app.handoff.router import TargetRouter
 from scheduler_app.models import HandoffTarget, Occurrence
 

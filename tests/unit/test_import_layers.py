@@ -224,3 +224,56 @@ def test_the_models_connect_no_receivers(graph: Graph) -> None:
 def test_the_walker_finds_a_loop_hidden_inside_a_function() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert strongly_connected(edges) == [["a", "b", "c"]]
+
+
+# -- the layer order ----------------------------------------------------------------------------
+
+FLOORS: list[tuple[str, tuple[str, ...]]] = [
+    ("Django's entry", ("apps", "urls", "templatetags", "management")),
+    ("people's pages", ("admin", "contract")),
+    ("the processes' entries", ("checks", "beat", "djtasks.scheduler", "signals", "ticker")),
+    ("public re-exports", ("declarations", "api")),
+    ("authoring", ("authoring",)),
+    ("operations", ("monitoring",)),
+    ("services", ("services",)),
+    ("the worker's adapters", ("djtasks", "tasks")),
+    ("the beat side and the worker side", ("dispatch", "worker")),
+    ("the definition", ("definition",)),
+    ("the task's context", ("context",)),
+    ("handoff", ("publishing", "handoff")),
+    ("observability", ("observability", "djtasks.registry", "djtasks.compat")),
+    ("access and safety", ("safety",)),
+    ("storage", ("partitions", "db", "models")),
+    ("settings and time", ("conf", "clock")),
+    ("pure policies and engine", ("policies", "timing")),
+    ("the floor", ("events", "compat", "errors")),
+]
+"""From the top down: a module may import its own floor or any floor below it, never above.
+Each entry names a subpackage, a root module, or (where a package's modules sit on two floors)
+one module: ``djtasks.scheduler`` is django.tasks' own beat loop, beside ``beat``;
+``djtasks.registry`` and ``djtasks.compat`` find django.tasks' tasks for the allowlist."""
+
+
+def floor_of(module: str) -> int:
+    """The index in ``FLOORS`` of the most specific entry naming ``module`` (0 is the top)."""
+    parts = module.split(".")[1:]
+    for length in range(len(parts), 0, -1):
+        name = ".".join(parts[:length])
+        for index, (_, members) in enumerate(FLOORS):
+            if name in members:
+                return index
+    if not parts:  # the package's own __init__
+        return len(FLOORS) - 1
+    raise AssertionError(f"{module} is on no floor: add its subpackage or module to FLOORS")
+
+
+def test_every_import_points_to_its_own_floor_or_below(graph: Graph) -> None:
+    upward = [
+        f"{module} ({FLOORS[floor_of(module)][0]}) -> {target} ({FLOORS[floor_of(target)][0]})"
+        for module, targets in graph.edges.items()
+        for target in targets
+        if floor_of(target) < floor_of(module)
+    ]
+    assert not upward, "imports that point up a floor (move the code down):\n" + "\n".join(
+        sorted(upward)
+    )

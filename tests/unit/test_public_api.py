@@ -8,10 +8,10 @@ import importlib
 import pytest
 from django.utils.module_loading import import_string
 
+from scheduler_app import ticker as ticker_module
 from scheduler_app.authoring import api as api_module
 from scheduler_app.authoring import declarations as declarations_module
 from scheduler_app.conf import SchedulerSettings
-from scheduler_app.dispatch import ticker as ticker_module
 
 PUBLIC = [
     ("scheduler_app.declarations", "scheduled", declarations_module.scheduled),

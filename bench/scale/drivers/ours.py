@@ -48,8 +48,8 @@ def running_ticker(at: datetime) -> Any:
     jobs: monitor pass, clock-skew check, heartbeat) done a second earlier, with nothing due;
     the other two schedulers are likewise built before their bursts."""
     from scheduler_app.clock import FakeClock
-    from scheduler_app.dispatch.ticker import Ticker
     from scheduler_app.publishing import CeleryPublisher
+    from scheduler_app.ticker import Ticker
 
     clock = FakeClock(at - timedelta(seconds=1))
     ticker = Ticker(CeleryPublisher(celery_app()), clock=clock, owner="bench")
@@ -91,8 +91,8 @@ def soak_child(at: datetime, hour: float) -> dict[str, Any]:
     (what ``celery beat`` does); RSS at the start, every simulated minute, and at the end."""
     setup_django()
     from scheduler_app.clock import FakeClock
-    from scheduler_app.dispatch.ticker import Ticker
     from scheduler_app.publishing import CeleryPublisher
+    from scheduler_app.ticker import Ticker
 
     clock = FakeClock(at - timedelta(seconds=1))
     ticker = Ticker(CeleryPublisher(celery_app()), clock=clock, owner="bench-soak")
@@ -132,8 +132,8 @@ def soak_child(at: datetime, hour: float) -> dict[str, Any]:
 
 
 PHASES = [
-    ("tick (all)", "scheduler_app/dispatch/ticker.py", "tick"),
-    ("materialize + hand-off, per batch", "scheduler_app/dispatch/ticker.py", "materialize"),
+    ("tick (all)", "scheduler_app/ticker.py", "tick"),
+    ("materialize + hand-off, per batch", "scheduler_app/ticker.py", "materialize"),
     ("  materialize_batch (claim, plan, insert, advance)", "materialize.py", "materialize_batch"),
     ("    plan_schedule (Python: slots, keys, rows)", "materialize.py", "plan_schedule"),
     ("    insert_occurrences (INSERT ... one JSON document)", "bulk.py", "insert_occurrences"),

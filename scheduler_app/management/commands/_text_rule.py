@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler_app.authoring.text import check_agrees
+from scheduler_app.definition.text import check_agrees
 from scheduler_app.timing.content_lines import dtstart_zone
 from scheduler_app.timing.phrases import ParsedText, parse_text
 

@@ -19,7 +19,6 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone as django_timezone
 
-from scheduler_app.authoring.definitions import search_budget, timing_for
 from scheduler_app.authoring.preview import (
     TICK,
     PreviewSlots,
@@ -29,6 +28,7 @@ from scheduler_app.authoring.preview import (
     preview_slots,
     utc_text,
 )
+from scheduler_app.definition.schedule import search_budget, timing_for
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._text_rule import parsed_text, text_options

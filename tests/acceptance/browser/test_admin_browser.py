@@ -15,7 +15,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
 from scheduler_app import services
-from scheduler_app.authoring.definitions import idempotency_key, occurrence_id, version_id
+from scheduler_app.definition.schedule import idempotency_key, occurrence_id, version_id
 from scheduler_app.models import (
     BeatHeartbeat,
     Occurrence,

@@ -14,8 +14,8 @@ from webtest.forms import Checkbox, Field  # type: ignore[import-untyped]
 
 from scheduler_app import services
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.ticker import Ticker
 from scheduler_app.models import Occurrence, Schedule
+from scheduler_app.ticker import Ticker
 from tests.integration.support import MemoryPublisher
 
 

@@ -154,7 +154,7 @@ def test_occurrences_are_read_only_and_failed_ones_can_be_replayed(
     from datetime import timedelta
 
     from scheduler_app.clock import FakeClock
-    from scheduler_app.dispatch.ticker import Ticker
+    from scheduler_app.ticker import Ticker
     from tests.integration.support import MemoryPublisher
 
     schedule = services.create_schedule(task="demo.ping", kind="interval", rule="60s")

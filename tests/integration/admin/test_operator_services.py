@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler_app import services
-from scheduler_app.authoring.definitions import idempotency_key
 from scheduler_app.clock import FakeClock
-from scheduler_app.dispatch.ticker import Ticker
+from scheduler_app.definition.schedule import idempotency_key
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleStatus, Trigger
+from scheduler_app.ticker import Ticker
 from tests.integration.support import MemoryPublisher
 
 pytestmark = pytest.mark.django_db

@@ -53,7 +53,7 @@ def test_the_last_batch_size_and_a_tick_error_are_recorded(
         raise OperationalError("server closed the connection")
 
     with monkeypatch.context() as patched:
-        patched.setattr("scheduler_app.dispatch.ticker.probe", database_gone)
+        patched.setattr("scheduler_app.ticker.probe", database_gone)
         with pytest.raises(OperationalError):
             beat.tick()
     clock.set(target.next_run_at + timedelta(seconds=120))
@@ -165,13 +165,13 @@ def test_the_reconciler_cadence_survives_a_clock_stepped_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     passes: list[object] = []
-    real = __import__("scheduler_app.dispatch.ticker", fromlist=["reconcile"]).reconcile
+    real = __import__("scheduler_app.ticker", fromlist=["reconcile"]).reconcile
 
     def counted(now: object, **kwargs: object) -> object:
         passes.append(now)
         return real(now, **kwargs)
 
-    monkeypatch.setattr("scheduler_app.dispatch.ticker.reconcile", counted)
+    monkeypatch.setattr("scheduler_app.ticker.reconcile", counted)
     clock = FakeClock(START)
     beat = ticker(MemoryPublisher(), clock, RECONCILE_INTERVAL=60.0)
     beat.tick()

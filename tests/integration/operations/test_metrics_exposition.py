@@ -150,7 +150,7 @@ def test_multiprocess_mode_serves_the_sum_over_every_process(
     """Prefork workers each write their counters to PROMETHEUS_MULTIPROC_DIR; a scrape sums."""
     code = (
         "import django; django.setup()\n"
-        "from scheduler_app.monitoring.instruments import DUPLICATES_PREVENTED\n"
+        "from scheduler_app.observability.instruments import DUPLICATES_PREVENTED\n"
         "DUPLICATES_PREVENTED.labels('delivery').inc()\n"
     )
     env = {

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler_app.dispatch.ticker import Every
 from scheduler_app.monitoring.lateness import nearest_rank
 from scheduler_app.monitoring.monitor import _first_line, human_duration
 from scheduler_app.safety.payloads import looks_secret
+from scheduler_app.ticker import Every
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -21,8 +21,7 @@ from scheduler_app.models import (
     ScheduleMode,
 )
 from scheduler_app.observability.urls import check_ping_url
-from scheduler_app.policies.misfire import MisfireRules
-from scheduler_app.safety.limits import (
+from scheduler_app.policies.limits import (
     MAX_JSON_DEPTH,
     MAX_OPTIONS_BYTES,
     check_json,
@@ -30,6 +29,7 @@ from scheduler_app.safety.limits import (
     check_rule,
     check_text,
 )
+from scheduler_app.policies.misfire import MisfireRules
 from scheduler_app.safety.routing import checked_options
 from scheduler_app.timing import Kind, Timing, build_timing, parse_duration
 from scheduler_app.timing.budget import SearchBudget
