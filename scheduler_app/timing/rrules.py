@@ -8,11 +8,10 @@ before the time asked for: the occurrences are identical, the cost is flat.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -28,36 +27,16 @@ from scheduler_app.timing.content_lines import (
 )
 from scheduler_app.timing.cron import CronExpr
 from scheduler_app.timing.gaps import DAY_PARTS, calendar_gap, never_reason, subdaily_pattern
-
-FREQS = {
-    "YEARLY": du.YEARLY,
-    "MONTHLY": du.MONTHLY,
-    "WEEKLY": du.WEEKLY,
-    "DAILY": du.DAILY,
-    "HOURLY": du.HOURLY,
-    "MINUTELY": du.MINUTELY,
-    "SECONDLY": du.SECONDLY,
-}
-WEEKDAYS = {"MO": 0, "TU": 1, "WE": 2, "TH": 3, "FR": 4, "SA": 5, "SU": 6}
-KNOWN = {
-    "FREQ",
-    "INTERVAL",
-    "COUNT",
-    "UNTIL",
-    "WKST",
-    "BYDAY",
-    "BYMONTHDAY",
-    "BYMONTH",
-    "BYHOUR",
-    "BYMINUTE",
-    "BYSECOND",
-    "BYSETPOS",
-    "BYYEARDAY",
-    "BYWEEKNO",
-}
-MAX_RULE_LENGTH = 2000
-_BYDAY_RE = re.compile(r"^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
-_UNTIL_RE = re.compile(r"^(\d{8})(T(\d{6})(Z?))?$")
+from scheduler_app.timing.rrule_text import (
+    FREQS,
+    MAX_RULE_LENGTH,
+    int_part,
+    parse_freq,
+    parse_options,
+    parse_until,
+    split_parts,
+    wall_anchor,
+)
 
 Charge = Callable[[datetime], bool]
 """The search budget's charge for a wall time that may give no slot; False: stop."""
@@ -249,17 +228,17 @@ def _parse_body(text: str, anchor: datetime, zone: ZoneInfo) -> RRuleSpec:
         body = body[6:]
     if not body.isprintable():
         raise InvalidRule("rrule", "rule contains control characters; use plain text")
-    parts = _split(body)
-    local_anchor = _local_anchor(anchor, zone)
-    freq = _parse_freq(parts)
-    interval = _int(parts, "INTERVAL", 1, 1, 100_000) or 1
-    count = _int(parts, "COUNT", None, 1, 1_000_000)
-    until, until_instant = _parse_until(parts.get("UNTIL"), zone)
+    parts = split_parts(body)
+    local_anchor = wall_anchor(anchor, zone)
+    freq = parse_freq(parts)
+    interval = int_part(parts, "INTERVAL", 1, 1, 100_000) or 1
+    count = int_part(parts, "COUNT", None, 1, 1_000_000)
+    until, until_instant = parse_until(parts.get("UNTIL"), zone)
     if count is not None and until is not None:
         raise InvalidRule(
             "rrule.COUNT", "COUNT and UNTIL cannot both be set (RFC 5545); keep one of them"
         )
-    options = _options(parts, freq, local_anchor)
+    options = parse_options(parts, freq, local_anchor)
     min_gap = _check_fires(freq, interval, options, local_anchor)
     spec = RRuleSpec(
         source=text.strip(),
@@ -297,186 +276,6 @@ def _check_fires(freq: int, interval: int, options: dict[str, Any], anchor: date
             code="never",
         )
     return gap
-
-
-def _split(body: str) -> dict[str, str]:
-    parts: dict[str, str] = {}
-    for item in body.split(";"):
-        if not item.strip():
-            continue
-        key, sep, value = item.partition("=")
-        key = key.strip().upper()
-        if not sep or not value.strip():
-            raise InvalidRule("rrule", f"{item!r} is not NAME=VALUE; e.g. 'FREQ=DAILY;BYHOUR=9'")
-        if key not in KNOWN:
-            raise InvalidRule(
-                f"rrule.{key[:40]}",
-                f"unknown rule part {key[:40]!r}; supported: {', '.join(sorted(KNOWN))}",
-            )
-        if key in parts:
-            raise InvalidRule(f"rrule.{key}", f"{key} is given twice; give it once")
-        parts[key] = value.strip().upper()
-    return parts
-
-
-def _parse_freq(parts: dict[str, str]) -> int:
-    if "FREQ" not in parts:
-        raise InvalidRule(
-            "rrule.FREQ", "FREQ is required, e.g. 'FREQ=WEEKLY;BYDAY=MO'", code="required"
-        )
-    freq = FREQS.get(parts["FREQ"])
-    if freq is None:
-        raise InvalidRule(
-            "rrule.FREQ", f"unknown FREQ {parts['FREQ']!r}; use one of: {', '.join(FREQS)}"
-        )
-    return freq
-
-
-def _int(parts: dict[str, str], key: str, default: int | None, low: int, high: int) -> int | None:
-    text = parts.get(key)
-    if text is None:
-        return default
-    return _number(text, f"rrule.{key}", low, high)
-
-
-def _number(text: str, field: str, low: int, high: int) -> int:
-    body = text[1:] if text[:1] in "+-" else text
-    if not body.isascii() or not body.isdigit() or len(body) > 7:
-        raise InvalidRule(field, f"{text!r} is not a whole number")
-    number = int(text)
-    if not low <= number <= high or (number == 0 and low < 0):
-        allowed = f"{low}..{high}, not 0" if low < 0 else f"{low}..{high}"
-        raise InvalidRule(field, f"{number} is out of range ({allowed})", code="range")
-    return number
-
-
-def _numbers(parts: dict[str, str], key: str, low: int, high: int) -> tuple[int, ...] | None:
-    text = parts.get(key)
-    if text is None:
-        return None
-    return tuple(_number(item, f"rrule.{key}", low, high) for item in text.split(","))
-
-
-def _parse_byday(text: str) -> tuple[du.weekday, ...]:
-    days: list[du.weekday] = []
-    for item in text.split(","):
-        match = _BYDAY_RE.match(item.strip())
-        if not match:
-            raise InvalidRule(
-                "rrule.BYDAY", f"{item!r} is not a weekday; use MO..SU, optionally with 1MO or -1FR"
-            )
-        nth_text, name = match.groups()
-        nth = _number(nth_text, "rrule.BYDAY", -53, 53) if nth_text else None
-        days.append(du.weekday(WEEKDAYS[name], nth))
-    return tuple(days)
-
-
-def _options(parts: dict[str, str], freq: int, anchor: datetime) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    if "WKST" in parts:
-        if parts["WKST"] not in WEEKDAYS:
-            raise InvalidRule("rrule.WKST", f"{parts['WKST']!r} is not a weekday; use MO..SU")
-        options["wkst"] = WEEKDAYS[parts["WKST"]]
-    if "BYDAY" in parts:
-        options["byweekday"] = _parse_byday(parts["BYDAY"])
-    for key, name, low, high in (
-        ("BYMONTHDAY", "bymonthday", -31, 31),
-        ("BYMONTH", "bymonth", 1, 12),
-        ("BYHOUR", "byhour", 0, 23),
-        ("BYMINUTE", "byminute", 0, 59),
-        ("BYSECOND", "bysecond", 0, 59),
-        ("BYSETPOS", "bysetpos", -366, 366),
-        ("BYYEARDAY", "byyearday", -366, 366),
-        ("BYWEEKNO", "byweekno", -53, 53),
-    ):
-        values = _numbers(parts, key, low, high)
-        if values is not None:
-            options[name] = values
-    if "byweekno" in options and freq != du.YEARLY:
-        raise InvalidRule(
-            "rrule.BYWEEKNO", "BYWEEKNO is only allowed with FREQ=YEARLY (RFC 5545); use BYDAY"
-        )
-    if "byyearday" in options and freq in (du.DAILY, du.WEEKLY, du.MONTHLY):
-        raise InvalidRule(
-            "rrule.BYYEARDAY",
-            "BYYEARDAY is not allowed with FREQ=DAILY, WEEKLY or MONTHLY (RFC 5545); "
-            "use FREQ=YEARLY or BYMONTH with BYMONTHDAY",
-        )
-    if "bysetpos" in options and not (set(options) - {"bysetpos", "wkst"}):
-        raise InvalidRule(
-            "rrule.BYSETPOS", "BYSETPOS needs another BYxxx part to select from (RFC 5545)"
-        )
-    _explicit_defaults(options, freq, anchor)
-    return options
-
-
-def _explicit_defaults(options: dict[str, Any], freq: int, anchor: datetime) -> None:
-    """Write down what dateutil would take from DTSTART, so the anchor can move."""
-    day_parts = {"byweekno", "byyearday", "bymonthday", "byweekday"}
-    if not day_parts & set(options):
-        if freq == du.YEARLY:
-            options.setdefault("bymonth", (anchor.month,))
-            options["bymonthday"] = (anchor.day,)
-        elif freq == du.MONTHLY:
-            options["bymonthday"] = (anchor.day,)
-        elif freq == du.WEEKLY:
-            options["byweekday"] = (du.weekday(anchor.weekday()),)
-    if freq < du.HOURLY:
-        options.setdefault("byhour", (anchor.hour,))
-    if freq < du.MINUTELY:
-        options.setdefault("byminute", (anchor.minute,))
-    if freq < du.SECONDLY:
-        options.setdefault("bysecond", (anchor.second,))
-    options.setdefault("wkst", 0)
-
-
-_LATEST_WALL = datetime(9999, 12, 31, 23, 59, 59)  # noqa: DTZ001 - a naive wall time
-UNTIL_SLACK = timedelta(hours=26)
-"""How far past a UTC UNTIL's wall time the walk goes: more than any offset change on record
-(Pacific/Apia skipped a day), so no slot before the instant is cut off by the wall-time bound."""
-
-
-def _parse_until(text: str | None, zone: ZoneInfo) -> tuple[datetime | None, datetime | None]:
-    """(wall-time bound of the walk, UTC instant bound or None for a local UNTIL)."""
-    if text is None:
-        return None, None
-    match = _UNTIL_RE.match(text)
-    if not match:
-        raise InvalidRule(
-            "rrule.UNTIL", f"{text!r} is not a date or date-time; use 20271231 or 20271231T235959Z"
-        )
-    day, _, clock, utc_flag = match.groups()
-    try:
-        value = datetime.strptime(day + (clock or "235959"), "%Y%m%d%H%M%S")  # noqa: DTZ007
-    except ValueError:
-        raise InvalidRule("rrule.UNTIL", f"{text!r} is not a real date or time") from None
-    if utc_flag:
-        # An instant (RFC 5545: inclusive, compared with the slots' instants). The wall-time
-        # bound only stops the walk; the engine compares each resolved slot with the instant.
-        instant = value.replace(tzinfo=UTC)
-        try:
-            wall = instant.astimezone(zone).replace(tzinfo=None)
-        except OverflowError:
-            raise InvalidRule(
-                "rrule.UNTIL", f"{text!r} is outside the years 1-9999 in this time zone"
-            ) from None
-        latest = _LATEST_WALL
-        bound = wall + UNTIL_SLACK if wall < latest - UNTIL_SLACK else latest
-        return bound, instant
-    return value, None
-
-
-def _local_anchor(anchor: datetime, zone: ZoneInfo) -> datetime:
-    if not isinstance(anchor, datetime):
-        raise InvalidRule("rrule.anchor", "an anchor (DTSTART) datetime is required")
-    if anchor.tzinfo is not None:
-        try:
-            anchor = anchor.astimezone(zone).replace(tzinfo=None)
-        except OverflowError:
-            raise InvalidRule(
-                "anchor", f"{anchor.isoformat()} is outside the years 1-9999 in this time zone"
-            ) from None
-    return anchor.replace(microsecond=0)
 
 
 def _matching_days(options: tuple[tuple[str, Any], ...], start: date) -> Iterator[date]:
