@@ -18,6 +18,7 @@ from django.utils.html import format_html
 from scheduler_app import services
 from scheduler_app.admin import actions, display, saving, views
 from scheduler_app.admin.filters import TenantFilter, short_filter
+from scheduler_app.admin.forecasting import forecast_page
 from scheduler_app.admin.forms import BUILDER_FIELDS, EDITABLE, ScheduleForm
 from scheduler_app.admin.history import audit_context, recent_occurrences, version_diffs
 from scheduler_app.admin.monitoring import monitoring_page
@@ -463,6 +464,7 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
         own = [
             path("preview/", wrap(self.preview_view), name="scheduler_app_schedule_preview"),
             path("monitoring/", wrap(self.monitoring_view), name="scheduler_app_monitoring"),
+            path("forecast/", wrap(self.forecast_view), name="scheduler_app_forecast"),
         ]
         for name in actions.OBJECT_ACTIONS:
             own.append(
@@ -480,6 +482,9 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
 
     def monitoring_view(self, request: HttpRequest) -> HttpResponse:
         return monitoring_page(self, request)
+
+    def forecast_view(self, request: HttpRequest) -> HttpResponse:
+        return forecast_page(self, request)
 
     def history_view(
         self, request: HttpRequest, object_id: str, extra_context: Any = None

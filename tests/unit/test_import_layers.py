@@ -234,7 +234,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("the processes' entries", ("checks", "beat", "djtasks.scheduler", "signals", "ticker")),
     ("public re-exports", ("declarations", "api")),
     ("authoring", ("authoring",)),
-    ("operations", ("monitoring",)),
+    ("operations", ("monitoring", "forecast")),
     ("services", ("services",)),
     ("the worker's adapters", ("djtasks", "tasks")),
     ("the beat side and the worker side", ("dispatch", "worker")),

@@ -1,0 +1,191 @@
+"""Counting the slots ahead: per minute (UTC) for the next 1-7 days, per tenant and target;
+the busiest minutes with the schedules behind them; the days a time zone changes its offset
+(DST) and the public holidays that exclude slots; and, for a herd, the jitter that spreads it
+under a rate.
+
+Each schedule's slots come from its timing as the beat would compute them (windows, holidays,
+bounds and the search budget included), before jitter. A fixed-delay interval counts only its
+next run (the ones after depend on when runs end). A schedule whose timing cannot be evaluated
+is listed with the reason instead of counted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from scheduler_app.definition.schedule import timing_for
+from scheduler_app.errors import SchedulerError
+from scheduler_app.models import IntervalMode, Schedule, ScheduleStatus
+from scheduler_app.timing import iter_slots
+from scheduler_app.timing.calendars.public_holidays import parse_holidays
+
+MAX_DAYS = 7
+MINUTE = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class Busy:
+    """One of the busiest minutes: its slot count and the schedules with most slots in it."""
+
+    minute: datetime
+    count: int
+    schedules: list[tuple[str, int]]
+    """(schedule name or id, slots in this minute), the largest first, at most ``top``."""
+    jitter: int
+    """Seconds of jitter that would spread this minute's slots under the rate (0: it is)."""
+
+
+@dataclass(frozen=True)
+class Marked:
+    """A day to read with care: a zone's offset changes (``dst``) or a holiday excludes slots."""
+
+    day: date
+    kind: str
+    """``dst`` or ``holiday``."""
+    label: str
+    """The zone and its offsets ("Europe/Riga +02:00 -> +03:00"), or the calendar and the
+    holiday's name ("LV: Midsummer Eve")."""
+    schedules: int
+
+
+@dataclass
+class Forecast:
+    start: datetime
+    end: datetime
+    minutes: Counter[datetime] = field(default_factory=Counter)
+    lanes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Slots per (tenant, target)."""
+    schedules: int = 0
+    unforecast: list[tuple[str, str]] = field(default_factory=list)
+    """(schedule, why) for the schedules whose timing could not be evaluated."""
+    busiest: list[Busy] = field(default_factory=list)
+    marked: list[Marked] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.minutes.values())
+
+    def hours(self) -> Counter[datetime]:
+        """Slots per hour (UTC), for the picture."""
+        hours: Counter[datetime] = Counter()
+        for minute, count in self.minutes.items():
+            hours[minute.replace(minute=0)] += count
+        return hours
+
+
+def forecast(
+    schedules: Iterable[Schedule],
+    now: datetime,
+    *,
+    days: int = 1,
+    top: int = 10,
+    rate: float | None = None,
+) -> Forecast:
+    """Count the slots in ``(now, now + days]`` of ``schedules`` (the active ones are used)."""
+    if not 1 <= days <= MAX_DAYS:
+        raise ValueError(f"days must be between 1 and {MAX_DAYS}, got {days}")
+    if rate is not None and rate <= 0:
+        raise ValueError(f"rate must be a positive number of runs per second, got {rate}")
+    result = Forecast(start=now, end=now + timedelta(days=days))
+    active = [s for s in schedules if s.status == ScheduleStatus.ACTIVE]
+    per_schedule: dict[str, Counter[datetime]] = {}
+    counted: list[Schedule] = []
+    for schedule in active:
+        try:
+            minutes = Counter(_minute(slot) for slot in _slots(schedule, now, result.end))
+        except (SchedulerError, ValueError, OverflowError, KeyError) as exc:
+            result.unforecast.append((_name(schedule), str(exc)))
+            continue
+        result.schedules += 1
+        counted.append(schedule)
+        result.minutes.update(minutes)
+        result.lanes[(schedule.tenant or "", schedule.target)] += sum(minutes.values())
+        per_schedule[_name(schedule)] = minutes
+    result.busiest = _busiest(result.minutes, per_schedule, top, rate)
+    result.marked = _dst_days(counted, now, result.end) + _holidays(counted, now, result.end)
+    return result
+
+
+def _slots(schedule: Schedule, now: datetime, end: datetime) -> Iterator[datetime]:
+    if schedule.interval_mode == IntervalMode.FIXED_DELAY:
+        if schedule.next_run_at is not None and now < schedule.next_run_at <= end:
+            yield schedule.next_run_at
+        return
+    for slot in iter_slots(timing_for(schedule), now):
+        if slot > end:
+            return
+        yield slot
+
+
+def _minute(instant: datetime) -> datetime:
+    return instant.replace(second=0, microsecond=0)
+
+
+def _name(schedule: Schedule) -> str:
+    return schedule.name or schedule.key or str(schedule.pk)
+
+
+def jitter_to_spread(count: int, rate: float) -> int:
+    """Seconds of jitter that spread ``count`` runs due together under ``rate`` per second."""
+    return 0 if count <= rate else math.ceil(count / rate)
+
+
+def _busiest(
+    minutes: Counter[datetime],
+    per_schedule: dict[str, Counter[datetime]],
+    top: int,
+    rate: float | None,
+) -> list[Busy]:
+    found: list[Busy] = []
+    for minute, count in sorted(minutes.items(), key=lambda item: (-item[1], item[0]))[:top]:
+        behind = Counter({name: slots[minute] for name, slots in per_schedule.items()})
+        listed = [(name, n) for name, n in behind.most_common(5) if n]
+        jitter = jitter_to_spread(count, rate) if rate is not None else 0
+        found.append(Busy(minute, count, listed, jitter))
+    return found
+
+
+def _dst_days(schedules: list[Schedule], start: datetime, end: datetime) -> list[Marked]:
+    """The UTC days of the range on which a zone of the schedules changes its offset."""
+    zones = Counter(schedule.timezone for schedule in schedules)
+    marked = []
+    for name, count in sorted(zones.items()):
+        zone = ZoneInfo(name)
+        day = start.date()
+        while day <= end.date():
+            midnight = datetime(day.year, day.month, day.day, tzinfo=start.tzinfo)
+            before = midnight.astimezone(zone).utcoffset()
+            after = (midnight + timedelta(days=1)).astimezone(zone).utcoffset()
+            if before != after and before is not None and after is not None:
+                label = f"{name} {_offset(before)} -> {_offset(after)}"
+                marked.append(Marked(day, "dst", label, count))
+            day += timedelta(days=1)
+    return marked
+
+
+def _offset(value: timedelta) -> str:
+    minutes = int(value.total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def _holidays(schedules: list[Schedule], start: datetime, end: datetime) -> list[Marked]:
+    """The days of the range that are holidays of a calendar the schedules exclude."""
+    calendars = Counter(s.exclude_holidays for s in schedules if s.exclude_holidays)
+    marked = []
+    for code, count in sorted(calendars.items()):
+        calendar = parse_holidays(code)
+        if calendar is None:
+            continue
+        day = start.date()
+        while day <= end.date():
+            name = calendar.name_on(day)
+            if name:
+                marked.append(Marked(day, "holiday", f"{calendar.code}: {name}", count))
+            day += timedelta(days=1)
+    return marked
