@@ -25,7 +25,9 @@ from scheduler_app.timing import iter_slots
 from scheduler_app.timing.calendars.public_holidays import parse_holidays
 
 MAX_DAYS = 7
-MINUTE = timedelta(minutes=1)
+MAX_SLOTS = 1_000_000
+"""Slots one forecast counts at most (a page or a command never runs unbounded): past it, the
+schedules not yet counted are left out and the forecast says it is partial."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class Forecast:
     """(schedule, why) for the schedules whose timing could not be evaluated."""
     busiest: list[Busy] = field(default_factory=list)
     marked: list[Marked] = field(default_factory=list)
+    partial: int = 0
+    """Active schedules left out because the forecast reached ``max_slots`` (0: none)."""
 
     @property
     def total(self) -> int:
@@ -85,8 +89,10 @@ def forecast(
     days: int = 1,
     top: int = 10,
     rate: float | None = None,
+    max_slots: int = MAX_SLOTS,
 ) -> Forecast:
-    """Count the slots in ``(now, now + days]`` of ``schedules`` (the active ones are used)."""
+    """Count the slots in ``(now, now + days]`` of ``schedules`` (the active ones are used),
+    at most ``max_slots`` of them."""
     if not 1 <= days <= MAX_DAYS:
         raise ValueError(f"days must be between 1 and {MAX_DAYS}, got {days}")
     if rate is not None and rate <= 0:
@@ -95,7 +101,10 @@ def forecast(
     active = [s for s in schedules if s.status == ScheduleStatus.ACTIVE]
     per_schedule: dict[str, Counter[datetime]] = {}
     counted: list[Schedule] = []
-    for schedule in active:
+    for index, schedule in enumerate(active):
+        if result.total >= max_slots:
+            result.partial = len(active) - index
+            break
         try:
             minutes = Counter(_minute(slot) for slot in _slots(schedule, now, result.end))
         except (SchedulerError, ValueError, OverflowError, KeyError) as exc:

@@ -159,3 +159,10 @@ def test_the_admin_page_shows_a_tenant_its_own_schedules_only(django_app: Django
     assert django_app.get(url, user=stranger, expect_errors=True).status_code == 403
     odd = django_app.get(url, {"days": "40", "rate": "-1"}, user=acme)  # typed in the URL
     assert odd.status_code == 200 and odd.context["days"] == 1 and odd.context["rate"] is None
+
+
+def test_a_forecast_stops_at_its_slot_budget_and_says_so() -> None:
+    seed()
+    result = forecast(Schedule.objects.all(), FROM, days=DAYS, max_slots=10)
+    assert result.total == 12  # four schedules of three slots: the fourth crosses the budget
+    assert result.partial == HERD + LOCAL - 4

@@ -113,6 +113,7 @@ def as_data(result: Forecast) -> dict[str, Any]:
             for mark in result.marked
         ],
         "not_forecast": [{"schedule": name, "why": why} for name, why in result.unforecast],
+        "left_out": result.partial,
     }
 
 
@@ -142,4 +143,9 @@ def text(result: Forecast) -> str:
         lines.append(f"{mark.kind} {mark.day}: {mark.label} ({mark.schedules} schedule(s))")
     for name, why in result.unforecast:
         lines.append(f"not forecast: {name}: {why}")
+    if result.partial:
+        lines.append(
+            f"partial: {result.partial} schedule(s) left out after {result.total} slots; "
+            "narrow it with --days, --tenant or --target"
+        )
     return "\n".join(lines)
