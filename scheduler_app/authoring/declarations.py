@@ -25,9 +25,9 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
-from typing import Any, Never, TypeVar, overload
+from typing import Any, Never, TypeVar, Unpack, overload
 
 from scheduler_app.authoring import options as option
 from scheduler_app.authoring.declared_tasks import (
@@ -35,7 +35,7 @@ from scheduler_app.authoring.declared_tasks import (
     mark_schedulable,
     task_name_of,
 )
-from scheduler_app.authoring.options import Duration, ScheduleOptions
+from scheduler_app.authoring.options import Declared, ScheduleOptions, declared
 from scheduler_app.definition.text import declared_text
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import MisfirePolicy, OverlapPolicy, PauseBehaviour, ScheduleMode
@@ -138,92 +138,10 @@ def scheduled(task: TaskT, /) -> Never: ...
 
 
 @overload
-def scheduled(
-    *,
-    cron: str | None = None,
-    rrule: str | None = None,
-    every: Duration | None = None,
-    at: datetime | None = None,
-    text: str | None = None,
-    solar: str | None = None,
-    anchor: datetime | None = None,
-    interval_mode: str | None = None,
-    timezone: str | None = None,
-    objective: str = "",
-    key: str | None = None,
-    kwargs: dict[str, Any] | None = None,
-    args: list[Any] | None = None,
-    exclude_holidays: str | None = None,
-    nonexistent: str | None = None,
-    ambiguous: str | None = None,
-    starts_at: datetime | None = None,
-    ends_at: datetime | None = None,
-    max_count: int | None = None,
-    misfire: str | None = None,
-    max_lateness: Duration | None = None,
-    catch_up_window: Duration | None = None,
-    catch_up_limit: int | None = None,
-    overlap: str | None = None,
-    on_pause: str | None = None,
-    deadline: Duration | None = None,
-    jitter: Duration | None = None,
-    max_attempts: int | None = None,
-    retry_delay: Duration | None = None,
-    cancel_grace: Duration | None = None,
-    mode: str | None = None,
-    expect_success_every: Duration | None = None,
-    window: str | None = None,
-    window_policy: str | None = None,
-    lateness_class: str | None = None,
-    job_type: str | None = None,
-    payload_ref: str | None = None,
-    ping_url: str | None = None,
-) -> Callable[[TaskT], TaskT]: ...
+def scheduled(**options: Unpack[Declared]) -> Callable[[TaskT], TaskT]: ...
 
 
-def scheduled(
-    task: object = None,
-    /,
-    *,
-    cron: str | None = None,
-    rrule: str | None = None,
-    every: Duration | None = None,
-    at: datetime | None = None,
-    text: str | None = None,
-    solar: str | None = None,
-    anchor: datetime | None = None,
-    interval_mode: str | None = None,
-    timezone: str | None = None,
-    objective: str = "",
-    key: str | None = None,
-    kwargs: dict[str, Any] | None = None,
-    args: list[Any] | None = None,
-    exclude_holidays: str | None = None,
-    nonexistent: str | None = None,
-    ambiguous: str | None = None,
-    starts_at: datetime | None = None,
-    ends_at: datetime | None = None,
-    max_count: int | None = None,
-    misfire: str | None = None,
-    max_lateness: Duration | None = None,
-    catch_up_window: Duration | None = None,
-    catch_up_limit: int | None = None,
-    overlap: str | None = None,
-    on_pause: str | None = None,
-    deadline: Duration | None = None,
-    jitter: Duration | None = None,
-    max_attempts: int | None = None,
-    retry_delay: Duration | None = None,
-    cancel_grace: Duration | None = None,
-    mode: str | None = None,
-    expect_success_every: Duration | None = None,
-    window: str | None = None,
-    window_policy: str | None = None,
-    lateness_class: str | None = None,
-    job_type: str | None = None,
-    payload_ref: str | None = None,
-    ping_url: str | None = None,
-) -> Any:
+def scheduled(task: object = None, /, **options: Unpack[Declared]) -> Any:
     """Declare a schedule for the Celery task below; stack several for several schedules.
 
     Exactly one rule: ``cron=``, ``rrule=`` (with ``anchor=``), ``every=`` (with ``anchor=``,
@@ -241,54 +159,56 @@ def scheduled(
     """
     if task is not None:
         _refuse_positional(task)
-    if text is not None:  # English text: the structured rule it means replaces it here
-        given = {"cron": cron, "rrule": rrule, "every": every, "at": at, "solar": solar}
-        given["anchor"] = anchor
-        parsed = declared_text(text, {**given, "window": window}, timezone, window_policy)
+    given = declared(options)
+    timezone, window, window_policy = given["timezone"], given["window"], given["window_policy"]
+    rule = {name: given[name] for name in ("cron", "rrule", "every", "at", "solar", "anchor")}
+    if given["text"] is not None:  # English text: the structured rule it means replaces it here
+        parsed = declared_text(given["text"], {**rule, "window": window}, timezone, window_policy)
         timing_fields: dict[str, Any] = {"kind": parsed.kind, "rule": parsed.rule}
         if parsed.anchor is not None:
             timing_fields["anchor"] = parsed.anchor.astimezone(UTC)
         timezone, window = parsed.timezone, parsed.active_window or None
         window_policy = parsed.window_policy or window_policy
     else:
-        timing_fields = option.rule(
-            cron=cron, rrule=rrule, every=every, at=at, solar=solar, anchor=anchor
-        )
-    options = ScheduleOptions(
+        timing_fields = option.rule(**rule)
+    checked = ScheduleOptions(
         **timing_fields,
-        timezone=option.text(timezone, "timezone") or dtstart_zone(rrule or "") or "UTC",
-        objective=option.objective(objective),
-        kwargs_json=option.payload(kwargs),
-        args_json=option.positional(args),
-        exclude_holidays=option.text(exclude_holidays, "exclude_holidays").upper() or None,
-        dst_nonexistent=option.choice(nonexistent, "nonexistent", Nonexistent),
-        dst_ambiguous=option.choice(ambiguous, "ambiguous", Ambiguous),
-        starts_at=option.instant(starts_at, "starts_at"),
-        ends_at=option.instant(ends_at, "ends_at"),
-        max_count=option.count(max_count, "max_count"),
-        misfire_policy=option.choice(misfire, "misfire", MisfirePolicy),
-        max_lateness=option.seconds(max_lateness, "max_lateness"),
-        catch_up_window=option.seconds(catch_up_window, "catch_up_window"),
-        catch_up_limit=option.count(catch_up_limit, "catch_up_limit"),
-        overlap_policy=option.choice(overlap, "overlap", OverlapPolicy),
-        on_pause=option.choice(on_pause, "on_pause", PauseBehaviour),
-        interval_mode=option.interval_mode(interval_mode, every),
-        max_attempts=option.count(max_attempts, "max_attempts"),
-        retry_delay=option.seconds(retry_delay, "retry_delay"),
-        cancel_grace=option.seconds(cancel_grace, "cancel_grace"),
-        deadline=option.seconds(deadline, "deadline", positive=True),
-        jitter=option.seconds(jitter, "jitter"),
-        mode=option.choice(mode, "mode", ScheduleMode),
-        expected_every=option.seconds(expect_success_every, "expect_success_every", positive=True),
+        timezone=option.text(timezone, "timezone") or dtstart_zone(rule["rrule"] or "") or "UTC",
+        objective=option.objective(given["objective"]),
+        kwargs_json=option.payload(given["kwargs"]),
+        args_json=option.positional(given["args"]),
+        exclude_holidays=option.text(given["exclude_holidays"], "exclude_holidays").upper() or None,
+        dst_nonexistent=option.choice(given["nonexistent"], "nonexistent", Nonexistent),
+        dst_ambiguous=option.choice(given["ambiguous"], "ambiguous", Ambiguous),
+        starts_at=option.instant(given["starts_at"], "starts_at"),
+        ends_at=option.instant(given["ends_at"], "ends_at"),
+        max_count=option.count(given["max_count"], "max_count"),
+        misfire_policy=option.choice(given["misfire"], "misfire", MisfirePolicy),
+        max_lateness=option.seconds(given["max_lateness"], "max_lateness"),
+        catch_up_window=option.seconds(given["catch_up_window"], "catch_up_window"),
+        catch_up_limit=option.count(given["catch_up_limit"], "catch_up_limit"),
+        overlap_policy=option.choice(given["overlap"], "overlap", OverlapPolicy),
+        on_pause=option.choice(given["on_pause"], "on_pause", PauseBehaviour),
+        interval_mode=option.interval_mode(given["interval_mode"], rule["every"]),
+        max_attempts=option.count(given["max_attempts"], "max_attempts"),
+        retry_delay=option.seconds(given["retry_delay"], "retry_delay"),
+        cancel_grace=option.seconds(given["cancel_grace"], "cancel_grace"),
+        deadline=option.seconds(given["deadline"], "deadline", positive=True),
+        jitter=option.seconds(given["jitter"], "jitter"),
+        mode=option.choice(given["mode"], "mode", ScheduleMode),
+        expected_every=option.seconds(
+            given["expect_success_every"], "expect_success_every", positive=True
+        ),
         active_window=option.text(window, "window") or None,
         window_policy=option.text(window_policy, "window_policy") or None,
-        lateness_class=check_class(lateness_class) or None,
-        job_type=check_job_type_name(job_type) if job_type is not None else None,
-        payload_ref=option.payload_ref(payload_ref),
+        lateness_class=check_class(given["lateness_class"]) or None,
+        job_type=check_job_type_name(given["job_type"]) if given["job_type"] is not None else None,
+        payload_ref=option.payload_ref(given["payload_ref"]),
         # Credentials are checked against SCHEDULER_PING_ALLOW_CREDENTIALS when it is synced.
-        ping_url=check_ping_url(ping_url, allow_credentials=True) or None,
+        ping_url=check_ping_url(given["ping_url"], allow_credentials=True) or None,
     )
-    option.check_timing(options)
+    option.check_timing(checked)
+    key = given["key"]
     if key is not None:
         option.check_key(key)
     source, location = _caller()
@@ -296,9 +216,9 @@ def scheduled(
     def register(target: TaskT) -> TaskT:
         name = task_name_of(target)
         declaration = Declaration(
-            key=key if key is not None else f"{name}:{options.objective or 'default'}",
+            key=key if key is not None else f"{name}:{checked.objective or 'default'}",
             task=name,
-            options=options,
+            options=checked,
             source=source,
             location=location,
         )

@@ -10,9 +10,11 @@ decorator runs, i.e. at import time.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from difflib import get_close_matches
+from typing import Any, TypedDict
 
 from scheduler_app.errors import InvalidRule, ScheduleValidationError
 from scheduler_app.models import IntervalMode
@@ -21,6 +23,68 @@ from scheduler_app.timing.durations import parse_duration
 
 Duration = timedelta | int | str
 """A ``timedelta``, a whole number of seconds or a text such as ``"15m"``, ``"1h30m"``."""
+
+
+class Declared(TypedDict, total=False):
+    """The keywords of ``@scheduled(...)``, written once: the decorator's signature reads
+    them (``**options: Unpack[Declared]``), editors and type checkers offer them, and
+    ``declared`` checks a call against them. docs/decorator.md describes each one."""
+
+    cron: str | None
+    rrule: str | None
+    every: Duration | None
+    at: datetime | None
+    text: str | None
+    solar: str | None
+    anchor: datetime | None
+    interval_mode: str | None
+    timezone: str | None
+    objective: str
+    key: str | None
+    kwargs: dict[str, Any] | None
+    args: list[Any] | None
+    exclude_holidays: str | None
+    nonexistent: str | None
+    ambiguous: str | None
+    starts_at: datetime | None
+    ends_at: datetime | None
+    max_count: int | None
+    misfire: str | None
+    max_lateness: Duration | None
+    catch_up_window: Duration | None
+    catch_up_limit: int | None
+    overlap: str | None
+    on_pause: str | None
+    deadline: Duration | None
+    jitter: Duration | None
+    max_attempts: int | None
+    retry_delay: Duration | None
+    cancel_grace: Duration | None
+    mode: str | None
+    expect_success_every: Duration | None
+    window: str | None
+    window_policy: str | None
+    lateness_class: str | None
+    job_type: str | None
+    payload_ref: str | None
+    ping_url: str | None
+
+
+def declared(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Every keyword of ``Declared`` with what the call gave (None, ``objective`` "", when it
+    gave nothing); an unknown keyword is refused with the closest known one."""
+    known = Declared.__annotations__
+    for name in options:
+        if name not in known:
+            close = get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]}=?" if close else ""
+            raise ScheduleValidationError(
+                name,
+                f"@scheduled has no option {name!r}{hint} (docs/decorator.md lists them)",
+                code="unknown_option",
+            )
+    return {**dict.fromkeys(known), "objective": "", **options}
+
 
 MAX_KEY_LENGTH = 150  # the column holds 200: room for the suffix a replaced retired key gets
 MAX_OBJECTIVE_LENGTH = 100

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -18,6 +19,7 @@ from scheduler_app.authoring.declarations import (
     scheduled,
     task_name_of,
 )
+from scheduler_app.authoring.options import Declared
 from scheduler_app.errors import ScheduleValidationError
 
 app = Celery("declarations-test", set_as_current=False)
@@ -261,3 +263,18 @@ def test_an_active_window_is_declared_and_validated_at_import() -> None:
         with pytest.raises(ScheduleValidationError) as error:
             scheduled(cron="0 * * * *", window="weekdays")
         assert error.value.field == "window"
+
+
+def test_a_misspelled_option_is_refused_with_the_closest_one() -> None:
+    with pytest.raises(ScheduleValidationError) as caught:
+        scheduled(crom="0 9 * * *")  # type: ignore[call-overload]  # mypy refuses it too
+    assert (caught.value.field, caught.value.code) == ("crom", "unknown_option")
+    assert "did you mean cron=?" in caught.value.message
+    with pytest.raises(ScheduleValidationError, match="has no option 'colour'"):
+        scheduled(cron="0 9 * * *", colour="red")  # type: ignore[call-overload]
+
+
+def test_the_keywords_are_written_once() -> None:
+    """One list (``Declared``) for the signature, the checks and the docs' table."""
+    assert set(inspect.signature(scheduled).parameters) == {"task", "options"}
+    assert len(Declared.__annotations__) == 38
