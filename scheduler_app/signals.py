@@ -28,7 +28,7 @@ from scheduler_app.context import context_from_request
 from scheduler_app.db.connections import fresh
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.safety.permissions import pause_owned_schedules
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming, lifecycle
 from scheduler_app.worker.receiving import ReceiveLeases, on_task_received
 
 logger = logging.getLogger("scheduler_app.signals")
@@ -103,7 +103,7 @@ def _record_revoked(
         _clock.now(),
         # Never a running attempt: a revoked *copy* of a running occurrence (a republish,
         # a requeue) must not end it. Its own worker or the reconciler ends it.
-        from_states=lifecycle.CLAIMABLE,
+        from_states=claiming.CLAIMABLE,
     )
 
 

@@ -52,7 +52,7 @@ from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import OccurrenceState
 from scheduler_app.policies.retry import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
-from scheduler_app.worker import lifecycle, outcomes, redelivery
+from scheduler_app.worker import claiming, lifecycle, outcomes, redelivery
 from scheduler_app.worker.leases import LeaseKeeper
 from scheduler_app.worker.outcomes import RECORD_ATTEMPTS as RECORD_ATTEMPTS
 
@@ -147,13 +147,11 @@ class OccurrenceTask(Task):
         self._end(claim, OccurrenceState.SUCCEEDED, "")
         return result
 
-    def _claim(
-        self, occurrence_id: str, slot: datetime | None, lease: timedelta
-    ) -> lifecycle.Claim:
+    def _claim(self, occurrence_id: str, slot: datetime | None, lease: timedelta) -> claiming.Claim:
         """The compare-and-set claim; on a database connection error, the delivery goes
         back to the broker for a prompt retry (``worker.redelivery``), never to the body."""
         try:
-            return lifecycle.claim(
+            return claiming.claim(
                 occurrence_id,
                 owner=worker_owner(),
                 now=self.clock.now(),
@@ -180,7 +178,7 @@ class OccurrenceTask(Task):
                 raise
             raise again from exc
 
-    def _refused(self, occurrence_id: str, claim: lifecycle.Claim) -> None:
+    def _refused(self, occurrence_id: str, claim: claiming.Claim) -> None:
         duplicate = claim.reason in DUPLICATE
         # The reason goes in the message too: plain log formats do not show ``extra``.
         logger.info(
@@ -205,7 +203,7 @@ class OccurrenceTask(Task):
 
     def _end(
         self,
-        claim: lifecycle.Claim,
+        claim: claiming.Claim,
         state: str,
         reason: str,
         error: str = "",
@@ -243,7 +241,7 @@ class OccurrenceTask(Task):
     def _write(self, write: Callable[[], T]) -> T:
         return outcomes.write_retried(write, self.pause)
 
-    def _failed(self, exc: Exception, context: OccurrenceContext, claim: lifecycle.Claim) -> None:
+    def _failed(self, exc: Exception, context: OccurrenceContext, claim: claiming.Claim) -> None:
         """Retry later (then ``Ignore``) or record ``failed``; the caller re-raises."""
         if claim.occurrence is None:
             return
@@ -292,7 +290,7 @@ leases = LeaseKeeper(lifecycle.heartbeat)
 class Heartbeat:
     """Renews a running attempt's lease every third of it while the block runs."""
 
-    def __init__(self, claim: lifecycle.Claim, lease: timedelta, clock: Clock) -> None:
+    def __init__(self, claim: claiming.Claim, lease: timedelta, clock: Clock) -> None:
         self.claim = claim
         self.lease = lease
         self.clock = clock

@@ -7,7 +7,7 @@ does for Celery.
   (``Occurrence.handoff_id``) in the same transaction.
 - ``task_started`` (in the worker, just before the body): finds the occurrence from the id the
   job carries, checks that this job is its current handoff, and claims it with the Celery
-  path's compare-and-set and checks (``lifecycle.claim``: state, deadline, approval, version,
+  path's compare-and-set and checks (``claiming.claim``: state, deadline, approval, version,
   cancellation, owner permissions now, tenant and kill switches). A duplicate or a refusal
   raises ``HandoffRefused``: django.tasks then records the job ``FAILED`` without running the
   body, and the occurrence keeps (or records) its own outcome. On success the body gets the
@@ -51,7 +51,7 @@ from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.policies.retry import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
-from scheduler_app.worker import lifecycle, outcomes
+from scheduler_app.worker import claiming, lifecycle, outcomes
 from scheduler_app.worker.leases import LeaseKeeper
 
 logger = logging.getLogger("scheduler_app.djtasks")
@@ -75,7 +75,7 @@ leases = LeaseKeeper(lifecycle.heartbeat)
 
 @dataclass
 class Running:
-    claim: lifecycle.Claim
+    claim: claiming.Claim
     context: Token[OccurrenceContext | None]
     lease_key: int
     body: contextlib.ExitStack
@@ -163,19 +163,19 @@ def _start(occurrence_id: str, task_result: Any) -> Running:
 
 def _claim(
     occurrence_id: str, handoff_id: str, task_result: Any, lease: timedelta
-) -> lifecycle.Claim:
+) -> claiming.Claim:
     """The Celery path's claim, for the occurrence's current handoff only."""
     current = Occurrence.objects.filter(pk=occurrence_id).values_list("handoff_id", flat=True)
     found = list(current[:1])
     if not found:
-        return lifecycle.Claim(False, "unknown_occurrence")
+        return claiming.Claim(False, "unknown_occurrence")
     # The stored handoff, or the one this process is enqueuing right now (a backend that runs
     # the job inside ``enqueue``, before the batch's handoff ids are written).
     if handoff_id not in (found[0], (enqueued.get() or {}).get(occurrence_id)):
         # An earlier job of a run handed off again (its worker was lost, it never started):
         # the occurrence's current job runs it, this one never does.
-        return lifecycle.Claim(False, "superseded_handoff")
-    return lifecycle.claim(
+        return claiming.Claim(False, "superseded_handoff")
+    return claiming.claim(
         occurrence_id,
         owner=worker_owner(),
         now=Settings.clock.now(),
@@ -226,7 +226,7 @@ def _use_stored_payload(task_result: Any, occurrence: Occurrence) -> bool:
 
 
 def _refuse(
-    occurrence_id: str, reason: str, claim: lifecycle.Claim | None, *, recorded: bool = False
+    occurrence_id: str, reason: str, claim: claiming.Claim | None, *, recorded: bool = False
 ) -> Never:
     """Stop the job before its body; ``recorded``: its outcome was recorded and announced
     already (its span keeps that outcome)."""
@@ -319,7 +319,7 @@ class Outcome:
     retry_at: datetime | None = None
 
 
-def _outcome(claim: lifecycle.Claim, task_result: Any, now: datetime) -> Outcome:
+def _outcome(claim: claiming.Claim, task_result: Any, now: datetime) -> Outcome:
     occurrence = claim.occurrence
     if task_result.status == compat.TaskResultStatus.SUCCESSFUL or occurrence is None:
         return Outcome(OccurrenceState.SUCCEEDED, "")
@@ -340,7 +340,7 @@ def _outcome(claim: lifecycle.Claim, task_result: Any, now: datetime) -> Outcome
     return Outcome(OccurrenceState.FAILED, decision.reason, error, failure)
 
 
-def _write(claim: lifecycle.Claim, outcome: Outcome, now: datetime) -> bool:
+def _write(claim: claiming.Claim, outcome: Outcome, now: datetime) -> bool:
     """One fenced compare-and-set of the outcome (a no-op once it committed)."""
     if claim.occurrence is None:
         return False

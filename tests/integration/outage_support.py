@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, Schedule
 from scheduler_app.ticker import Ticker
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming, lifecycle
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
 
 LEASE = timedelta(hours=1)
@@ -35,7 +35,7 @@ class Worker:
 
     def take(self, now: datetime) -> None:
         for row in self.broker.sent[self.seen :]:
-            claim = lifecycle.claim(row.pk, owner="w", now=now, lease=LEASE)
+            claim = claiming.claim(row.pk, owner="w", now=now, lease=LEASE)
             if claim.claimed:
                 self.running[str(row.pk)] = (claim.token, now + self.run)
         self.seen = len(self.broker.sent)

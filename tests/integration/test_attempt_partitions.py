@@ -25,7 +25,7 @@ from scheduler_app.partitions.drop import drop_before
 from scheduler_app.partitions.maintain import create_ahead
 from scheduler_app.partitions.ranges import Interval
 from scheduler_app.services.replay import replay_occurrence
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming, lifecycle
 from tests.integration.partition_support import (
     ATTEMPTS,
     TABLE,
@@ -260,7 +260,7 @@ def test_without_an_attempts_partition_of_the_range_the_attempts_go_in_batches()
 def test_attempts_written_by_the_worker_and_by_an_operator_carry_the_slot() -> None:
     clock = FakeClock(START)
     row = due_one(clock)
-    won = lifecycle.claim(row.pk, owner="w1", now=clock.now(), lease=timedelta(seconds=60))
+    won = claiming.claim(row.pk, owner="w1", now=clock.now(), lease=timedelta(seconds=60))
     assert won.claimed
     assert lifecycle.finish(
         row.pk,

@@ -22,7 +22,7 @@ from scheduler_app.djtasks import worker as djtasks_worker
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.observability import pings, sentry
 from scheduler_app.safety.killswitch import set_kill_switch
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming, lifecycle
 from tests.integration import djtasks_support as support
 from tests.integration.observability_support import (
     PingServer,
@@ -309,7 +309,7 @@ def test_an_outcome_that_cannot_be_recorded_never_raises_out_of_the_receiver(
 # -- a claim that hits the database ---------------------------------------------------------
 
 
-def broken_claim(*args: object, **kwargs: object) -> lifecycle.Claim:
+def broken_claim(*args: object, **kwargs: object) -> claiming.Claim:
     raise OperationalError("server closed the connection unexpectedly")
 
 
@@ -317,7 +317,7 @@ def test_a_database_error_in_the_claim_hands_the_occurrence_off_again_promptly(
     clock: FakeClock, monkeypatch: pytest.MonkeyPatch, pauses: list[float]
 ) -> None:
     occurrence = handed_off(clock)
-    monkeypatch.setattr(lifecycle, "claim", broken_claim)
+    monkeypatch.setattr(claiming, "claim", broken_claim)
     support.work(clock)
     monkeypatch.undo()
     [job] = support.jobs()
@@ -351,7 +351,7 @@ def test_a_published_retry_whose_claim_fails_is_published_again(
     support.work(clock)
     support.loop(clock).ticker.tick()  # the retry's job, with run_after
     clock.set(fetch(occurrence).not_before + timedelta(seconds=1))
-    monkeypatch.setattr(lifecycle, "claim", broken_claim)
+    monkeypatch.setattr(claiming, "claim", broken_claim)
     support.work(clock)
     monkeypatch.undo()
     stored = fetch(occurrence)
@@ -368,7 +368,7 @@ def test_a_claim_failing_every_time_is_left_to_the_reconciler_after_max_publishe
 ) -> None:
     occurrence = handed_off(clock)
     Occurrence.objects.filter(pk=occurrence.pk).update(publish_count=3)  # SCHEDULER_MAX_PUBLISHES
-    monkeypatch.setattr(lifecycle, "claim", broken_claim)
+    monkeypatch.setattr(claiming, "claim", broken_claim)
     support.work(clock)
     assert fetch(occurrence).state == OccurrenceState.DISPATCHED
 
@@ -380,7 +380,7 @@ def test_when_the_give_back_fails_too_the_job_still_fails_cleanly(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     occurrence = handed_off(clock)
-    monkeypatch.setattr(lifecycle, "claim", broken_claim)
+    monkeypatch.setattr(claiming, "claim", broken_claim)
     give_back = Flaky(giveback.give_back, 10, OperationalError("the database is away"))
     monkeypatch.setattr(giveback, "give_back", give_back)
     with caplog.at_level(logging.WARNING, logger="scheduler_app"):

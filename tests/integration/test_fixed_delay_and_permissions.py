@@ -13,7 +13,7 @@ from project.demo.tasks import ping
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import OccurrenceState, Schedule, ScheduleStatus
 from scheduler_app.services import cancel_schedule, delete_schedule, pause_schedule
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming, lifecycle
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
 from tests.integration.worker_support import due_one, fetch, rate_limited, run
 
@@ -57,7 +57,7 @@ def test_fixed_delay_counts_from_the_slot_when_the_completion_reads_earlier() ->
     clock.set(slot)
     beat.tick()
     [first] = rows(target)
-    claim = lifecycle.claim(first.pk, owner="w", now=slot + timedelta(seconds=1), lease=LEASE)
+    claim = claiming.claim(first.pk, owner="w", now=slot + timedelta(seconds=1), lease=LEASE)
     stepped_back = slot - 5 * MINUTE
     assert lifecycle.finish(
         first.pk, token=claim.token, state=OccurrenceState.SUCCEEDED, reason="", now=stepped_back
@@ -143,7 +143,7 @@ def test_a_custom_permission_check(settings: Settings, tenant: str, state: str) 
 
 def running_with_a_waiting_one(
     clock: FakeClock, broker: MemoryPublisher, **fields: object
-) -> tuple[Schedule, lifecycle.Claim]:
+) -> tuple[Schedule, claiming.Claim]:
     """An every-minute schedule whose first run is still going when the second slot is due."""
     target = schedule(clock, kind="interval", rule="60s", **fields)
     assert target.next_run_at is not None
@@ -151,13 +151,13 @@ def running_with_a_waiting_one(
     beat = ticker(broker, clock)
     beat.tick()
     first = rows(target)[0]
-    claim = lifecycle.claim(first.pk, owner="w", now=clock.now(), lease=LEASE)
+    claim = claiming.claim(first.pk, owner="w", now=clock.now(), lease=LEASE)
     clock.advance(MINUTE)
     beat.tick()
     return target, claim
 
 
-def finish(claim: lifecycle.Claim, clock: FakeClock) -> None:
+def finish(claim: claiming.Claim, clock: FakeClock) -> None:
     assert claim.occurrence is not None
     assert lifecycle.finish(
         claim.occurrence.pk,
@@ -225,7 +225,7 @@ def test_cancelled_while_running(how: str) -> None:
 def test_fixed_delay_cancelled_while_running_schedules_nothing_more() -> None:
     clock, broker = FakeClock(START), MemoryPublisher()
     occurrence = due_one(clock, broker, interval_mode="fixed_delay")
-    claim = lifecycle.claim(occurrence.pk, owner="w", now=clock.now(), lease=LEASE)
+    claim = claiming.claim(occurrence.pk, owner="w", now=clock.now(), lease=LEASE)
     cancel_schedule(occurrence.schedule_id, clock=clock)
     clock.advance(10)
     finish(claim, clock)

@@ -14,25 +14,25 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, Trigger
 from scheduler_app.models.latest import RECENT, decoded, latest
 from scheduler_app.monitoring.monitor import run_monitor
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming, lifecycle
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
 
 MINUTE = timedelta(minutes=1)
 LEASE = timedelta(minutes=5)
 
 
-def claimed(target: Schedule, clock: FakeClock) -> lifecycle.Claim:
+def claimed(target: Schedule, clock: FakeClock) -> claiming.Claim:
     """The schedule's next due occurrence, claimed as a worker does."""
     ticker(MemoryPublisher(), clock).tick()
     occurrence = [row for row in rows(target) if row.state in ("pending", "dispatched")][-1]
-    claim = lifecycle.claim(
+    claim = claiming.claim(
         occurrence.pk, owner="w1", now=clock.now(), lease=LEASE, task=target.task
     )
     assert claim.claimed and claim.occurrence is not None, claim.reason
     return claim
 
 
-def end(claim: lifecycle.Claim, state: str, at: object) -> bool:
+def end(claim: claiming.Claim, state: str, at: object) -> bool:
     assert claim.occurrence is not None
     return lifecycle.finish(
         claim.occurrence.pk,

@@ -21,7 +21,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.models import ACTIVE_STATES, Occurrence, OccurrenceState, Schedule
 from scheduler_app.ticker import Ticker
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming, lifecycle
 from tests.integration.support import START, MemoryPublisher, rows, schedule, ticker
 from tests.integration.worker_support import asked_to_stop_midway, cancellable, due_one, fetch, run
 
@@ -63,13 +63,13 @@ class Scene:
     def occurrence(self, index: int) -> Occurrence:
         return fetch(rows(self.target)[index])
 
-    def claim(self, index: int) -> lifecycle.Claim:
+    def claim(self, index: int) -> claiming.Claim:
         occurrence = self.occurrence(index)
-        claim = lifecycle.claim(occurrence.pk, owner="w", now=self.clock.now(), lease=LEASE)
+        claim = claiming.claim(occurrence.pk, owner="w", now=self.clock.now(), lease=LEASE)
         assert claim.claimed, claim.reason
         return claim
 
-    def finish(self, claim: lifecycle.Claim, state: str = OccurrenceState.SUCCEEDED) -> None:
+    def finish(self, claim: claiming.Claim, state: str = OccurrenceState.SUCCEEDED) -> None:
         assert claim.occurrence is not None
         now = self.clock.now()
         assert lifecycle.finish(
@@ -79,7 +79,7 @@ class Scene:
 
 def scene(
     policy: str, *, claim_first: bool = True, **fields: object
-) -> tuple[Scene, lifecycle.Claim | None]:
+) -> tuple[Scene, claiming.Claim | None]:
     clock, broker = FakeClock(START), RevokingPublisher()
     target = schedule(clock, kind="interval", rule="60s", overlap_policy=policy, **fields)
     assert target.next_run_at is not None
@@ -257,7 +257,7 @@ def _work(targets: list[Schedule], now: datetime) -> None:
     """A worker: claims every active occurrence; those of even schedules also finish."""
     for index, target in enumerate(targets):
         for row in Occurrence.objects.filter(schedule=target, state__in=ACTIVE_STATES):
-            claim = lifecycle.claim(row.pk, owner="w", now=now, lease=LEASE)
+            claim = claiming.claim(row.pk, owner="w", now=now, lease=LEASE)
             if index % 2 == 0 and claim.claimed:
                 lifecycle.finish(row.pk, token=claim.token, state="succeeded", reason="", now=now)
 

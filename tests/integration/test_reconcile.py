@@ -14,7 +14,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch.reconcile import ReconcileReport, reconcile
 from scheduler_app.models import OccurrenceState
 from scheduler_app.publishing.calls import eta_of
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming
 from tests.integration.support import START, MemoryPublisher, rows, schedule, ticker
 from tests.integration.worker_support import due_one, fetch, rate_limited, run
 
@@ -34,7 +34,7 @@ def test_a_lost_worker_is_requeued_then_failed_lost_releasing_the_buffered_one()
     beat = ticker(broker, clock, RECONCILE_INTERVAL=3600)  # this test calls the reconciler
     beat.tick()
     [first] = rows(target)
-    lifecycle.claim(first.pk, owner="killed", now=clock.now(), lease=LEASE)
+    claiming.claim(first.pk, owner="killed", now=clock.now(), lease=LEASE)
 
     clock.advance(LEASE)  # not expired yet: the lease runs until its expiry instant
     assert reconcile(clock.now(), retry_grace=GRACE) == ReconcileReport()
@@ -49,7 +49,7 @@ def test_a_lost_worker_is_requeued_then_failed_lost_releasing_the_buffered_one()
     beat.tick()  # republishes the same id; the next slot waits behind it
     assert broker.ids == [str(first.pk)] * 2
     assert [r.state for r in rows(target)] == [OccurrenceState.DISPATCHED, "buffered"]
-    second_try = lifecycle.claim(first.pk, owner="killed-again", now=clock.now(), lease=LEASE)
+    second_try = claiming.claim(first.pk, owner="killed-again", now=clock.now(), lease=LEASE)
     assert (second_try.claimed, second_try.attempt) == (True, 2)
 
     clock.advance(LEASE + SECOND)
@@ -67,7 +67,7 @@ def test_a_lost_worker_is_requeued_then_failed_lost_releasing_the_buffered_one()
 def test_a_lost_worker_past_the_deadline_is_failed_lost_not_retried() -> None:
     clock = FakeClock(START)
     occurrence = due_one(clock, deadline=20, max_attempts=5)
-    lifecycle.claim(occurrence.pk, owner="killed", now=clock.now(), lease=LEASE)
+    claiming.claim(occurrence.pk, owner="killed", now=clock.now(), lease=LEASE)
     clock.advance(LEASE + SECOND)
     assert reconcile(clock.now(), retry_grace=GRACE).lost == 1
     assert fetch(occurrence).state == OccurrenceState.FAILED
@@ -83,7 +83,7 @@ def test_a_lost_worker_asked_to_stop_is_cancelled_and_the_newest_one_starts(
     beat = ticker(broker, clock, RECONCILE_INTERVAL=3600)
     beat.tick()
     [first] = rows(target)
-    lifecycle.claim(first.pk, owner="killed", now=clock.now(), lease=LEASE)
+    claiming.claim(first.pk, owner="killed", now=clock.now(), lease=LEASE)
     clock.set(first.scheduled_for + timedelta(seconds=60))
     beat.tick()  # asks the first to stop; its worker dies instead
     clock.advance(LEASE)
@@ -103,7 +103,7 @@ def test_a_buffered_one_past_its_deadline_expires() -> None:
     beat = ticker(MemoryPublisher(), clock, RECONCILE_INTERVAL=3600)
     beat.tick()
     [first] = rows(target)
-    lifecycle.claim(first.pk, owner="slow", now=clock.now(), lease=timedelta(hours=1))
+    claiming.claim(first.pk, owner="slow", now=clock.now(), lease=timedelta(hours=1))
     clock.advance(timedelta(seconds=60))
     beat.tick()
     second = rows(target)[1]
@@ -139,7 +139,7 @@ def test_a_lost_run_stays_due_at_once_when_the_clock_steps_back() -> None:
     beat = ticker(broker, clock, RECONCILE_INTERVAL=3600)
     beat.tick()
     [first] = rows(target)
-    lifecycle.claim(first.pk, owner="killed", now=clock.now(), lease=LEASE)
+    claiming.claim(first.pk, owner="killed", now=clock.now(), lease=LEASE)
     clock.advance(timedelta(hours=2))  # stepped forward: the lease reads expired
     assert reconcile(clock.now(), retry_grace=GRACE).requeued == 1
     assert fetch(first).not_before == first.not_before
@@ -148,7 +148,7 @@ def test_a_lost_run_stays_due_at_once_when_the_clock_steps_back() -> None:
     assert eta_of(fetch(first), clock.now()) is None
     beat.tick()  # republished at once
     assert broker.ids.count(str(first.pk)) == 2
-    retried = lifecycle.claim(first.pk, owner="alive", now=clock.now(), lease=LEASE)
+    retried = claiming.claim(first.pk, owner="alive", now=clock.now(), lease=LEASE)
     assert (retried.claimed, retried.attempt) == (True, 2)
 
 

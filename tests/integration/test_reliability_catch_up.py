@@ -16,7 +16,7 @@ import pytest
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, Trigger
 from scheduler_app.policies.overlap import decide_overlap
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming, lifecycle
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
 
 pytestmark = pytest.mark.django_db
@@ -41,7 +41,7 @@ class Worker:
             lifecycle.finish(occurrence_id, token=token, state="succeeded", reason="", now=now)
             self.running = None
         while self.running is None and self.queue:
-            claim = lifecycle.claim(self.queue.pop(0), owner="w", now=now, lease=LEASE)
+            claim = claiming.claim(self.queue.pop(0), owner="w", now=now, lease=LEASE)
             if claim.claimed:
                 self.running = (str(claim.occurrence.pk), claim.token, now + RUN)  # type: ignore[union-attr]
 

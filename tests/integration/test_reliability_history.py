@@ -11,7 +11,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.models import OccurrenceAttempt, OccurrenceState
 from scheduler_app.services import pause_schedule, replay_occurrence, resume_schedule
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming
 from tests.integration.support import START, MemoryPublisher, reload, schedule, ticker
 from tests.integration.worker_support import due_one, fetch, flaky, rate_limited, run
 
@@ -31,7 +31,7 @@ def test_retries_a_lost_worker_and_a_replay_each_leave_a_row() -> None:
     )
     run(flaky, occurrence, clock)  # attempt 1 fails: retrying
     clock.set(fetch(occurrence).not_before)
-    lifecycle.claim(occurrence.pk, owner="doomed", now=clock.now(), lease=LEASE)  # attempt 2
+    claiming.claim(occurrence.pk, owner="doomed", now=clock.now(), lease=LEASE)  # attempt 2
     clock.advance(LEASE * 2)
     reconcile(clock.now(), retry_grace=LEASE)  # its worker died: back to the outbox
     run(flaky, fetch(occurrence), clock)  # attempt 3 fails: retries exhausted

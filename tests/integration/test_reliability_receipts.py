@@ -46,12 +46,12 @@ def test_a_lost_receiver_is_republished_a_queued_message_is_not() -> None:
 
 
 def test_a_claimed_occurrence_is_not_a_receipt_any_more() -> None:
-    from scheduler_app.worker import lifecycle
+    from scheduler_app.worker import claiming
 
     clock = FakeClock(START)
     occurrence = due_one(clock)
     mark_received(occurrence.pk, node="w:1", now=clock.now(), lease=LEASE)
-    lifecycle.claim(occurrence.pk, owner="w:1", now=clock.now(), lease=timedelta(hours=1))
+    claiming.claim(occurrence.pk, owner="w:1", now=clock.now(), lease=timedelta(hours=1))
     clock.advance(timedelta(minutes=5))
     reconcile(clock.now(), retry_grace=GRACE)
     assert fetch(occurrence).state == OccurrenceState.RUNNING

@@ -15,7 +15,7 @@ from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.handoff.protocol import context_headers
 from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleStatus
 from scheduler_app.signals import record_revoked
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming, lifecycle
 from tests.integration.support import MemoryPublisher, schedule, ticker
 from tests.integration.worker_support import due_one, fetch
 
@@ -46,7 +46,7 @@ def test_a_message_that_never_reaches_a_worker_is_republished_then_failed() -> N
 def test_a_revoked_copy_does_not_end_the_running_attempt() -> None:
     clock = FakeClock(START)
     occurrence = due_one(clock, overlap_policy="buffer_all", deadline=120)
-    claim = lifecycle.claim(occurrence.pk, owner="w1", now=clock.now(), lease=LEASE)
+    claim = claiming.claim(occurrence.pk, owner="w1", now=clock.now(), lease=LEASE)
     assert claim.claimed
     copy = SimpleNamespace(scheduler=context_headers(occurrence), retries=0)
     record_revoked(request=copy, expired=True)
@@ -63,7 +63,7 @@ def test_resume_applies_the_overlap_policy_to_the_catch_up_batch() -> None:
     beat = ticker(MemoryPublisher(), clock)
     beat.tick()
     running = Occurrence.objects.get(schedule=target)
-    lifecycle.claim(running.pk, owner="w1", now=clock.now(), lease=timedelta(days=1))
+    claiming.claim(running.pk, owner="w1", now=clock.now(), lease=timedelta(days=1))
     services.pause_schedule(target.pk, clock=clock)
     clock.advance(timedelta(hours=6))
     services.resume_schedule(target.pk, clock=clock)
@@ -83,7 +83,7 @@ def test_fixed_delay_respects_ends_at() -> None:
         ends_at=START + timedelta(hours=1, minutes=5),
     )
     target = Schedule.objects.get(pk=occurrence.schedule_id)
-    claim = lifecycle.claim(occurrence.pk, owner="w1", now=clock.now(), lease=LEASE)
+    claim = claiming.claim(occurrence.pk, owner="w1", now=clock.now(), lease=LEASE)
     clock.set(target.ends_at - timedelta(seconds=30))
     lifecycle.finish(
         occurrence.pk, token=claim.token, state="succeeded", reason="", now=clock.now()
@@ -104,7 +104,7 @@ def test_debounce_after_its_schedule_was_cancelled_starts_a_new_one() -> None:
 def test_a_lost_run_of_a_cancelled_schedule_does_not_run_again() -> None:
     clock = FakeClock(START)
     occurrence = due_one(clock)
-    lifecycle.claim(occurrence.pk, owner="w1", now=clock.now(), lease=LEASE)
+    claiming.claim(occurrence.pk, owner="w1", now=clock.now(), lease=LEASE)
     services.cancel_schedule(occurrence.schedule_id, clock=clock)
     clock.advance(timedelta(minutes=5))
     reconcile(clock.now(), retry_grace=timedelta(seconds=60))

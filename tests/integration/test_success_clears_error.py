@@ -11,7 +11,7 @@ import pytest
 from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.models import OccurrenceState
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming
 from tests.integration.support import START, MemoryPublisher, ticker
 from tests.integration.worker_support import due_one, fetch, flaky, run
 
@@ -25,7 +25,7 @@ def test_a_run_that_succeeds_after_a_lost_attempt_clears_its_error(overlap_polic
     occurrence = due_one(
         clock, broker, task="tests.flaky", kwargs={"succeed_on": 0}, overlap_policy=overlap_policy
     )
-    lifecycle.claim(occurrence.pk, owner="killed", now=clock.now(), lease=LEASE)
+    claiming.claim(occurrence.pk, owner="killed", now=clock.now(), lease=LEASE)
     clock.advance(LEASE + timedelta(seconds=1))
     assert reconcile(clock.now(), retry_grace=timedelta(seconds=60)).requeued == 1
     assert "stopped heartbeating" in fetch(occurrence).last_error

@@ -25,7 +25,7 @@ from scheduler_app.conf import get_settings
 from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.handoff.protocol import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.worker import lifecycle, redelivery
+from scheduler_app.worker import claiming, redelivery
 from tests.integration.support import START
 from tests.integration.worker_support import due_one, fetch, load_task_modules
 
@@ -48,13 +48,13 @@ def _clean() -> Iterator[None]:
 
 
 class FailingClaim:
-    """``lifecycle.claim`` that raises ``error`` for its first ``failures`` calls."""
+    """``claiming.claim`` that raises ``error`` for its first ``failures`` calls."""
 
     def __init__(self, failures: int, error: Exception) -> None:
         self.failures, self.error, self.calls = failures, error, 0
-        self.claim = lifecycle.claim
+        self.claim = claiming.claim
 
-    def __call__(self, *args: Any, **kwargs: Any) -> lifecycle.Claim:
+    def __call__(self, *args: Any, **kwargs: Any) -> claiming.Claim:
         self.calls += 1
         if self.calls <= self.failures:
             raise self.error
@@ -114,7 +114,7 @@ def test_a_claim_that_meets_the_database_down_is_delivered_again_and_runs_once(
     clock = FakeClock(START)
     occurrence = due_one(clock, task="tests.claim_counted")
     claim = FailingClaim(1, OperationalError("the connection is closed"))
-    monkeypatch.setattr(lifecycle, "claim", claim)
+    monkeypatch.setattr(claiming, "claim", claim)
 
     with caplog.at_level(logging.WARNING, logger="scheduler_app.tasks"):
         deliver(beat_message(occurrence), clock)
@@ -147,7 +147,7 @@ def test_the_body_never_runs_while_the_claim_fails_and_the_tries_are_bounded(
     clock = FakeClock(START)
     occurrence = due_one(clock, task="tests.claim_counted")
     claim = FailingClaim(10_000, InterfaceError("connection already closed"))
-    monkeypatch.setattr(lifecycle, "claim", claim)
+    monkeypatch.setattr(claiming, "claim", claim)
 
     headers = beat_message(occurrence)
     delays = []
@@ -175,13 +175,13 @@ def test_the_copy_is_not_published_when_the_claim_had_committed(
     clock = FakeClock(START)
     occurrence = due_one(clock, task="tests.claim_counted")
 
-    real_claim = lifecycle.claim
+    real_claim = claiming.claim
 
-    def committed_then_dropped(*args: Any, **kwargs: Any) -> lifecycle.Claim:
+    def committed_then_dropped(*args: Any, **kwargs: Any) -> claiming.Claim:
         real_claim(*args, **kwargs)
         raise OperationalError("server closed the connection unexpectedly")
 
-    monkeypatch.setattr(lifecycle, "claim", committed_then_dropped)
+    monkeypatch.setattr(claiming, "claim", committed_then_dropped)
     deliver(beat_message(occurrence), clock)
     monkeypatch.undo()
     broker.install(monkeypatch)
@@ -198,7 +198,7 @@ def test_an_eager_run_raises_the_error_and_publishes_nothing(
     """``apply()`` may run inside the caller's transaction: its error is the caller's."""
     clock = FakeClock(START)
     occurrence = due_one(clock, task="tests.claim_counted")
-    monkeypatch.setattr(lifecycle, "claim", FailingClaim(1, OperationalError("down")))
+    monkeypatch.setattr(claiming, "claim", FailingClaim(1, OperationalError("down")))
     counted.clock = clock  # type: ignore[attr-defined]
     try:
         result = counted.apply(

@@ -16,7 +16,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.context import OccurrenceContext
 from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.models import Occurrence, OccurrenceState, Trigger
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming, lifecycle
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
 from tests.integration.worker_support import (
     context_task,
@@ -50,7 +50,7 @@ def test_claim_takes_a_lease_and_a_fencing_token() -> None:
     assert occurrence.state == OccurrenceState.DISPATCHED
     now = clock.advance(2)
 
-    claim = lifecycle.claim(occurrence.pk, owner="host:1", now=now, lease=LEASE)
+    claim = claiming.claim(occurrence.pk, owner="host:1", now=now, lease=LEASE)
 
     assert (claim.claimed, claim.token, claim.attempt) == (True, 1, 1)
     row = fetch(occurrence)
@@ -62,11 +62,11 @@ def test_claim_takes_a_lease_and_a_fencing_token() -> None:
 def test_a_second_claim_is_refused_with_its_reason() -> None:
     clock = FakeClock(START)
     occurrence = due_one(clock)
-    assert lifecycle.claim(occurrence.pk, owner="a", now=clock.now(), lease=LEASE).claimed
-    again = lifecycle.claim(occurrence.pk, owner="b", now=clock.now(), lease=LEASE)
+    assert claiming.claim(occurrence.pk, owner="a", now=clock.now(), lease=LEASE).claimed
+    again = claiming.claim(occurrence.pk, owner="b", now=clock.now(), lease=LEASE)
     assert (again.claimed, again.reason) == (False, "already_running")
     assert fetch(occurrence).lease_owner == "a"
-    unknown = lifecycle.claim(
+    unknown = claiming.claim(
         "00000000-0000-0000-0000-000000000000", owner="b", now=clock.now(), lease=LEASE
     )
     assert (unknown.claimed, unknown.reason) == (False, "unknown_occurrence")
@@ -75,7 +75,7 @@ def test_a_second_claim_is_refused_with_its_reason() -> None:
 def test_heartbeat_extends_only_the_current_attempt() -> None:
     clock = FakeClock(START)
     occurrence = due_one(clock)
-    claim = lifecycle.claim(occurrence.pk, owner="a", now=clock.now(), lease=LEASE)
+    claim = claiming.claim(occurrence.pk, owner="a", now=clock.now(), lease=LEASE)
     later = clock.advance(20)
     assert lifecycle.heartbeat(occurrence.pk, token=claim.token, now=later, lease=LEASE)
     assert fetch(occurrence).lease_expires_at == later + LEASE
@@ -85,13 +85,13 @@ def test_heartbeat_extends_only_the_current_attempt() -> None:
 def test_a_late_writer_with_an_old_token_cannot_overwrite_a_newer_attempt() -> None:
     clock = FakeClock(START)
     occurrence = due_one(clock)
-    old = lifecycle.claim(occurrence.pk, owner="slow", now=clock.now(), lease=LEASE)
+    old = claiming.claim(occurrence.pk, owner="slow", now=clock.now(), lease=LEASE)
     # The slow worker stops heartbeating; the reconciler hands the occurrence to another.
     clock.advance(LEASE + timedelta(seconds=1))
     assert reconcile(clock.now(), retry_grace=GRACE).requeued == 1
     # The outbox hands it off again (a pending row is claimable only while a beat holds it).
     Occurrence.objects.filter(pk=occurrence.pk).update(publish_lease_until=clock.now() + LEASE)
-    new = lifecycle.claim(occurrence.pk, owner="fast", now=clock.now(), lease=LEASE)
+    new = claiming.claim(occurrence.pk, owner="fast", now=clock.now(), lease=LEASE)
     assert (new.claimed, new.token, new.attempt) == (True, 2, 2)
 
     now = clock.advance(5)
@@ -154,7 +154,7 @@ def test_duplicate_delivery_while_running_is_ignored_and_logged(
 ) -> None:
     clock = FakeClock(START)
     occurrence = due_one(clock)
-    first = lifecycle.claim(occurrence.pk, owner="other-worker", now=clock.now(), lease=LEASE)
+    first = claiming.claim(occurrence.pk, owner="other-worker", now=clock.now(), lease=LEASE)
 
     with caplog.at_level(logging.INFO, logger="scheduler_app"):
         duplicate = run(ping, occurrence, clock)
@@ -185,7 +185,7 @@ def test_context_is_one_frozen_object_with_the_claimed_attempt() -> None:
         beat.tick()
     first, second = Occurrence.objects.filter(schedule=target).order_by("scheduled_for")
     # The first attempt of the second slot was lost: the next delivery is attempt 2.
-    lifecycle.claim(second.pk, owner="died", now=clock.now(), lease=LEASE)
+    claiming.claim(second.pk, owner="died", now=clock.now(), lease=LEASE)
     clock.advance(LEASE + timedelta(seconds=1))
     reconcile(clock.now(), retry_grace=GRACE)
     second = fetch(second)

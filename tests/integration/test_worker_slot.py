@@ -19,7 +19,7 @@ from scheduler_app.db.cursors import prepares
 from scheduler_app.handoff.protocol import HEADER, context_headers
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.signals import _record_revoked
-from scheduler_app.worker import lifecycle
+from scheduler_app.worker import claiming
 from scheduler_app.worker.receiving import mark_received
 from tests.integration.support import START
 from tests.integration.worker_support import due_one, fetch
@@ -92,13 +92,13 @@ def test_a_wrong_or_missing_slot_claims_its_own_occurrence_once(
 def test_the_claim_refuses_a_running_occurrence_whatever_slot_the_message_names() -> None:
     clock = FakeClock(START)
     mine, other = two_due(clock)
-    first = lifecycle.claim(
+    first = claiming.claim(
         mine.pk, owner="w1", now=clock.now(), lease=timedelta(seconds=60),
         scheduled_for=mine.scheduled_for,
     )  # fmt: skip
     assert first.claimed
     for slot in (mine.scheduled_for, other.scheduled_for, None):
-        again = lifecycle.claim(
+        again = claiming.claim(
             mine.pk, owner="w2", now=clock.now(), lease=timedelta(seconds=60), scheduled_for=slot
         )
         assert (again.claimed, again.reason) == (False, "already_running")
