@@ -4,7 +4,8 @@ the busiest minutes with the schedules behind them; the days a time zone changes
 under a rate.
 
 Each schedule's slots come from its timing as the beat would compute them (windows, holidays,
-bounds and the search budget included), before jitter. A fixed-delay interval counts only its
+bounds and the search budget included), before jitter. Shadow schedules are left out (nothing
+runs for them). A fixed-delay interval counts only its
 next run (the ones after depend on when runs end). A schedule whose timing cannot be evaluated
 is listed with the reason instead of counted.
 """
@@ -16,15 +17,18 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from time import monotonic
 from zoneinfo import ZoneInfo
 
 from scheduler_app.definition.schedule import timing_for
 from scheduler_app.errors import SchedulerError
-from scheduler_app.models import IntervalMode, Schedule, ScheduleStatus
-from scheduler_app.timing import iter_slots
+from scheduler_app.models import IntervalMode, Schedule, ScheduleMode, ScheduleStatus
+from scheduler_app.timing import iter_between
 from scheduler_app.timing.calendars.public_holidays import parse_holidays
 
 MAX_DAYS = 7
+MIN_RATE = 0.001
+"""The smallest rate (runs per second) a forecast takes: one run in about 17 minutes."""
 MAX_SLOTS = 1_000_000
 """Slots one forecast counts at most (a page or a command never runs unbounded): past it, the
 schedules not yet counted are left out and the forecast says it is partial."""
@@ -68,7 +72,8 @@ class Forecast:
     busiest: list[Busy] = field(default_factory=list)
     marked: list[Marked] = field(default_factory=list)
     partial: int = 0
-    """Active schedules left out because the forecast reached ``max_slots`` (0: none)."""
+    """Active schedules left out, or counted only in part, because the forecast reached its
+    slots or its time (0: none)."""
 
     @property
     def total(self) -> int:
@@ -90,34 +95,58 @@ def forecast(
     top: int = 10,
     rate: float | None = None,
     max_slots: int = MAX_SLOTS,
+    seconds: float | None = None,
 ) -> Forecast:
-    """Count the slots in ``(now, now + days]`` of ``schedules`` (the active ones are used),
-    at most ``max_slots`` of them."""
+    """Count the slots in ``(now, now + days]`` of ``schedules`` (the active, live ones), at
+    most ``max_slots`` of them and, with ``seconds``, for at most that long: both are checked
+    between any two slots, so no schedule runs past them."""
     if not 1 <= days <= MAX_DAYS:
         raise ValueError(f"days must be between 1 and {MAX_DAYS}, got {days}")
-    if rate is not None and rate <= 0:
-        raise ValueError(f"rate must be a positive number of runs per second, got {rate}")
+    check_rate(rate)
     result = Forecast(start=now, end=now + timedelta(days=days))
-    active = [s for s in schedules if s.status == ScheduleStatus.ACTIVE]
-    per_schedule: dict[str, Counter[datetime]] = {}
+    deadline = None if seconds is None else monotonic() + seconds
+    active = [
+        s for s in schedules if s.status == ScheduleStatus.ACTIVE and s.mode != ScheduleMode.SHADOW
+    ]
+    per_schedule: dict[object, Counter[datetime]] = {}
+    names: dict[object, str] = {}
     counted: list[Schedule] = []
     for index, schedule in enumerate(active):
-        if result.total >= max_slots:
-            result.partial = len(active) - index
-            break
+        minutes: Counter[datetime] = Counter()
+        cut = False
         try:
-            minutes = Counter(_minute(slot) for slot in _slots(schedule, now, result.end))
+            ZoneInfo(schedule.timezone)  # a fixed-delay schedule's zone is read nowhere else
+            parse_holidays(schedule.exclude_holidays)
+            for slot in _slots(schedule, now, result.end):
+                minutes[_minute(slot)] += 1
+                if _spent(result.total + minutes.total(), max_slots, deadline):
+                    cut = True  # this one counted in part: left out too
+                    break
         except (SchedulerError, ValueError, OverflowError, KeyError) as exc:
             result.unforecast.append((_name(schedule), str(exc)))
             continue
         result.schedules += 1
         counted.append(schedule)
         result.minutes.update(minutes)
-        result.lanes[(schedule.tenant or "", schedule.target)] += sum(minutes.values())
-        per_schedule[_name(schedule)] = minutes
-    result.busiest = _busiest(result.minutes, per_schedule, top, rate)
+        result.lanes[(schedule.tenant or "", schedule.target)] += minutes.total()
+        per_schedule[schedule.pk] = minutes
+        names[schedule.pk] = _name(schedule)
+        if cut or _spent(result.total, max_slots, deadline):
+            result.partial = len(active) - index - 1 + cut
+            break
+    result.busiest = _busiest(result.minutes, per_schedule, names, top, rate)
     result.marked = _dst_days(counted, now, result.end) + _holidays(counted, now, result.end)
     return result
+
+
+def check_rate(rate: float | None) -> None:
+    """A rate is a finite number of runs per second, at least ``MIN_RATE``."""
+    if rate is not None and not (math.isfinite(rate) and rate >= MIN_RATE):
+        raise ValueError(f"rate must be a number of runs per second from {MIN_RATE} up, got {rate}")
+
+
+def _spent(total: int, max_slots: int, deadline: float | None) -> bool:
+    return total >= max_slots or (deadline is not None and monotonic() >= deadline)
 
 
 def _slots(schedule: Schedule, now: datetime, end: datetime) -> Iterator[datetime]:
@@ -125,10 +154,7 @@ def _slots(schedule: Schedule, now: datetime, end: datetime) -> Iterator[datetim
         if schedule.next_run_at is not None and now < schedule.next_run_at <= end:
             yield schedule.next_run_at
         return
-    for slot in iter_slots(timing_for(schedule), now):
-        if slot > end:
-            return
-        yield slot
+    yield from iter_between(timing_for(schedule), now, end)
 
 
 def _minute(instant: datetime) -> datetime:
@@ -141,19 +167,21 @@ def _name(schedule: Schedule) -> str:
 
 def jitter_to_spread(count: int, rate: float) -> int:
     """Seconds of jitter that spread ``count`` runs due together under ``rate`` per second."""
+    check_rate(rate)
     return 0 if count <= rate else math.ceil(count / rate)
 
 
 def _busiest(
     minutes: Counter[datetime],
-    per_schedule: dict[str, Counter[datetime]],
+    per_schedule: dict[object, Counter[datetime]],
+    names: dict[object, str],
     top: int,
     rate: float | None,
 ) -> list[Busy]:
     found: list[Busy] = []
     for minute, count in sorted(minutes.items(), key=lambda item: (-item[1], item[0]))[:top]:
-        behind = Counter({name: slots[minute] for name, slots in per_schedule.items()})
-        listed = [(name, n) for name, n in behind.most_common(5) if n]
+        behind = Counter({pk: slots[minute] for pk, slots in per_schedule.items()})
+        listed = [(names[pk], n) for pk, n in behind.most_common(5) if n]
         jitter = jitter_to_spread(count, rate) if rate is not None else 0
         found.append(Busy(minute, count, listed, jitter))
     return found
@@ -164,7 +192,7 @@ def _dst_days(schedules: list[Schedule], start: datetime, end: datetime) -> list
     zones = Counter(schedule.timezone for schedule in schedules)
     marked = []
     for name, count in sorted(zones.items()):
-        zone = ZoneInfo(name)
+        zone = ZoneInfo(name)  # read by ``forecast`` already: schedules it refused are not here
         day = start.date()
         while day <= end.date():
             midnight = datetime(day.year, day.month, day.day, tzinfo=start.tzinfo)

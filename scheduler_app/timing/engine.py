@@ -113,11 +113,17 @@ def slots_between(
     timing: Timing, after: datetime, until: datetime, limit: int | None = None
 ) -> list[datetime]:
     """Slots ``s`` with ``after < s <= until``, oldest first, at most ``limit`` of them."""
+    bounded = iter_between(timing, after, until)
+    return list(islice(bounded, limit) if limit is not None else bounded)
+
+
+def iter_between(timing: Timing, after: datetime, until: datetime) -> Iterator[datetime]:
+    """``slots_between`` one slot at a time: a caller with its own bound (a forecast's time)
+    stops between any two slots; the search never looks past ``until``."""
     after = ensure_aware(after, "after")
     until = ensure_aware(until, "until")
     meter = timing.budget.meter(after, stop_at=_earlier(until, timing.ends_at))
-    bounded = _until((slot for slot, _, _ in _annotated(timing, after, meter)), until)
-    return list(islice(bounded, limit) if limit is not None else bounded)
+    return _until((slot for slot, _, _ in _annotated(timing, after, meter)), until)
 
 
 def previous_slot(timing: Timing, instant: datetime, *, inclusive: bool = True) -> datetime | None:

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django_webtest import DjangoTestApp  # type: ignore[import-untyped]
 
 from scheduler_app.clock import FakeClock
+from scheduler_app.forecast import counts
 from scheduler_app.forecast.counts import forecast, jitter_to_spread
 from scheduler_app.models import Schedule
 from tests.integration.admin.support import staff
@@ -139,6 +140,9 @@ def test_the_command_prints_the_same_counts_and_refuses_bad_arguments() -> None:
         ["--rate", "0"],
         ["--from", "tomorrow"],
         ["--from", "2027-03-26T12:00:00"],
+        ["--rate", "nan"],
+        ["--rate", "1e-320"],
+        ["--from", "9999-12-31T00:00:00Z"],
     ):
         with pytest.raises(CommandError) as caught:
             call_command("schedule_forecast", *bad, stdout=StringIO())
@@ -157,12 +161,53 @@ def test_the_admin_page_shows_a_tenant_its_own_schedules_only(django_app: Django
     assert "riga-0" in page.text  # the busiest minutes name the schedules behind them
     stranger = staff("nobody")
     assert django_app.get(url, user=stranger, expect_errors=True).status_code == 403
-    odd = django_app.get(url, {"days": "40", "rate": "-1"}, user=acme)  # typed in the URL
-    assert odd.status_code == 200 and odd.context["days"] == 1 and odd.context["rate"] is None
+    for days, rate in (("40", "-1"), ("x", "nan"), ("0", "1e-320"), ("3", "inf")):
+        odd = django_app.get(url, {"days": days, "rate": rate}, user=acme)  # typed in the URL
+        assert odd.status_code == 200 and odd.context["rate"] is None
 
 
 def test_a_forecast_stops_at_its_slot_budget_and_says_so() -> None:
     seed()
     result = forecast(Schedule.objects.all(), FROM, days=DAYS, max_slots=10)
-    assert result.total == 12  # four schedules of three slots: the fourth crosses the budget
-    assert result.partial == HERD + LOCAL - 4
+    assert result.total == 10  # three schedules of three slots, and one slot of the fourth
+    assert result.partial == HERD + LOCAL - 3  # the fourth is counted only in part
+
+
+def test_a_forecast_stops_at_its_time_budget_between_two_slots(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rules slow per slot (BYSETPOS) or with no slot at all cost time, not slots: the page's
+    budget is in seconds too, checked after every slot. Here each slot costs 0.4 s of a fake
+    clock, so a one-second budget stops at the third slot, in the first schedule."""
+    seed()
+    ticks = iter(i * 0.4 for i in range(1_000))
+    monkeypatch.setattr(counts, "monotonic", lambda: next(ticks))
+    result = forecast(Schedule.objects.all(), FROM, days=DAYS, seconds=1.0)
+    assert result.total == 3 and result.partial == HERD + LOCAL
+
+
+def test_shadow_schedules_and_impossible_rates_are_not_counted() -> None:
+    seed()
+    Schedule.objects.filter(name__startswith="riga-").update(mode="shadow")
+    assert forecast(Schedule.objects.all(), FROM, days=DAYS).total == 3 * HERD
+    for rate in (float("nan"), 1e-320, 0.0, -1.0, float("inf")):
+        with pytest.raises(ValueError, match="runs per second"):
+            forecast(Schedule.objects.all(), FROM, rate=rate)
+
+
+def test_a_fixed_delay_schedule_with_a_bad_zone_is_listed_not_a_crash() -> None:
+    clock = FakeClock(CREATED)
+    made = schedule(clock, name="delay", kind="interval", rule="3600", interval_mode="fixed_delay")
+    Schedule.objects.filter(pk=made.pk).update(
+        timezone="Mars/Olympus_Mons", next_run_at=CREATED + timedelta(hours=1)
+    )
+    result = forecast(Schedule.objects.all(), CREATED, days=1)
+    assert [name for name, _ in result.unforecast] == ["delay"]
+
+
+def test_schedules_with_one_name_are_each_behind_their_minute() -> None:
+    clock = FakeClock(CREATED)
+    schedule(clock, name="report", kind="cron", rule="0 0 * * *", timezone="UTC")
+    schedule(clock, name="report", kind="cron", rule="0 12 * * *", timezone="UTC")
+    result = forecast(Schedule.objects.all(), CREATED, days=1)
+    assert [busy.schedules for busy in result.busiest] == [[("report", 1)], [("report", 1)]]

@@ -19,9 +19,12 @@ from typing import Any
 from django.core.management.base import CommandParser
 from django.utils import timezone
 
-from scheduler_app.forecast.counts import MAX_DAYS, Forecast, forecast
+from scheduler_app.forecast.counts import MAX_DAYS, Forecast, check_rate, forecast
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.models import Schedule, ScheduleStatus
+
+LAST_YEAR = 9999
+"""A forecast ends up to a week after its start: it starts before the last year a date has."""
 
 
 class Command(OneLineErrors):
@@ -46,8 +49,10 @@ class Command(OneLineErrors):
     def handle(self, *args: Any, **options: Any) -> None:
         if not 1 <= options["days"] <= MAX_DAYS:
             self._reject_arguments(f"--days must be 1 to {MAX_DAYS}, not {options['days']}")
-        if options["rate"] is not None and options["rate"] <= 0:
-            self._reject_arguments(f"--rate must be above 0 runs per second: {options['rate']}")
+        try:
+            check_rate(options["rate"])
+        except ValueError as exc:
+            self._reject_arguments(f"--rate: {exc}")
         if options["top"] < 1:
             self._reject_arguments(f"--top must be 1 or more, not {options['top']}")
         start = _start(self, options["start"])
@@ -72,10 +77,10 @@ def _start(command: Command, value: str | None) -> datetime:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         parsed = None
-    if parsed is None or parsed.tzinfo is None:
+    if parsed is None or parsed.tzinfo is None or parsed.year >= LAST_YEAR:
         command._reject_arguments(
-            f"--from {value!r} is not an ISO 8601 instant with an offset; "
-            "write e.g. 2027-03-27T00:00:00Z"
+            f"--from {value!r} is not an ISO 8601 instant with an offset before the year "
+            f"{LAST_YEAR}; write e.g. 2027-03-27T00:00:00Z"
         )
     return parsed
 
