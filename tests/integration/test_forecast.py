@@ -17,7 +17,7 @@ from django.urls import reverse
 from django_webtest import DjangoTestApp  # type: ignore[import-untyped]
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.forecast import counts
+from scheduler_app.forecast import counts, picture
 from scheduler_app.forecast.counts import forecast, jitter_to_spread
 from scheduler_app.models import Schedule
 from tests.integration.admin.support import staff
@@ -211,3 +211,12 @@ def test_schedules_with_one_name_are_each_behind_their_minute() -> None:
     schedule(clock, name="report", kind="cron", rule="0 12 * * *", timezone="UTC")
     result = forecast(Schedule.objects.all(), CREATED, days=1)
     assert [busy.schedules for busy in result.busiest] == [[("report", 1)], [("report", 1)]]
+
+
+def test_the_picture_has_a_bar_per_busy_hour_and_a_band_for_the_dst_day() -> None:
+    seed()
+    result = forecast(Schedule.objects.all(), FROM, days=DAYS)
+    svg = str(picture.render(result))
+    assert svg.count(f'fill="{picture.BAR_FILL}"') == len(result.hours()) == 6
+    assert svg.count(f'fill="{picture.DST_FILL}"') == 1
+    assert "2027-03-28 Europe/Riga +02:00 -&gt; +03:00" in svg  # escaped like the page
