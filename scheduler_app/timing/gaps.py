@@ -226,10 +226,28 @@ def _month_of(yearday: int, year_length: int) -> int:
 
 
 def _period_days(freq: int, options: dict[str, Any]) -> int:
+    """At most how many days of one period its day parts can select (an upper bound: a
+    position past it is never reached, e.g. the second of one Monday a week)."""
+    if freq == du.DAILY:
+        return 1
+    months = options.get("bymonth") or range(1, 13)
     if freq == du.YEARLY:
-        months = options.get("bymonth") or range(1, 13)
-        return sum(29 if m == 2 else calendar.monthrange(2001, m)[1] for m in months)
-    return {du.MONTHLY: 31, du.WEEKLY: 7, du.DAILY: 1}[freq]
+        days = sum(29 if m == 2 else calendar.monthrange(2001, m)[1] for m in months)
+    else:
+        days = {du.MONTHLY: 31, du.WEEKLY: 7}[freq]
+    weekdays = options.get("byweekday") or ()
+    if weekdays:
+        numbered = sum(1 for day in weekdays if getattr(day, "n", None))
+        plain = len({day.weekday for day in weekdays if not getattr(day, "n", None)})
+        per_weekday = {du.WEEKLY: 1, du.MONTHLY: 5, du.YEARLY: 53}[freq]
+        spans = len(months) if freq == du.YEARLY else 1
+        days = min(days, plain * per_weekday + numbered * spans)
+    if options.get("bymonthday") and freq != du.WEEKLY:
+        spans = len(months) if freq == du.YEARLY else 1
+        days = min(days, len(set(options["bymonthday"])) * spans)
+    if options.get("byyearday") and freq == du.YEARLY:
+        days = min(days, len(set(options["byyearday"])))
+    return days
 
 
 def _timeset_size(options: dict[str, Any]) -> int:
