@@ -225,6 +225,18 @@ def _month_of(yearday: int, year_length: int) -> int:
     return (datetime(year, 1, 1) + timedelta(days=yearday - 1)).month  # noqa: DTZ001
 
 
+def times_per_period(freq: int, options: dict[str, Any]) -> int:
+    """At most how many times one period of the rule holds before BYSETPOS picks among them
+    (dateutil builds them all for every period, so this is BYSETPOS's cost per period)."""
+    if freq <= du.DAILY:
+        return _period_days(freq, options) * _timeset_size(options)
+    if freq == du.HOURLY:
+        return len(set(options["byminute"])) * len(set(options["bysecond"]))
+    if freq == du.MINUTELY:
+        return len(set(options["bysecond"]))
+    return 1
+
+
 def _period_days(freq: int, options: dict[str, Any]) -> int:
     """At most how many days of one period its day parts can select (an upper bound: a
     position past it is never reached, e.g. the second of one Monday a week)."""

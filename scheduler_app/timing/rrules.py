@@ -26,7 +26,13 @@ from scheduler_app.timing.content_lines import (
     with_dates,
 )
 from scheduler_app.timing.cron import CronExpr
-from scheduler_app.timing.gaps import DAY_PARTS, calendar_gap, never_reason, subdaily_pattern
+from scheduler_app.timing.gaps import (
+    DAY_PARTS,
+    calendar_gap,
+    never_reason,
+    subdaily_pattern,
+    times_per_period,
+)
 from scheduler_app.timing.rrule_text import (
     FREQS,
     MAX_RULE_LENGTH,
@@ -37,6 +43,10 @@ from scheduler_app.timing.rrule_text import (
     split_parts,
     wall_anchor,
 )
+
+MAX_SETPOS_TIMES = 1_000
+"""Times one period may hold when BYSETPOS picks among them: dateutil builds them all for
+every period, about 0.5 µs each (an hour of every second, 3,600, cost 1.9 ms a slot)."""
 
 Charge = Callable[[datetime], bool]
 """The search budget's charge for a wall time that may give no slot; False: stop."""
@@ -259,6 +269,14 @@ def _parse_body(text: str, anchor: datetime, zone: ZoneInfo) -> RRuleSpec:
 def _check_fires(freq: int, interval: int, options: dict[str, Any], anchor: datetime) -> int | None:
     """Refuse a rule that can never produce a slot; return its smallest gap (see gaps.py)."""
     reason = never_reason(freq, interval, options, anchor)
+    times = times_per_period(freq, options)
+    if "bysetpos" in options and times > MAX_SETPOS_TIMES:
+        raise InvalidRule(
+            "rrule.BYSETPOS",
+            f"BYSETPOS picks among {times:,} times in each period of this rule; at most "
+            f"{MAX_SETPOS_TIMES:,} are allowed (each period builds them all): narrow the "
+            "BYxxx parts, or write the times you want without BYSETPOS",
+        )
     gap: int | None = None
     if reason is None and freq in (du.HOURLY, du.MINUTELY, du.SECONDLY):
         gap, fires = subdaily_pattern(freq, interval, options, anchor)
