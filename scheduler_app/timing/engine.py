@@ -148,30 +148,63 @@ def previous_slot(timing: Timing, instant: datetime, *, inclusive: bool = True) 
     if end < floor:
         return None
     reach = timing.budget.span
-    if (
+    counted = (
         isinstance(rule, OnceRule)
         or timing.max_count is not None
         or (isinstance(rule, RRuleRule) and rule.spec.count is not None)
-    ):
+    )
+    if counted:
         # One candidate, or a count walked from its origin by every search anyway: one pass
         # from the floor, however far back (the meter still bounds its candidates).
         reach = max(end - floor, _FIRST_SEARCH)
     meter = timing.budget.meter(end, stop_at=end, per_slot=False)
     span = _FIRST_SEARCH
+    searched = end  # no slot in (searched, end]
     while True:
         span = min(span, reach)
         start = max(_back(end, span), floor)
-        # A pass looks no further than ``end``: its span never runs out inside it (the one
-        # pass of a counted rule may start further back than the span; its candidates count).
+        # A pass looks no further than where the last one began: its span never runs out
+        # inside it (the one pass of a counted rule may start further back than the span;
+        # its candidates count).
         meter.origin = max(start, _back(end, timing.budget.span))
-        found = list(_until((slot for slot, _, _ in _annotated(timing, start, meter)), end))
-        if found:
-            return found[-1]
+        if counted:  # each walk of a counted rule starts at its origin: walk once, keep the last
+            found = list(_slots_in(timing, start, searched, meter))
+            if found:
+                return found[-1]
+        else:
+            first = next(_slots_in(timing, start, searched, meter), None)
+            if first is not None:
+                return _last_slot(timing, first, searched, meter)
         if start <= floor or (timing.starts_at is not None and start < timing.starts_at):
             return None
         if span >= reach:
             meter.exhaust("span", before=end)
+        searched = start
         span *= 2
+
+
+def _slots_in(timing: Timing, after: datetime, until: datetime, meter: Meter) -> Iterator[datetime]:
+    """The slots in ``(after, until]``; the walk stops at ``until``, charged to ``meter``."""
+    meter.stop_at = until
+    return _until((slot for slot, _, _ in _annotated(timing, after, meter)), until)
+
+
+def _last_slot(timing: Timing, slot: datetime, until: datetime, meter: Meter) -> datetime:
+    """The last slot in ``[slot, until]`` (``slot`` is one), by halving the range: a dense rule
+    whose last slot is months back (every minute of January to March, asked in October) costs
+    a few short walks, not every slot of the months between."""
+    while until - slot > _FIRST_SEARCH:
+        middle = slot + (until - slot) / 2
+        meter.origin = middle
+        later = next(_slots_in(timing, middle, until, meter), None)
+        if later is None:
+            until = middle
+        else:
+            slot = later
+    meter.origin = slot
+    for later in _slots_in(timing, slot, until, meter):
+        slot = later
+    return slot
 
 
 def _back(end: datetime, span: timedelta) -> datetime:

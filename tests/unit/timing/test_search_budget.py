@@ -204,3 +204,23 @@ def test_a_subdaily_rule_with_days_still_finds_its_slots() -> None:
         timing, datetime(2027, 1, 4, tzinfo=UTC), datetime(2027, 3, 1, tzinfo=UTC), limit=5
     )
     assert found and all(s.astimezone(ZoneInfo("Europe/Riga")).hour in (9, 14) for s in found)
+
+
+def test_the_slot_before_a_dense_rule_months_back_is_found_in_a_few_short_walks() -> None:
+    """Every minute of January to March, asked on October 31: the slot before is March 31
+    23:59 (Riga, UTC+3 by then). The search used to walk every minute of the months between
+    (129,600 candidates, past the budget: SearchExhausted, found by the property test)."""
+    timing = build_timing(
+        kind="cron",
+        rule="* * * 1-3 *",
+        timezone="Europe/Riga",
+        budget=SearchBudget(candidates=2_000),
+    )
+    asked = datetime(2010, 10, 31, 1, tzinfo=UTC)
+    assert previous_slot(timing, asked) == datetime(2010, 3, 31, 20, 59, tzinfo=UTC)
+    assert previous_slot(timing, datetime(2010, 2, 1, tzinfo=UTC)) == datetime(
+        2010, 2, 1, tzinfo=UTC
+    )
+    assert previous_slot(timing, datetime(2010, 2, 1, tzinfo=UTC), inclusive=False) == datetime(
+        2010, 1, 31, 23, 59, tzinfo=UTC
+    )

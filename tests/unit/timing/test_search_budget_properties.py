@@ -172,10 +172,11 @@ def timings(draw: st.DrawFn) -> Timing:
 def bound(timing: Timing) -> int:
     """The most candidates one question may evaluate: its budget, plus what each walk produces
     uncharged. Walks are restarted by a window (at most ``MAX_CLOSED`` times, each after a
-    charged candidate) and by the previous-slot search (once per doubling span)."""
+    charged candidate) and by the previous-slot search (once per doubling span, then once per
+    halving of the range that holds its answer)."""
     candidates = timing.budget.candidates + 1
     restarts = min(candidates, MAX_CLOSED) if timing.window is not None else 1
-    passes = math.ceil(math.log2(timing.budget.span / timedelta(hours=1))) + 2
+    passes = 2 * math.ceil(math.log2(timing.budget.span / timedelta(hours=1))) + 4
     return candidates + RESTART_OVERHEAD * (restarts + passes)
 
 
