@@ -7,7 +7,7 @@ never against the test databases.
 import os
 
 from project.settings import *  # noqa: F403
-from project.settings import DATABASES, INSTALLED_APPS
+from project.settings import INSTALLED_APPS
 
 INSTALLED_APPS = [*INSTALLED_APPS, "django_celery_beat"]
 
@@ -33,15 +33,6 @@ CELERY_REDBEAT_REDIS_URL = os.environ.get("BENCH_REDIS_URL") or os.environ.get(
 )
 CELERY_REDBEAT_KEY_PREFIX = "redbeat:"
 CELERY_REDBEAT_REDIS_OPTIONS: dict[str, object] = {}
-# The worker's claim and outcome statements prepared on the server after 5 uses per connection
-# (psycopg 3; Django's queries keep client-side binding and are never prepared). The bench talks
-# to PostgreSQL directly; behind PgBouncer see docs/deployment.md before setting it.
-# PostgreSQL plans them once (a generic plan) instead of on every run: without
-# `plan_cache_mode = force_generic_plan` it keeps planning the claim and the outcome on every
-# task, their generic plan costed as if it read every partition (docs/deployment.md).
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
-    DATABASES["default"]["OPTIONS"]["options"] = "-c plan_cache_mode=force_generic_plan"
-# Workers keep their PostgreSQL connection across tasks (Celery's Django fixup closes it around
-# every task otherwise), for the plain task and `OccurrenceTask` alike: docs/tasks.md.
-CELERY_DB_REUSE_MAX = 1000
+# PostgreSQL settings are the example project's: the worker's and the beat's own statements
+# are prepared and planned once by the product itself (SCHEDULER_PREPARED_STATEMENTS), and the
+# workers keep their connection across tasks (CELERY_DB_REUSE_MAX in project/settings.py).

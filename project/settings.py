@@ -124,6 +124,10 @@ USE_TZ = True
 STATIC_URL = "static/"
 
 # Celery: every setting below is also readable by celery through the CELERY_ namespace.
+# Workers keep their database connection across tasks (Celery's Django fixup closes it around
+# every task otherwise: a new connection per task); the task base class still drops one that
+# aged out (CONN_MAX_AGE) or died (CONN_HEALTH_CHECKS). docs/tasks.md.
+CELERY_DB_REUSE_MAX = 1000
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 _BROKER_DIR = VAR_DIR / "broker"
 if CELERY_BROKER_URL.startswith("filesystem"):

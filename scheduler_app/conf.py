@@ -44,6 +44,13 @@ class SchedulerSettings:
     schedules not planned by then stay due, untouched, for the next batch (the first is always
     planned, and one plan is bounded by the search budget)."""
 
+    PREPARED_STATEMENTS: bool | None = None
+    """PostgreSQL (psycopg 3): prepare the worker's claim and outcome and the beat's probe on
+    the server, planned once per connection (``plan_cache_mode = force_generic_plan`` on the
+    connections that run them; only prepared statements follow it). ``None``: yes, unless the
+    database's ``DISABLE_SERVER_SIDE_CURSORS`` is set (a transaction pooler such as PgBouncer
+    in front: set ``True`` there only with PgBouncer 1.21+ and ``max_prepared_statements``)."""
+
     PERMISSION_CHECK: str = "scheduler_app.safety.permissions.owner_may_run"
     """Dotted path to ``check(schedule) -> bool``, asked before every attempt."""
     RECEIVE_LEASE: float = 30.0

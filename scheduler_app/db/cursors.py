@@ -8,16 +8,18 @@ The worker's claim and outcome statements are the same text on every task (and t
 probe on every tick), so they run on a server-binding cursor: the text and the values travel
 apart (psycopg converts the text once and keeps it), and PostgreSQL can prepare them.
 
-Prepared statements stay off unless the project opts in with
-``DATABASES[...]["OPTIONS"]["prepare_threshold"]`` (psycopg 3; Django passes ``None``, "never
-prepare", by default): psycopg then prepares a statement on the server once a connection has
-run it that many times. PostgreSQL stops planning it per task only when it keeps the generic
-plan: the probe's it keeps; the claim's and the outcome's only with ``plan_cache_mode =
-force_generic_plan`` (docs/deployment.md: over the partitioned ledger their generic plans are
-costed as if they read every partition). Only these cursors are
-affected: Django's own queries keep client-side binding, which psycopg never prepares. Behind
-PgBouncer in transaction mode leave it unset unless PgBouncer is 1.21 or later with
-``max_prepared_statements`` above 0 (docs/deployment.md).
+They are prepared by default (``SCHEDULER_PREPARED_STATEMENTS``, docs/deployment.md): on
+its first run on a connection each is prepared on the server, and the connection is asked once
+for ``plan_cache_mode = force_generic_plan``, so PostgreSQL plans each of them once per
+connection instead of on every run (over the partitioned ledger it would otherwise plan the
+claim and the outcome again on every task, their generic plans costed as if they read every
+partition). Only these statements are prepared: Django's own queries keep client-side binding
+and psycopg's ``prepare_threshold`` stays as the project set it (Django's default: ``None``,
+never), so the plan mode touches no query of the project's. Where a transaction pooler sits in
+front of PostgreSQL (``DISABLE_SERVER_SIDE_CURSORS = True``, as PgBouncer's transaction mode
+needs) nothing is prepared unless the setting says ``True`` (PgBouncer 1.21 or later with
+``max_prepared_statements``). A project that sets ``prepare_threshold`` itself keeps psycopg's
+own choice for these statements too.
 
 psycopg 2 and other databases get Django's ordinary cursor.
 """
@@ -29,8 +31,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+from weakref import WeakSet
 
 from django.db import connection
+
+from scheduler_app.conf import get_settings
 
 try:
     import psycopg
@@ -102,7 +107,8 @@ def fetch_one(sql: Statement, params: Mapping[str, Any]) -> tuple[Any, ...] | No
     On psycopg 3.2+ (``RawCursor``) the ``$n`` text is sent as it is: psycopg does not parse
     it again on every call (it caches its own parse only for statements under 4 kB, and the
     claim is longer). While queries are logged (``DEBUG``, ``CaptureQueriesContext``) the
-    named text goes through psycopg's parser, so Django's query log can show it."""
+    named text goes through psycopg's parser, so Django's query log can show it. The
+    statement is prepared when ``_prepares`` says so (the module's docstring)."""
     raw = _raw_connection()
     if raw is None:
         with connection.cursor() as plain:
@@ -118,11 +124,41 @@ def fetch_one(sql: Statement, params: Mapping[str, Any]) -> tuple[Any, ...] | No
             cursor: Any = psycopg.Cursor(raw)
         else:
             text, values, cursor = sql.native, sql.values(params), raw_cursor(raw)
+    # Prepared by this project (not while queries are logged: the log reads the text sent).
+    own = not db.queries_logged and raw.prepare_threshold is None and _prepares(raw)
     wrapped = db.make_debug_cursor(cursor) if db.queries_logged else db.make_cursor(cursor)
     with wrapped:
-        wrapped.execute(text, values)
-        row: tuple[Any, ...] | None = wrapped.fetchone()
-        return row
+        if not own:
+            wrapped.execute(text, values)
+            return _first(wrapped)
+        raw.prepare_threshold = 0  # prepared at once, for this statement only: Django's
+        try:  # queries stay unprepared
+            wrapped.execute(text, values)
+        finally:
+            raw.prepare_threshold = None
+        return _first(wrapped)
+
+
+def _first(cursor: Any) -> tuple[Any, ...] | None:
+    row: tuple[Any, ...] | None = cursor.fetchone()
+    return row
+
+
+_GENERIC: WeakSet[Any] = WeakSet()
+"""Connections that were asked for ``plan_cache_mode = force_generic_plan``."""
+
+
+def _prepares(raw: Any) -> bool:
+    """Whether this project prepares its own statements on ``raw`` (the setting, or by default
+    unless a transaction pooler sits in front); the first time, on a connection outside any
+    transaction (a ``SET`` inside one would end with it), ask it for generic plans."""
+    if not _wanted():
+        return False
+    if raw not in _GENERIC and not connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute("SET plan_cache_mode = force_generic_plan")
+        _GENERIC.add(raw)
+    return True
 
 
 def _raw_connection() -> Any:
@@ -137,6 +173,18 @@ def _raw_connection() -> Any:
 
 
 def prepares() -> bool:
-    """Whether the default connection prepares the worker's statements (the opt-in)."""
+    """Whether the default connection prepares the worker's statements (by default, or the
+    project's own ``prepare_threshold``)."""
     raw = _raw_connection()
-    return raw is not None and raw.prepare_threshold is not None
+    if raw is None:
+        return False
+    return raw.prepare_threshold is not None or _wanted()
+
+
+def _wanted() -> bool:
+    """``SCHEDULER_PREPARED_STATEMENTS``; when None, yes unless a transaction pooler sits in
+    front (``DISABLE_SERVER_SIDE_CURSORS``)."""
+    wanted = get_settings().PREPARED_STATEMENTS
+    if wanted is None:
+        return not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS", False)
+    return bool(wanted)

@@ -100,10 +100,11 @@ def test_the_probe_answers_what_the_two_queries_answer() -> None:
 
 
 @pytest.mark.postgres
-def test_with_the_opt_in_postgresql_prepares_the_probe() -> None:
-    """``OPTIONS["prepare_threshold"]``: the probe (same text every tick) is prepared as the
-    worker's statements are, so an idle tick stops paying for planning it; without it nothing
-    is prepared (PgBouncer in transaction mode)."""
+def test_postgresql_prepares_the_probe_unless_a_transaction_pooler_is_in_front() -> None:
+    """The probe (same text every tick) is prepared by default, as the worker's statements
+    are, so an idle tick stops paying for planning it; behind a transaction pooler
+    (``DISABLE_SERVER_SIDE_CURSORS``) nothing is, unless the project's own
+    ``OPTIONS["prepare_threshold"]`` asks."""
     from scheduler_app.dispatch.probe import probe
 
     def prepared() -> list[str]:
@@ -112,20 +113,27 @@ def test_with_the_opt_in_postgresql_prepares_the_probe() -> None:
             return [text for (text,) in cursor.fetchall()]
 
     add_schedules(3)
-    for _ in range(6):
-        probe(START)
-    assert prepared() == []
-    connection.ensure_connection()
-    raw = connection.connection
-    raw.prepare_threshold = 2
+    connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = True
     try:
-        for _ in range(3):
-            assert probe(START).due == FIRST_DUE
-        (text,) = prepared()
-        assert "EXISTS" in text and "next_run_at" in text
+        for _ in range(6):
+            probe(START)
+        assert prepared() == []
+        connection.ensure_connection()
+        raw = connection.connection
+        raw.prepare_threshold = 2
+        try:
+            for _ in range(3):
+                assert probe(START).due == FIRST_DUE
+            (text,) = prepared()
+            assert "EXISTS" in text and "next_run_at" in text
+        finally:
+            raw.prepare_threshold = None
+            connection.close()  # the prepared statement goes with the connection
     finally:
-        raw.prepare_threshold = None
-        connection.close()  # the prepared statement goes with the connection
+        connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = False
+    assert probe(START).due == FIRST_DUE
+    (text,) = prepared()
+    assert "EXISTS" in text and "next_run_at" in text
 
 
 @pytest.mark.postgres

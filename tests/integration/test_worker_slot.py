@@ -141,21 +141,61 @@ def test_a_revoke_with_a_wrong_slot_ends_its_own_occurrence() -> None:
     assert fetch(other).state == OccurrenceState.DISPATCHED
 
 
-@pytest.mark.postgres
-def test_nothing_is_prepared_unless_the_project_opts_in(
-    django_capture_on_commit_callbacks: Any,
-) -> None:
-    """Django passes ``prepare_threshold=None``: behind PgBouncer in transaction mode the
-    worker's statements must not be prepared unless ``OPTIONS`` asks."""
-    assert "prepare_threshold" not in connection.settings_dict["OPTIONS"]
-    assert not prepares()
+def _seven_deliveries(capture: Any) -> None:
     clock = FakeClock(START)
     for _ in range(7):
         occurrence = due_one(clock, task="tests.slot_counted")
-        with django_capture_on_commit_callbacks(execute=True):
+        with capture(execute=True):
             deliver(occurrence, clock)
         clock.advance(timedelta(minutes=3))
     assert len(RUNS) == 7
+
+
+def _prepared() -> list[tuple[str, int, int]]:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_prepared_statements")
-        assert cursor.fetchone() == (0,)
+        cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+        return list(cursor.fetchall())
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)  # as a worker runs: no test transaction around it
+def test_the_workers_statements_are_prepared_and_planned_once_by_default(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Fast by default (issue 39): with Django's own ``prepare_threshold=None`` the worker's
+    claim and outcome are prepared and keep one generic plan; Django's queries stay unprepared
+    and psycopg's threshold is left as the project set it."""
+    assert "prepare_threshold" not in connection.settings_dict["OPTIONS"]
+    assert prepares()
+    _seven_deliveries(django_capture_on_commit_callbacks)
+    prepared = _prepared()
+    assert prepared, "nothing prepared"
+    texts = [text for text, _, _ in prepared]
+    assert any("fencing_token" in text for text in texts), texts  # the claim
+    assert all(text.startswith(("\nWITH", "WITH", "SELECT (SELECT")) for text in texts), texts
+    assert all(custom == 0 for _, _, custom in prepared), prepared
+    assert sum(generic for _, generic, _ in prepared) >= 14, prepared
+    assert connection.connection.prepare_threshold is None
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone() == ("force_generic_plan",)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("setting", "pooled"), [(False, False), (None, True)], ids=["turned-off", "pooler"]
+)
+def test_nothing_is_prepared_when_turned_off_or_behind_a_transaction_pooler(
+    django_capture_on_commit_callbacks: Any, settings: Any, setting: bool | None, pooled: bool
+) -> None:
+    """``SCHEDULER_PREPARED_STATEMENTS = False``, or left to its default with
+    ``DISABLE_SERVER_SIDE_CURSORS`` (PgBouncer in transaction mode): no statement is prepared."""
+    settings.SCHEDULER_PREPARED_STATEMENTS = setting
+    old = connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS", False)
+    connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = pooled
+    try:
+        assert not prepares()
+        _seven_deliveries(django_capture_on_commit_callbacks)
+        assert _prepared() == []
+    finally:
+        connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = old
