@@ -65,15 +65,22 @@ class PreviewSlots:
     (or the rule has no more slots)."""
 
 
+PREVIEW_BUDGETS = 2
+"""A preview's list evaluates at most this many search budgets of candidates in all."""
+
+
 def preview_slots(timing: Timing, after: datetime, count: int) -> PreviewSlots:
     """``preview_rows`` with why it stopped. Every slot is searched for under the timing's
-    budget, and rows stop once a slot lies past ``after`` plus the budget's span (the first
-    row excepted), so one preview does at most about two spans of work, whatever the rule."""
+    budget, the whole list under ``PREVIEW_BUDGETS`` of them (ten slots each near the budget
+    cost ten budgets, seconds of a web worker, security review 8), and rows stop once a slot
+    lies past ``after`` plus the budget's span (the first row excepted), so one preview does
+    at most about two spans of work, whatever the rule."""
     zone, ambiguous = timing.zone, timing.effective_dst.ambiguous
     horizon = after + timing.budget.span if LATEST - after > timing.budget.span else LATEST
+    ceiling = PREVIEW_BUDGETS * timing.budget.candidates
     rows: list[PreviewRow] = []
     try:
-        for slot, wall, code in islice(iter_annotated(timing, after), count):
+        for slot, wall, code in islice(iter_annotated(timing, after, ceiling=ceiling), count):
             local = slot.astimezone(zone)
             rows.append(PreviewRow(local=local, note=dst_note(code, wall, local, ambiguous)))
             if slot > horizon:
@@ -176,11 +183,7 @@ def calendar_notes(timing: Timing, after: datetime, rows: list[PreviewRow]) -> l
     notes = []
     if timing.holidays is not None:
         code = timing.holidays.code
-        try:
-            skips = holiday_skips(timing, after, until)
-        except SearchExhausted:  # the slots stopped already: the rows say why
-            skips = []
-        for slot, name in skips[:MAX_NOTES]:
+        for slot, name in holiday_skips(timing, after, until, MAX_NOTES):
             local = slot.astimezone(timing.zone)
             notes.append(f"skips {local:%a} {local:%Y-%m-%d}: {name} ({code})")
     rule = timing.rule

@@ -15,8 +15,9 @@ Two rules keep one person from running what nobody else saw (docs/admin.md, "Fou
 eyes"): with ``SCHEDULER_APPROVAL_REQUIRES_OTHER_PERSON`` the person who made a version
 (created or edited it, as the audit trail records) cannot approve it (``check_other_person``);
 and always, a person without ``run_schedule`` may not change what another person's schedule
-runs (task, args, kwargs, job type, payload reference: ``check_runner_edit``), since its runs
-are checked against the owner's rights, not the editor's.
+runs (task, args, kwargs, job type, payload reference) or when and how often it runs (its
+timing and the policies that add runs: ``check_runner_edit``), since its runs are checked
+against the owner's rights, not the editor's.
 """
 
 from __future__ import annotations
@@ -45,6 +46,30 @@ RUN_PERMISSION = "scheduler_app.run_schedule"
 WHAT_RUNS = ("task", "args", "kwargs", "job_type", "payload_ref", "mode")
 """The fields that change what a schedule's runs execute (with its owner's rights); ``mode``
 turns a shadow schedule, which runs nothing, into one that runs."""
+WHEN_RUNS = (
+    "kind",
+    "rule",
+    "anchor",
+    "timezone",
+    "dst_nonexistent",
+    "dst_ambiguous",
+    "starts_at",
+    "ends_at",
+    "max_count",
+    "interval_mode",
+    "active_window",
+    "window_policy",
+    "exclude_holidays",
+    "misfire_policy",
+    "catch_up_window",
+    "catch_up_limit",
+    "overlap_policy",
+    "max_attempts",
+    "max_per_day",
+)
+"""The fields that decide when and how many times a schedule runs: a yearly schedule made
+to run every ten seconds runs three million times more with its owner's rights (security
+review 8)."""
 MADE = (AuditAction.CREATED, AuditAction.EDITED)
 
 
@@ -146,13 +171,14 @@ def check_runner_edit(
     owner_changed: bool = False,
     restarts: bool = False,
 ) -> None:
-    """Refuse an edit of what runs by a person without ``run_schedule`` on a schedule whose
-    runs are checked against somebody else (``owner``, after the edit): otherwise the editor
-    would run their task or arguments with the owner's rights. Handing a schedule to another
-    owner is such an edit too (else: edit as your own, then hand it to a runner). The owner
-    themselves, a system actor and a user with ``run_schedule`` may. ``restarts``: the edit
+    """Refuse an edit of what runs (``WHAT_RUNS``) or of when and how often (``WHEN_RUNS``)
+    by a person without ``run_schedule`` on a schedule whose runs are checked against
+    somebody else (``owner``, after the edit): otherwise the editor would run their task or
+    arguments, or the owner's task more often, with the owner's rights. Handing a schedule to
+    another owner is such an edit too (else: edit as your own, then hand it to a runner). The
+    owner themselves, a system actor and a user with ``run_schedule`` may. ``restarts``: the edit
     gives a completed schedule a slot again, so it runs again (as a run now would)."""
-    touched = sorted(set(changed) & set(WHAT_RUNS))
+    touched = sorted(set(changed) & {*WHAT_RUNS, *WHEN_RUNS})
     if owner_changed:
         touched.append("owner")
     if restarts:

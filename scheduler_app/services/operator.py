@@ -50,7 +50,7 @@ from scheduler_app.safety.access import CHANGE, RUN, authorize
 from scheduler_app.safety.actors import actor_name, is_system
 from scheduler_app.safety.approval import check_runner_edit, hold_for_approval, version_approved
 from scheduler_app.services.replay import NOT_RUNNABLE
-from scheduler_app.timing import ensure_aware, iter_slots, next_after, previous_slot
+from scheduler_app.timing import ensure_aware, iter_between, next_after, previous_slot
 
 __all__ = ["BackfillPlan", "OperatorPermissionDenied", "backfill", "restore_schedule", "run_now"]
 logger = logging.getLogger("scheduler_app.services")
@@ -368,13 +368,18 @@ def _check_range(start: datetime, end: datetime, now: datetime, overlap: str) ->
         )
 
 
+BACKFILL_CANDIDATES_PER_SLOT = 10
+"""A backfill's walk evaluates at most the search budget plus this many candidates per slot
+it may hold (``HARD_BACKFILL_LIMIT``), in all."""
+
+
 def backfill_slots(schedule: Schedule, start: datetime, end: datetime) -> list[datetime]:
-    """The rule's slots in ``[start, end]`` (current definition), at most the hard limit."""
+    """The rule's slots in ``[start, end]`` (current definition), at most the hard limit;
+    the walk is bounded in all (``BACKFILL_CANDIDATES_PER_SLOT``), not only per slot."""
     timing = timing_for(schedule)
+    ceiling = timing.budget.candidates + BACKFILL_CANDIDATES_PER_SLOT * HARD_BACKFILL_LIMIT
     slots: list[datetime] = []
-    for slot in iter_slots(timing, start - _TICK):
-        if slot > end:
-            break
+    for slot in iter_between(timing, start - _TICK, end, ceiling=ceiling):
         slots.append(slot)
         if len(slots) > HARD_BACKFILL_LIMIT:
             raise ScheduleValidationError(

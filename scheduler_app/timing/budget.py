@@ -58,9 +58,17 @@ class SearchBudget:
         stop_at: datetime | None = None,
         strict: bool = False,
         per_slot: bool = True,
+        ceiling: int | None = None,
     ) -> Meter:
         """A fresh meter for one question that starts looking at ``origin``."""
-        return Meter(budget=self, origin=origin, stop_at=stop_at, strict=strict, per_slot=per_slot)
+        return Meter(
+            budget=self,
+            origin=origin,
+            stop_at=stop_at,
+            strict=strict,
+            per_slot=per_slot,
+            ceiling=ceiling,
+        )
 
 
 @dataclass(kw_only=True)
@@ -81,6 +89,10 @@ class Meter:
     """Candidates in all (tests and benchmarks read it)."""
     per_slot: bool = True
     """Each slot handed out starts a new search (False: one budget for the whole question)."""
+    ceiling: int | None = None
+    """Candidates in all, over every slot of the question (a preview's list, a backfill's
+    range): a list of slots each near the budget stops here instead of costing the budget
+    once per slot. None: no such bound."""
 
     def charge(self, instant: datetime) -> None:
         """Count one candidate at ``instant``; raise ``SearchExhausted`` past the budget."""
@@ -88,6 +100,8 @@ class Meter:
         self.total += 1
         if self.used > self.budget.candidates:
             self.exhaust("candidates")
+        if self.ceiling is not None and self.total > self.ceiling:
+            self.exhaust("total")
         if self.used > 1 and instant - self.origin > self.budget.span:
             self.exhaust("span")
 
@@ -128,7 +142,13 @@ def _message(meter: Meter, what: str, before: datetime | None, detail: str) -> s
         if before is not None
         else f"after {meter.origin:%Y-%m-%d %H:%M} UTC"
     )
-    if what == "candidates":
+    if what == "total":
+        spent = (
+            f"{meter.ceiling or 0:,} candidate times in all for this list of slots, the last "
+            f"{where} (a multiple of the search budget, {CANDIDATES_SETTING}): each slot "
+            "takes many"
+        )
+    elif what == "candidates":
         spent = (
             f"{budget.candidates:,} candidate times {where} without a slot "
             f"(the search budget, {CANDIDATES_SETTING})"

@@ -20,6 +20,7 @@ from scheduler_app.errors import InvalidRule
 from scheduler_app.errors import SearchExhausted as SearchExhausted
 from scheduler_app.timing.budget import Meter, SearchBudget
 from scheduler_app.timing.calendars.public_holidays import HolidayCalendar
+from scheduler_app.timing.checkpoints import COUNTED, Walk
 from scheduler_app.timing.rules import (
     EARLIEST,
     LATEST,
@@ -117,12 +118,15 @@ def slots_between(
     return list(islice(bounded, limit) if limit is not None else bounded)
 
 
-def iter_between(timing: Timing, after: datetime, until: datetime) -> Iterator[datetime]:
+def iter_between(
+    timing: Timing, after: datetime, until: datetime, *, ceiling: int | None = None
+) -> Iterator[datetime]:
     """``slots_between`` one slot at a time: a caller with its own bound (a forecast's time)
-    stops between any two slots; the search never looks past ``until``."""
+    stops between any two slots; the search never looks past ``until``. ``ceiling``: the
+    candidates of all the slots together (``SearchExhausted`` past it)."""
     after = ensure_aware(after, "after")
     until = ensure_aware(until, "until")
-    meter = timing.budget.meter(after, stop_at=_earlier(until, timing.ends_at))
+    meter = timing.budget.meter(after, stop_at=_earlier(until, timing.ends_at), ceiling=ceiling)
     return _until((slot for slot, _, _ in _annotated(timing, after, meter)), until)
 
 
@@ -277,10 +281,14 @@ def _interval_at_or_before(
     return slot
 
 
-def iter_annotated(timing: Timing, after: datetime) -> Iterator[Resolved]:
-    """Like ``iter_slots`` but each item is ``(slot, local wall time, DST note or None)``."""
+def iter_annotated(
+    timing: Timing, after: datetime, *, ceiling: int | None = None
+) -> Iterator[Resolved]:
+    """Like ``iter_slots`` but each item is ``(slot, local wall time, DST note or None)``.
+    ``ceiling``: the candidates of all the slots together (``SearchExhausted`` past it)."""
     after = ensure_aware(after, "after")
-    return _annotated(timing, after, timing.budget.meter(after, stop_at=timing.ends_at))
+    meter = timing.budget.meter(after, stop_at=timing.ends_at, ceiling=ceiling)
+    return _annotated(timing, after, meter)
 
 
 def _annotated(timing: Timing, after: datetime, meter: Meter) -> Iterator[Resolved]:
@@ -321,12 +329,14 @@ def _counted(timing: Timing, after: datetime, meter: Meter) -> Iterator[Resolved
     origin = timing.origin
     if origin is None or timing.max_count is None:
         raise InvalidRule("max_count", "max_count needs starts_at to count slots from")
-    remaining = timing.max_count
-    for item in _effective(timing, min(after, origin - _TICK), meter):
-        if remaining == 0:
+    walk, since = Walk.resume(COUNTED, timing, after, inclusive=True)
+    start = min(after, origin - _TICK) if since is None else since
+    for item in _effective(timing, start, meter):
+        if walk.used == timing.max_count:
             return
-        remaining -= 1
+        walk.step(item[0])
         if item[0] > after:
+            walk.reached()
             yield item
 
 
@@ -355,18 +365,31 @@ def _off_holidays(
             yield item
 
 
-def holiday_skips(timing: Timing, after: datetime, until: datetime) -> list[tuple[datetime, str]]:
+def holiday_skips(
+    timing: Timing, after: datetime, until: datetime, limit: int | None = None
+) -> list[tuple[datetime, str]]:
     """The slots in ``(after, until]`` that ``exclude_holidays`` leaves out, each with the
-    holiday's name: what a preview says it skips."""
+    holiday's name, at most ``limit`` of them: what a preview says it skips.
+
+    One question under the timing's budget, all its candidates together (not per slot): a
+    rule whose slots fall on holidays by the hundred thousand (every ten seconds of the first
+    eight days of January) walked every one of them, seconds per preview (security review
+    8). Where the budget ends, so does the list: the skips found until then."""
     calendar = timing.holidays
     if calendar is None:
         return []
     plain = dataclasses.replace(timing, holidays=None)
-    skipped = []
-    for slot in slots_between(plain, after, until):
-        name = calendar.name_on(slot.astimezone(timing.zone).date())
-        if name is not None:
-            skipped.append((slot, name))
+    meter = plain.budget.meter(after, stop_at=_earlier(until, plain.ends_at), per_slot=False)
+    skipped: list[tuple[datetime, str]] = []
+    try:
+        for slot, _, _ in _annotated(plain, after, meter):
+            if slot > until or (limit is not None and len(skipped) >= limit):
+                break
+            name = calendar.name_on(slot.astimezone(timing.zone).date())
+            if name is not None:
+                skipped.append((slot, name))
+    except SearchExhausted:
+        pass
     return skipped
 
 

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from dateutil import rrule as du
 
 from scheduler_app.errors import InvalidRule
+from scheduler_app.timing.checkpoints import COUNTED, Walk
 from scheduler_app.timing.content_lines import (
     dates_gap,
     is_content_lines,
@@ -101,11 +102,30 @@ class RRuleSpec:
         return _build(self, _realign(self, start)).xafter(start, inc=True)
 
     def _counted(self, start: datetime, charge: Charge | None = None) -> Iterator[datetime]:
-        """A COUNT rule numbers its slots from DTSTART, so its walk starts there: each slot
-        before ``start`` is charged to the search budget (a DTSTART years back with a COUNT
-        of a million walked up to a million slots, seconds of CPU, for free)."""
-        for local in _build(self, self.anchor):
+        """A COUNT rule numbers its slots from DTSTART, so its walk starts there, or at the
+        latest mark an earlier walk left before ``start`` (``checkpoints``): each slot before
+        ``start`` is charged to the search budget (a DTSTART years back with a COUNT of a
+        million walked up to a million slots, seconds of CPU, for free)."""
+        count = self.count or 0
+        walk, since = Walk.resume(COUNTED, self, start, inclusive=False)
+        if since is None:
+            slots: Iterator[datetime] = iter(_build(self, self.anchor))
+        else:  # the rule without COUNT gives the same slots after the mark
+            rule = _cached_rule(
+                self.freq,
+                self.interval,
+                None,
+                self.until_local,
+                self.options,
+                _realign(self, since),
+            )
+            slots = rule.xafter(since, inc=False)
+        for local in slots:
+            if walk.used == count:
+                return
+            walk.step(local)
             if local >= start:
+                walk.reached()
                 yield local
             elif charge is not None and not charge(local):
                 return

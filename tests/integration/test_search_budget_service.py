@@ -170,3 +170,85 @@ def test_a_count_rule_with_rdates_is_checked_without_walking_its_count(walked: l
     made = schedule(FakeClock(NOW), kind="rrule", rule=lines, timezone="UTC")
     assert reload(made).next_run_at == NOW
     assert walked[0] <= 1_000  # the first slots only, never the million before an RDATE
+
+
+# --- security review 8 ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def candidates(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Counts the candidate times the engine evaluates (``walks.rule_items``' items)."""
+    from scheduler_app.timing import engine
+    from scheduler_app.timing.checkpoints import COUNTED as MARKS
+
+    MARKS.clear()  # what this test walks, not what an earlier one left
+    count = [0]
+    real = engine.rule_items
+
+    def items(*args: Any) -> Iterator[Any]:
+        for item in real(*args):
+            count[0] += 1
+            yield item
+
+    monkeypatch.setattr(engine, "rule_items", items)
+    yield count
+    MARKS.clear()
+
+
+def test_schedules_counted_from_days_ago_cost_the_beat_a_walk_once_not_every_tick(
+    candidates: list[int],
+) -> None:
+    """Medium: every ten seconds from 11 days back, ``max_count`` a million, made by an
+    ``add_schedule`` user: each question walked ~95,000 slots from the start, 0.22 s of every
+    tick per schedule until the walk outgrew the budget; sixty of them starved the beat for
+    every tenant (another tenant's slots 8-32 s late). The walks now resume at their marks."""
+    began = NOW - timedelta(days=11)
+    clock = FakeClock(NOW)
+    made = [
+        schedule(
+            clock,
+            kind="rrule",
+            rule="FREQ=SECONDLY;INTERVAL=10",
+            anchor=began,
+            starts_at=began,
+            max_count=1_000_000,
+            timezone="UTC",
+            key=f"counted-{index}",
+        )
+        for index in range(3)
+    ]
+    assert all(reload(each).next_run_at == NOW for each in made)
+    materialize_batch(clock.now(), 10)  # the first tick of this process walks from the start
+    for tick in range(1, 7):
+        candidates[0] = 0
+        clock.advance(timedelta(seconds=10))
+        assert materialize_batch(clock.now(), 10).created == 3
+        assert candidates[0] <= 3 * 300, (tick, candidates[0])  # not 3 x 95,000
+    assert all(reload(each).next_run_at == NOW + timedelta(seconds=70) for each in made)
+
+
+def test_a_backfill_walk_is_bounded_in_all_not_only_per_slot(
+    monkeypatch: pytest.MonkeyPatch, settings: Settings, candidates: list[int]
+) -> None:
+    """A range was walked slot by slot, each slot under the budget, so a range of slots that
+    each take many candidates cost the budget once per slot. The range's walk now stops at the
+    budget plus ``BACKFILL_CANDIDATES_PER_SLOT`` for each slot it may hold (here: a budget of
+    40 and one candidate for each of 100 slots)."""
+    from scheduler_app.services import operator
+
+    settings.SCHEDULER_SEARCH_CANDIDATES = 40
+    monkeypatch.setattr(operator, "HARD_BACKFILL_LIMIT", 100)
+    monkeypatch.setattr(operator, "BACKFILL_CANDIDATES_PER_SLOT", 1)
+    made = schedule(
+        FakeClock(NOW),
+        kind="cron",
+        rule="0 0 * * *",
+        timezone="UTC",
+        active_window="MON 00:00-00:01",
+        window_policy="skip",
+    )
+    assert len(operator.backfill_slots(made, NOW - timedelta(weeks=8), NOW)) == 8
+    candidates[0] = 0
+    with pytest.raises(ScheduleValidationError, match="in all for this list of slots"):
+        operator.backfill_slots(made, NOW - timedelta(weeks=90), NOW)  # 90 slots
+    assert candidates[0] <= 140 + 5

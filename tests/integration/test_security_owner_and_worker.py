@@ -284,11 +284,49 @@ def test_an_editor_without_run_schedule_cannot_make_a_runners_schedule_run_again
     with pytest.raises(OperatorPermissionDenied, match="mode"):
         update_schedule(shadow.pk, expected_version=1, clock=clock, user=editor, mode="live")
     assert reload(shadow).mode == "shadow"
-    # The owner may, and an editor may still change the timing of a schedule that is active.
+    # The owner may; an editor may still change what decides neither what nor when it runs.
     update_schedule(done.pk, expected_version=1, clock=clock, user=runner, rule=again)
     assert reload(done).status == ScheduleStatus.ACTIVE
-    update_schedule(shadow.pk, expected_version=1, clock=clock, user=editor, rule="120s")
-    assert reload(shadow).rule == "120"
+    update_schedule(shadow.pk, expected_version=1, clock=clock, user=editor, jitter=5)
+    assert reload(shadow).jitter == 5
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"kind": "interval", "rule": "10s"},
+        {"max_count": None},
+        {"ends_at": None},
+        {"misfire_policy": "catch_up", "catch_up_window": 86_400, "catch_up_limit": 100},
+        {"max_attempts": 10},
+        {"timezone": "Pacific/Kiritimati"},
+    ],
+    ids=["every-10s", "max_count", "ends_at", "catch_up", "attempts", "timezone"],
+)
+def test_an_editor_without_run_schedule_cannot_make_a_runners_schedule_run_more_often(
+    change: dict[str, Any],
+) -> None:
+    """Review 8 (Low): a ``change_schedule`` user turned a runner's yearly schedule into one
+    every ten seconds, three million runs a year more with the runner's rights. When and how
+    many times it runs is the owner's (or a runner's) to change, like what it runs."""
+    clock = FakeClock(START)
+    runner = person("rita", "add_schedule", "run_schedule", "change_schedule")
+    editor = person("ed", "change_schedule")
+    yearly = schedule(
+        clock,
+        kind="cron",
+        rule="0 8 1 1 *",
+        timezone="UTC",
+        user=runner,
+        starts_at=START,
+        max_count=5,
+        ends_at=START + timedelta(days=3650),
+    )
+    with pytest.raises(OperatorPermissionDenied, match="run_schedule"):
+        update_schedule(yearly.pk, expected_version=1, clock=clock, user=editor, **change)
+    stored = reload(yearly)
+    assert (stored.rule, stored.version, stored.max_count) == ("0 8 1 1 *", 1, 5)
+    update_schedule(yearly.pk, expected_version=1, clock=clock, user=runner, **change)
 
 
 EVERY_MINUTE = {"kind": "interval", "rule": "60s"}
