@@ -22,7 +22,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
@@ -52,7 +52,7 @@ from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import OccurrenceState
 from scheduler_app.policies.retry import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
-from scheduler_app.worker import claiming, lifecycle, outcomes, redelivery
+from scheduler_app.worker import claiming, lifecycle, outcomes, redelivery, results
 from scheduler_app.worker.leases import LeaseKeeper
 from scheduler_app.worker.outcomes import RECORD_ATTEMPTS as RECORD_ATTEMPTS
 
@@ -144,7 +144,9 @@ class OccurrenceTask(Task):
             except Exception as exc:
                 self._failed(exc, context, claim)
                 raise
-        self._end(claim, OccurrenceState.SUCCEEDED, "")
+        # With django-celery-results on PostgreSQL its row is written with the outcome, in
+        # one statement and one commit (``worker.results``); Celery then does not write it.
+        self._end(claim, OccurrenceState.SUCCEEDED, "", result=results.result_row(self, result))
         return result
 
     def _claim(self, occurrence_id: str, slot: datetime | None, lease: timedelta) -> claiming.Claim:
@@ -208,6 +210,7 @@ class OccurrenceTask(Task):
         reason: str,
         error: str = "",
         exception: BaseException | None = None,
+        result: Mapping[str, Any] | None = None,
     ) -> None:
         if claim.occurrence is None:
             return
@@ -221,6 +224,8 @@ class OccurrenceTask(Task):
                 now=self.clock.now(),
                 error=error,
                 claimed=claim.occurrence,
+                result=result,
+                on_result_written=lambda: results.written(self),
             )
         )
         if not ended:

@@ -85,10 +85,12 @@ LIMITS = {
         " and both beats share this machine's cores)."
     ),
     "worker": (
-        "What limits it: for both, the worker's own loop (fetch, acknowledge) and the result"
-        " backend's write; `OccurrenceTask` adds the statements of its claim, its attempt"
-        " record and its outcome (the table above), each a round trip to PostgreSQL, so on a"
-        " loaded machine the time per task follows the number of statements."
+        "What limits it: for both, the worker's own loop (fetch, acknowledge) and two"
+        " statements: the plain task's result row (Celery's `SELECT` and `INSERT`), and"
+        " `OccurrenceTask`'s claim (with its attempt record) and outcome, which stores the"
+        " same result row in the same statement (docs/tasks.md); each is a round trip to"
+        " PostgreSQL. `OccurrenceTask` adds the claim's and the outcome's work in the"
+        " database and its own Python (reading the claimed row, the context, the signals)."
     ),
 }
 

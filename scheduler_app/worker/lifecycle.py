@@ -14,7 +14,9 @@ alone").
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from django.db import transaction
@@ -127,16 +129,27 @@ def finish(
     now: datetime,
     error: str = "",
     claimed: Occurrence | None = None,
+    result: Mapping[str, Any] | None = None,
+    on_result_written: Callable[[], None] | None = None,
 ) -> bool:
     """End a running attempt (succeeded, failed, cancelled, expired), if it still holds it.
 
     ``claimed`` is the occurrence as its claim read it (with its schedule): on PostgreSQL,
     for a schedule that neither buffers nor runs at a fixed delay, the outcome is then one
-    statement.
+    statement, which also writes ``result`` (the result backend's row, ``worker.results``)
+    when given, and then calls ``on_result_written``. Elsewhere ``result`` is not written:
+    the result backend writes its row itself.
     """
     if claimed is not None and _one_statement_finish(claimed):
         return _finish_in_one_statement(
-            claimed, token=token, state=state, reason=reason, now=now, error=error
+            claimed,
+            token=token,
+            state=state,
+            reason=reason,
+            now=now,
+            error=error,
+            result=result,
+            on_result_written=on_result_written,
         )
     occurrence = by_id(occurrence_id, slot_of(claimed) if claimed is not None else None).first()
     if occurrence is None:
@@ -167,7 +180,15 @@ def _one_statement_finish(claimed: Occurrence) -> bool:
 
 
 def _finish_in_one_statement(
-    claimed: Occurrence, *, token: int, state: str, reason: str, now: datetime, error: str
+    claimed: Occurrence,
+    *,
+    token: int,
+    state: str,
+    reason: str,
+    now: datetime,
+    error: str,
+    result: Mapping[str, Any] | None,
+    on_result_written: Callable[[], None] | None,
 ) -> bool:
     ended = worker_sql.finish(
         str(claimed.pk),
@@ -178,9 +199,12 @@ def _finish_in_one_statement(
         reason=reason,
         now=now,
         error=error,
+        result=result,
     )
     if ended is None:
         return False
+    if result is not None and on_result_written is not None:
+        on_result_written()
     schedule = ended.schedule
     if ended.buffered or schedule.overlap_policy in BUFFERING:
         # Edited to a buffering policy while this ran, or rows left buffered by one: the

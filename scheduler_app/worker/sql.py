@@ -15,6 +15,7 @@ later statement takes the slot from the row the claim read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -34,6 +35,7 @@ from scheduler_app.models import (
     ScheduleStatus,
     ScheduleVersion,
 )
+from scheduler_app.worker import results
 from scheduler_app.worker.rows import build, columns, width
 
 
@@ -230,8 +232,21 @@ class Ended:
     """A buffered occurrence of the schedule existed when the statement began."""
 
 
+def _stored_sql() -> str:
+    """The result backend's row, inserted (or updated, as its manager's ``store_result``
+    does) only when the outcome ended the attempt: ``worker.results``."""
+    names = ", ".join(results.COLUMNS)
+    values = ", ".join(f"%(r_{name})s" for name in results.COLUMNS)
+    updated = ", ".join(f"{name} = EXCLUDED.{name}" for name in results.COLUMNS[1:])
+    return f""", stored AS (
+    INSERT INTO "{results.table()}" ({names}, date_created, date_done)
+    SELECT {values}, %(now)s, %(now)s WHERE EXISTS (SELECT 1 FROM ended)
+    ON CONFLICT (task_id) DO UPDATE SET {updated}, date_done = EXCLUDED.date_done
+)"""
+
+
 @cache
-def _finish_sql(with_error: bool, succeeded: bool) -> Statement:
+def _finish_sql(with_error: bool, succeeded: bool, with_result: bool = False) -> Statement:
     # The slot is the one the claim read from the row: always known here. ``locked.*`` and
     # ``ended.*`` are the columns in the order the CTEs list them (the models' field order);
     # ``locked.*`` is the schedule as it was before ``noted`` (a success) wrote it.
@@ -244,7 +259,7 @@ def _finish_sql(with_error: bool, succeeded: bool) -> Statement:
 )""".format(**_tables())
         if succeeded
         else ""
-    )
+    ) + (_stored_sql() if with_result else "")
     return _constants(
         """
 WITH locked AS (
@@ -284,10 +299,12 @@ def finish(
     reason: str,
     now: datetime,
     error: str,
+    result: Mapping[str, Any] | None = None,
 ) -> Ended | None:
     """End a running attempt that still holds ``token``: one statement that locks the schedule
     (first, as the beat does), ends the occurrence, closes its attempt and, for a success,
-    moves the schedule's ``last_success_at`` forward. None when the attempt lost its lease."""
+    moves the schedule's ``last_success_at`` forward and writes ``result`` (the result
+    backend's row, ``worker.results``) when given. None when the attempt lost its lease."""
     params: dict[str, Any] = {
         "id": occurrence_id,
         "slot": scheduled_for,
@@ -299,7 +316,9 @@ def finish(
         "error": error[:4000],
     }
     succeeded = state == OccurrenceState.SUCCEEDED
-    row = fetch_one(_finish_sql(bool(error), succeeded), params)
+    if result is not None:
+        params.update((f"r_{name}", result[name]) for name in results.COLUMNS)
+    row = fetch_one(_finish_sql(bool(error), succeeded, result is not None), params)
     if row is None:
         return None
     s_end = width(Schedule)
