@@ -231,6 +231,7 @@ class DurableScheduler(Scheduler):
             )
             return delay
         connections.mark_used()
+        self.ticker.settle()  # once: the start-up is done
         self._tick_failures = 0
         if self._db_failures:
             logger.info(

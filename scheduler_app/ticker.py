@@ -15,6 +15,7 @@ with ``monotonic``, which never steps.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import os
 import socket
@@ -119,6 +120,20 @@ class Ticker:
         self._error = ""
         self._metrics_started = False
         self.beat_ping = BeatPing(self.settings)
+        self._settled = False
+
+    def settle(self) -> None:
+        """Once, when a long-running process's start-up is done (the beat and ``run_scheduler``
+        after their first good tick): free the start-up's garbage, then move what is left (the
+        loaded Django, Celery, the app and its tasks, which live as long as the process) out of
+        the collector's reach (``gc.freeze``). Its full passes then walk only the objects made
+        since, not every object the process holds: they took ~9% of a burst of 1,000 slots
+        among 10,000 schedules (0.233 s -> 0.212 s, bench's burst, docs/performance.md)."""
+        if self._settled:
+            return
+        self._settled = True
+        gc.collect()
+        gc.freeze()
 
     @property
     def needs_lease(self) -> bool:

@@ -80,6 +80,16 @@ other target; tests of the allowlist itself override this."""
 
 
 @pytest.fixture(autouse=True)
+def _unsettled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A beat settles its process after its first tick (``gc.freeze``, ``Ticker.settle``); the
+    test process runs thousands of tickers and must keep collecting its garbage.
+    ``tests/integration/test_settle.py`` tests the real one."""
+    from scheduler_app.ticker import Ticker
+
+    monkeypatch.setattr(Ticker, "settle", lambda self: None)
+
+
+@pytest.fixture(autouse=True)
 def _schedulable_test_tasks(settings: object) -> None:
     if not hasattr(settings, "SCHEDULER_ALLOWED_TASKS"):
         settings.SCHEDULER_ALLOWED_TASKS = TEST_TASK_PATTERNS  # type: ignore[attr-defined]

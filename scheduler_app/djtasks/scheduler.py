@@ -130,6 +130,7 @@ class SchedulerLoop:
                 connection.close()
             return delay
         self._failures = 0
+        self.ticker.settle()  # once: the start-up is done
         if result.created or result.published:
             logger.info(
                 "tick: %d created, %d handed off",

@@ -33,6 +33,9 @@ class QueryingTicker:
             raise DatabaseError("server closed the connection unexpectedly")
         return TickResult(0, 0, 5.0)
 
+    def settle(self) -> None:
+        """What the real ticker does once after its first good tick (``gc.freeze``)."""
+
 
 @pytest.fixture
 def checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -45,7 +45,8 @@ def close(scheduler: Any) -> None:
 
 def running_ticker(at: datetime) -> Any:
     """A ``Ticker`` as a running beat has it just before ``at``: its first tick (the start-up
-    jobs: monitor pass, clock-skew check, heartbeat) done a second earlier, with nothing due;
+    jobs: monitor pass, clock-skew check, heartbeat) done a second earlier, with nothing due,
+    and the process settled (``Ticker.settle``);
     the other two schedulers are likewise built before their bursts."""
     from scheduler_app.clock import FakeClock
     from scheduler_app.publishing import CeleryPublisher
@@ -54,6 +55,7 @@ def running_ticker(at: datetime) -> Any:
     clock = FakeClock(at - timedelta(seconds=1))
     ticker = Ticker(CeleryPublisher(celery_app()), clock=clock, owner="bench")
     ticker.tick()
+    ticker.settle()  # as the beat does after its first tick
     clock.set(at)
     return ticker
 
