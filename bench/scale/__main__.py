@@ -12,6 +12,7 @@ from typing import Any
 
 from bench import report
 from bench.scale import __doc__ as DOC
+from bench.scale.budget import budget_burst
 from bench.scale.env import (
     AMQP_URL,
     HARNESS,
@@ -159,6 +160,8 @@ def measure_size(
         burst = min(size, 1000)
         print(f"  profiling our burst of {burst:,} ...", flush=True)
         entry["profile"] = {"size": size, **ours.profile_burst(burst, at)}
+        print(f"  timing our burst of {burst:,} by phase (the budget per slot) ...", flush=True)
+        entry["profile"]["budget"] = budget_burst(burst, at)
     if "beat" in parts and size == max(args_sizes(args)):  # last: it makes schedules anew
         from bench.scale.beatburst import beat_samples
 

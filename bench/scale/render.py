@@ -441,6 +441,71 @@ def statements_table(statements: dict[str, dict[str, float]]) -> str:
     return report.markdown_table(header, rows)
 
 
+def budget_text(profile: dict[str, Any] | None, worker: dict[str, Any] | None) -> list[str]:
+    """The budget per slot (issue 39): µs per occurrence by phase, split into PostgreSQL, the
+    broker and Python; and per delivery for the worker."""
+    budget = (profile or {}).get("budget")
+    if not budget:
+        return []
+    rows = [
+        [
+            row["phase"],
+            f"{row['wall_us']:,.1f}",
+            f"{row['postgresql_us']:,.1f}",
+            f"{row['broker_us']:,.1f}",
+            f"{row['python_us']:,.1f}",
+        ]
+        for row in budget["rows"]
+    ]
+    parts = [
+        "### Budget per slot",
+        f"One burst of {budget['burst']:,} at {profile['size']:,} schedules"  # type: ignore[index]
+        f" ({budget['wall_s']:.3f} s, the median of five), timed by phase without a profiler"
+        " (`bench/scale/budget.py`): microseconds per published slot, and of them the time"
+        " its statements waited on PostgreSQL (the statement sent, run and its rows received),"
+        " the time it waited on the broker, and the rest, Python (psycopg's decoding of the rows"
+        " the ORM fetches included). To reach 0.1 s for 1,000 slots a slot has 100 µs in all.",
+        report.markdown_table(["phase", "µs per slot", "PostgreSQL", "broker", "Python"], rows),
+    ]
+    kinds = worker or {}
+    if "occurrence" in kinds and "plain" in kinds and "sql_ms_per_task" in kinds["occurrence"]:
+        basis = kinds.get("overhead_basis", "ms_per_task")
+        per = {
+            kind: (kinds[kind][basis]["median"], kinds[kind]["sql_ms_per_task"]["median"])
+            for kind in ("occurrence", "plain")
+        }
+        worker_rows = [
+            [
+                label,
+                f"{per[kind][0] * 1000:,.0f}",
+                f"{per[kind][1] * 1000:,.0f}",
+                f"{(per[kind][0] - per[kind][1]) * 1000:,.0f}",
+            ]
+            for kind, label in (
+                ("occurrence", "`OccurrenceTask` (scheduled occurrence)"),
+                ("plain", "plain Celery task"),
+            )
+        ]
+        (ours_ms, ours_sql), (plain_ms, plain_sql) = per["occurrence"], per["plain"]
+        worker_rows.append(
+            [
+                "the difference",
+                f"{(ours_ms - plain_ms) * 1000:+,.0f}",
+                f"{(ours_sql - plain_sql) * 1000:+,.0f}",
+                f"{((ours_ms - ours_sql) - (plain_ms - plain_sql)) * 1000:+,.0f}",
+            ]
+        )
+        parts += [
+            "Per delivery, in the worker (the worker figure's runs: the median time per task,"
+            " and the time its statements waited on PostgreSQL; the rest is the worker's loop,"
+            " the broker and Python):",
+            report.markdown_table(
+                ["delivery", "µs per task", "PostgreSQL", "the rest"], worker_rows
+            ),
+        ]
+    return parts
+
+
 def profile_text(profile: dict[str, Any] | None, top: int = 15) -> list[str]:
     if not profile:
         return []
@@ -500,6 +565,7 @@ def render(payload: dict[str, Any]) -> str:
     parts += ["### Targets (issue 16)", judge_text(payload["targets"])]
     if skipped := skipped_text(payload):
         parts.append(skipped)
+    parts += budget_text(payload.get("profile"), payload.get("worker"))
     parts += profile_text(payload.get("profile"))
     parts.append(
         f"Raw numbers: `bench/results/{payload.get('benchmark', NAME)}.json`; child process logs:"

@@ -144,6 +144,7 @@ def worker_run(kind: str, count: int, at: datetime, budget: float) -> dict[str, 
         "per_second": executed / active if active > 0 else 0.0,
         "ms_per_task": active / executed * 1000 if executed else None,
         "queries_per_task": stats.get("sql", 0) / executed if executed else None,
+        "sql_ms_per_task": stats.get("sql_seconds", 0.0) / executed * 1000 if executed else None,
         **gap_figures(stats.get("gaps") or []),
         "statements_per_task": {
             text: round(count / executed, 2)
@@ -201,6 +202,7 @@ def worker_samples(repeats: int, count: int, budget: float) -> dict[str, Any]:
             "per_second": report.summarize([r["per_second"] for r in done], 1),
             "ms_per_task": report.summarize([r["ms_per_task"] for r in done], 3),
             "queries_per_task": report.summarize([r["queries_per_task"] for r in done], 2),
+            "sql_ms_per_task": report.summarize([r["sql_ms_per_task"] or 0.0 for r in done], 3),
         }
         for key in ("median_gap_ms", "max_gap_ms"):
             if all(key in r for r in done):

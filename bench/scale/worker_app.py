@@ -38,9 +38,14 @@ profiler = cProfile.Profile() if os.environ.get("BENCH_WORKER_PROFILE") else Non
 
 
 def _record(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
-    if stats["first_start"] is not None:
-        statements[shape(sql)] += 1
-    return execute(sql, *args)
+    if stats["first_start"] is None:
+        return execute(sql, *args)
+    statements[shape(sql)] += 1
+    begin = time.perf_counter()
+    try:
+        return execute(sql, *args)
+    finally:  # the time the statement waited on PostgreSQL (the budget per delivery)
+        stats["sql_seconds"] = stats.get("sql_seconds", 0.0) + time.perf_counter() - begin
 
 
 def _install_recorder() -> None:
