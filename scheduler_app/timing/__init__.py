@@ -8,17 +8,16 @@ Imports neither Django nor Celery and never reads the clock: every instant is pa
     datetime.datetime(2026, 3, 30, 6, 30, tzinfo=datetime.timezone.utc)
 """
 
+from scheduler_app.timing.backward import first_slot, previous_slot
 from scheduler_app.timing.cron import CronExpr, parse_cron
 from scheduler_app.timing.describe import describe
 from scheduler_app.timing.durations import format_duration, parse_duration
 from scheduler_app.timing.engine import (
     SearchExhausted,
-    first_slot,
     iter_annotated,
     iter_between,
     iter_slots,
     next_after,
-    previous_slot,
     slots_between,
 )
 from scheduler_app.timing.legacy import canonical_zone

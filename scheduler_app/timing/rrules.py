@@ -8,11 +8,9 @@ before the time asked for: the occurrences are identical, the cost is flat.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from datetime import date, datetime, time, timedelta
-from functools import lru_cache
+from datetime import datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -34,6 +32,7 @@ from scheduler_app.timing.gaps import (
     subdaily_pattern,
     times_per_period,
 )
+from scheduler_app.timing.rrule_days import cached_rule, matching_days
 from scheduler_app.timing.rrule_text import (
     FREQS,
     MAX_RULE_LENGTH,
@@ -111,7 +110,7 @@ class RRuleSpec:
         if since is None:
             slots: Iterator[datetime] = iter(_build(self, self.anchor))
         else:  # the rule without COUNT gives the same slots after the mark
-            rule = _cached_rule(
+            rule = cached_rule(
                 self.freq,
                 self.interval,
                 None,
@@ -149,14 +148,14 @@ class RRuleSpec:
         """
         within_day = tuple((k, v) for k, v in self.options if k not in DAY_PARTS)
         start = max(start, self.anchor)
-        for day in _matching_days(self.options, start.date()):
+        for day in matching_days(self.options, start.date()):
             day_start = datetime.combine(day, time())
             if self.until_local is not None and day_start > self.until_local:
                 return
             first = max(start, day_start)
             end = day_start + timedelta(days=1) - timedelta(seconds=1)
             until = end if self.until_local is None else min(end, self.until_local)
-            rule = _cached_rule(
+            rule = cached_rule(
                 self.freq, self.interval, None, until, within_day, _realign(self, first)
             )
             gave = False
@@ -316,65 +315,8 @@ def _check_fires(freq: int, interval: int, options: dict[str, Any], anchor: date
     return gap
 
 
-def _matching_days(options: tuple[tuple[str, Any], ...], start: date) -> Iterator[date]:
-    """The days at or after ``start`` that pass the rule's day parts, in order."""
-    days = tuple(
-        (name, _plain(value) if name == "byweekday" else value)
-        for name, value in options
-        if name in DAY_PARTS or name == "wkst"
-    )
-    if {name for name, _ in days} <= {"bymonth", "wkst"}:
-        # A yearly rule with no day part takes its day of month from DTSTART: say "every day".
-        days += (("bymonthday", _EVERY_MONTHDAY),)
-    # A year's days once, then a bisection: the walk starts again at every window opening,
-    # and dateutil walks every day from DTSTART (January 1) on each start.
-    found = _days_of_year(days, start.year)
-    yield from found[bisect_left(found, start) :]
-    for year in range(start.year + 1, 10000):
-        yield from _days_of_year(days, year)
-
-
-_EVERY_MONTHDAY = tuple(range(1, 32))
-
-
-@lru_cache(maxsize=1024)
-def _days_of_year(days: tuple[tuple[str, Any], ...], year: int) -> tuple[date, ...]:
-    midnight = (("byhour", (0,)), ("byminute", (0,)), ("bysecond", (0,)))
-    january = datetime(year, 1, 1)  # noqa: DTZ001 - local wall time
-    until = datetime(year, 12, 31)  # noqa: DTZ001 - local wall time
-    probe = _cached_rule(du.YEARLY, 1, None, until, days + midnight, january)
-    return tuple(found.date() for found in probe)
-
-
-def _plain(weekdays: tuple[du.weekday, ...]) -> tuple[int, ...]:
-    """Weekdays without ordinals: what dateutil uses below MONTHLY frequency."""
-    return tuple(sorted({day.weekday for day in weekdays}))
-
-
 def _build(spec: RRuleSpec, anchor: datetime) -> du.rrule:
-    return _cached_rule(
-        spec.freq, spec.interval, spec.count, spec.until_local, spec.options, anchor
-    )
-
-
-@lru_cache(maxsize=4096)
-def _cached_rule(
-    freq: int,
-    interval: int,
-    count: int | None,
-    until: datetime | None,
-    options: tuple[tuple[str, Any], ...],
-    anchor: datetime,
-) -> du.rrule:
-    return du.rrule(
-        freq,  # type: ignore[arg-type]  # one of the FREQS values, checked by parse_rrule
-        dtstart=anchor,
-        interval=interval,
-        count=count,
-        until=until,
-        cache=False,
-        **dict(options),
-    )
+    return cached_rule(spec.freq, spec.interval, spec.count, spec.until_local, spec.options, anchor)
 
 
 def _check_builds(spec: RRuleSpec) -> None:

@@ -14,8 +14,9 @@ from itertools import islice
 import pytest
 
 from scheduler_app.timing import Timing, build_timing, next_after
-from scheduler_app.timing.engine import SearchExhausted, first_slot, iter_annotated
-from scheduler_app.timing.rrules import _days_of_year
+from scheduler_app.timing.backward import first_slot
+from scheduler_app.timing.engine import SearchExhausted, iter_annotated
+from scheduler_app.timing.rrule_days import days_of_year as _days_of_year
 from scheduler_app.timing.windows import MAX_CLOSED, apply_windows
 from scheduler_app.timing.zones import Resolved
 

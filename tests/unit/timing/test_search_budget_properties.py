@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from scheduler_app.errors import ScheduleValidationError, SearchExhausted
-from scheduler_app.timing import engine, walks
+from scheduler_app.timing import backward, engine, walks
 from scheduler_app.timing.budget import SearchBudget
 from scheduler_app.timing.calendars.solar import SolarRule
 from scheduler_app.timing.rrules import RRuleSpec
@@ -201,7 +201,7 @@ def agrees(bounded: Any, question: Any, timing: Timing, instant: datetime) -> bo
 
 
 def previous_exclusive(timing: Timing, instant: datetime) -> datetime | None:
-    return engine.previous_slot(timing, instant, inclusive=False)
+    return backward.previous_slot(timing, instant, inclusive=False)
 
 
 @settings(
@@ -237,5 +237,5 @@ def test_the_previous_slot_is_found_within_the_budget(timing: Timing, instant: d
 def test_validation_does_a_bounded_number_of_searches(timing: Timing, instant: datetime) -> None:
     # The first slot, the one before it and two after it: four questions at most.
     with counting() as work, suppress(ScheduleValidationError):
-        engine.first_slot(timing, instant)
-    assert work.total <= (2 + engine.FOLLOWING_CHECKED) * bound(timing)
+        backward.first_slot(timing, instant)
+    assert work.total <= (2 + backward.FOLLOWING_CHECKED) * bound(timing)
