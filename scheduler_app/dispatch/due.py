@@ -44,15 +44,40 @@ def due_slots(
     return due.slots, due.uncounted
 
 
-def due_walk(schedule: Schedule, timing: Timing, now: datetime, cap: int | None) -> Due:
-    """``due_slots`` with where the walk stopped (the first slot after ``now``)."""
+Walks = dict[tuple[Timing, datetime, timedelta, int], Due]
+"""One batch's walks by (timing, first due slot, catch-up horizon, cap): the batch's schedules
+that share a rule, a zone and a due slot (every ``0 9 * * *`` of Europe/Riga due at 09:00)
+share one walk. Only short walks are kept (``MEMO_SLOTS``), and only for the batch."""
+MEMO_SLOTS = 64
+
+
+def due_walk(
+    schedule: Schedule,
+    timing: Timing,
+    now: datetime,
+    cap: int | None,
+    walks: Walks | None = None,
+) -> Due:
+    """``due_slots`` with where the walk stopped (the first slot after ``now``). ``walks``:
+    the batch's walks so far (all at the same ``now``), read and added to."""
     start = schedule.next_run_at
     if start is None:
         return Due([], 0)
     horizon = timedelta(seconds=max(schedule.catch_up_window, schedule.max_lateness))
-    cut = now - horizon
     if cap is None:
         cap = get_settings().MAX_SLOTS_PER_TICK
+    if walks is None:
+        return _walk(timing, start, now - horizon, now, cap)
+    key = (timing, start, horizon, cap)
+    found = walks.get(key)
+    if found is None:
+        found = _walk(timing, start, now - horizon, now, cap)
+        if len(found.slots) <= MEMO_SLOTS:
+            walks[key] = found
+    return Due(list(found.slots), found.uncounted, found.following, found.knows_following)
+
+
+def _walk(timing: Timing, start: datetime, cut: datetime, now: datetime, cap: int) -> Due:
     if start > cut:
         return _recent(timing, start - TICK, now, cap)
     older = 0

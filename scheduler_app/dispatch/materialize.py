@@ -24,7 +24,7 @@ from scheduler_app.definition.schedule import (
     version_id,
 )
 from scheduler_app.dispatch.bulk import insert_occurrences, save_advanced
-from scheduler_app.dispatch.due import Due, due_walk
+from scheduler_app.dispatch.due import Due, Walks, due_walk
 from scheduler_app.dispatch.overlapping import apply_overlap
 from scheduler_app.models import (
     IntervalMode,
@@ -198,11 +198,12 @@ def _plan_within_budget(
     the database's writers, for longer than ``PLAN_SECONDS_PER_BATCH``. The schedules left
     out are not advanced and stay due for the next batch."""
     planned: dict[UUID, list[Occurrence]] = {}
+    walks: Walks = {}  # schedules that share a rule, a zone and a due slot share one walk
     started = monotonic()
     for schedule in schedules:
         if planned and (budget <= 0 or monotonic() - started >= seconds):
             break
-        planned[schedule.id] = plan_schedule(schedule, now, cap=cap)
+        planned[schedule.id] = plan_schedule(schedule, now, cap=cap, walks=walks)
         budget -= len(planned[schedule.id])
     return planned
 
@@ -229,16 +230,19 @@ def _one_by_one(
     return kept
 
 
-def plan_schedule(schedule: Schedule, now: datetime, *, cap: int | None = None) -> list[Occurrence]:
+def plan_schedule(
+    schedule: Schedule, now: datetime, *, cap: int | None = None, walks: Walks | None = None
+) -> list[Occurrence]:
     """Decide this schedule's due slots, advance its fields in memory, return the new rows.
 
-    ``cap`` is ``MAX_SLOTS_PER_TICK`` (read from the settings when not given).
+    ``cap`` is ``MAX_SLOTS_PER_TICK`` (read from the settings when not given); ``walks``: the
+    batch's due walks so far (``due.due_walk``).
     """
     try:
         timing = timing_for(schedule)
         if schedule.interval_mode == IntervalMode.FIXED_DELAY:
             return _plan_fixed_delay(schedule, timing, now)
-        due = due_walk(schedule, timing, now, cap)
+        due = due_walk(schedule, timing, now, cap, walks)
         slots = due.slots
         decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=due.uncounted)
         rows = build_occurrences(schedule, timing, slots, decision, now)
