@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from django.conf import settings as django_settings
 from django.core.signals import setting_changed
 
-from scheduler_app.timing.budget import DEFAULT_CANDIDATES, DEFAULT_SPAN_DAYS
+from scheduler_app.timing.budget import DEFAULT_CANDIDATES, DEFAULT_SECONDS, DEFAULT_SPAN_DAYS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,6 +30,9 @@ class SchedulerSettings:
     SEARCH_CANDIDATES: int = DEFAULT_CANDIDATES
     """Candidate times one computation of a slot (next, previous, preview, validation) may
     evaluate before it gives up: a rule that needs more is refused, or parked at run time."""
+    SEARCH_SECONDS: float = DEFAULT_SECONDS
+    """CPU seconds one computation of a slot may spend (per slot found): the bound on work the
+    candidate count does not see (the rule library's own steps between two candidates)."""
     SEARCH_SPAN_DAYS: int = DEFAULT_SPAN_DAYS
     """Days one computation of a slot may look past where it started (or past the slot before)
     over candidate times that windows, holidays or bounds reject; the default is ten years."""

@@ -64,18 +64,19 @@ def timing_for(schedule: Schedule) -> Timing:
 def search_budget() -> SearchBudget:
     """The settings' search budget: how much work one computation of a slot may do."""
     settings = get_settings()
-    return _budget(settings.SEARCH_CANDIDATES, settings.SEARCH_SPAN_DAYS)
+    return _budget(settings.SEARCH_CANDIDATES, settings.SEARCH_SPAN_DAYS, settings.SEARCH_SECONDS)
 
 
 @lru_cache(maxsize=16)
-def _budget(candidates: int, span_days: int) -> SearchBudget:
+def _budget(candidates: int, span_days: int, seconds: float) -> SearchBudget:
     try:
-        return SearchBudget(candidates=candidates, span=timedelta(days=span_days))
+        return SearchBudget(candidates=candidates, span=timedelta(days=span_days), seconds=seconds)
     except (TypeError, ValueError, OverflowError):
         raise ScheduleValidationError(
             "settings",
             f"SCHEDULER_SEARCH_CANDIDATES ({candidates!r}) and SCHEDULER_SEARCH_SPAN_DAYS "
-            f"({span_days!r}) must be whole numbers >= 1; fix the Django settings",
+            f"({span_days!r}) must be whole numbers >= 1, SCHEDULER_SEARCH_SECONDS "
+            f"({seconds!r}) a number above 0; fix the Django settings",
             code="bad_setting",
         ) from None
 

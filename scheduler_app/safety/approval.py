@@ -43,9 +43,10 @@ from scheduler_app.safety.actors import actor_name, is_system
 logger = logging.getLogger("scheduler_app.safety")
 PERMISSION = "scheduler_app.approve_schedule"
 RUN_PERMISSION = "scheduler_app.run_schedule"
-WHAT_RUNS = ("task", "args", "kwargs", "job_type", "payload_ref", "mode")
-"""The fields that change what a schedule's runs execute (with its owner's rights); ``mode``
-turns a shadow schedule, which runs nothing, into one that runs."""
+WHAT_RUNS = ("task", "args", "kwargs", "job_type", "payload_ref", "mode", "options", "ping_url")
+"""The fields that change what a schedule's runs execute (with its owner's rights) or where
+they go: ``mode`` turns a shadow schedule, which runs nothing, into one that runs; ``options``
+routes its messages (another queue), ``ping_url`` where its runs are reported."""
 WHEN_RUNS = (
     "kind",
     "rule",
@@ -61,15 +62,21 @@ WHEN_RUNS = (
     "window_policy",
     "exclude_holidays",
     "misfire_policy",
+    "max_lateness",
     "catch_up_window",
     "catch_up_limit",
     "overlap_policy",
     "max_attempts",
+    "retry_delay",
     "max_per_day",
+    "deadline",
+    "jitter",
+    "cancel_grace",
 )
 """The fields that decide when and how many times a schedule runs: a yearly schedule made
 to run every ten seconds runs three million times more with its owner's rights (security
-review 8)."""
+review 8); ``max_lateness`` runs every late slot within it whatever the misfire policy, a
+longer ``deadline`` runs what would have expired (review 9)."""
 MADE = (AuditAction.CREATED, AuditAction.EDITED)
 
 

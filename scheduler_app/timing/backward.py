@@ -56,6 +56,7 @@ def first_slot(
             budget=SearchBudget(
                 candidates=search.candidates if budget is None else budget,
                 span=search.span if horizon is None else min(search.span, horizon),
+                seconds=search.seconds,
             ),
         )
     meter = timing.budget.meter(instant, stop_at=timing.ends_at, strict=True)

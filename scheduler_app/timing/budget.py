@@ -18,8 +18,9 @@ answers it at the cost of one candidate. The span bounds a walk over rejected ca
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from time import thread_time
 
 from scheduler_app.errors import SearchExhausted
 from scheduler_app.timing.zones import Resolved
@@ -29,11 +30,19 @@ DEFAULT_CANDIDATES = 100_000
 DEFAULT_SPAN_DAYS = 3653
 """How far one question may look past its start (or its last slot) over rejected candidates:
 ten years, so a February 29 rule (eight years apart around 2100) is still found."""
+DEFAULT_SECONDS = 0.25
+"""CPU seconds (of the asking thread) one question may spend per slot: the bound on work no
+candidate count sees, such as dateutil's own steps between two candidates (a second-by-second
+rule's hour and minute filters: ~8 ms per slot, security review 9). A few thousand times what
+an ordinary slot costs (2-20 µs)."""
 CANDIDATES_SETTING = "SCHEDULER_SEARCH_CANDIDATES"
 SPAN_SETTING = "SCHEDULER_SEARCH_SPAN_DAYS"
+SECONDS_SETTING = "SCHEDULER_SEARCH_SECONDS"
+_CHECK_EVERY = 8
+"""Candidates between two looks at the thread's CPU clock (~0.4 µs a look)."""
 FIX = (
     "widen the active window, drop the holiday exclusion or max_count, pick a rule that "
-    f"fires more often, or raise {SPAN_SETTING} / {CANDIDATES_SETTING}"
+    f"fires more often, or raise {SPAN_SETTING} / {CANDIDATES_SETTING} / {SECONDS_SETTING}"
 )
 _DAY = timedelta(days=1)
 
@@ -44,12 +53,18 @@ class SearchBudget:
 
     candidates: int = DEFAULT_CANDIDATES
     span: timedelta = timedelta(days=DEFAULT_SPAN_DAYS)
+    seconds: float = DEFAULT_SECONDS
+    """CPU seconds per slot (``DEFAULT_SECONDS``)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.candidates, bool) or not isinstance(self.candidates, int):
             raise TypeError(f"candidates must be a whole number, got {self.candidates!r}")
-        if self.candidates < 0 or self.span <= timedelta(0):
-            raise ValueError(f"a search budget needs candidates >= 0 and a positive span: {self}")
+        if isinstance(self.seconds, bool) or not isinstance(self.seconds, int | float):
+            raise TypeError(f"seconds must be a number, got {self.seconds!r}")
+        if self.candidates < 0 or self.span <= timedelta(0) or not self.seconds > 0:
+            raise ValueError(
+                f"a search budget needs candidates >= 0, a positive span and seconds: {self}"
+            )
 
     def meter(
         self,
@@ -68,6 +83,9 @@ class SearchBudget:
             strict=strict,
             per_slot=per_slot,
             ceiling=ceiling,
+            ceiling_seconds=None
+            if ceiling is None
+            else self.seconds * ceiling / max(self.candidates, 1),
         )
 
 
@@ -93,6 +111,13 @@ class Meter:
     """Candidates in all, over every slot of the question (a preview's list, a backfill's
     range): a list of slots each near the budget stops here instead of costing the budget
     once per slot. None: no such bound."""
+    ceiling_seconds: float | None = None
+    """CPU seconds in all, over every slot of the question: the same multiple of the budget's
+    ``seconds`` as ``ceiling`` is of its candidates."""
+    began: float = field(default_factory=thread_time)
+    """The thread's CPU clock when the question began."""
+    slot_began: float = -1.0
+    """... and when the search for the current slot began (``began`` until a slot is found)."""
 
     def charge(self, instant: datetime) -> None:
         """Count one candidate at ``instant``; raise ``SearchExhausted`` past the budget."""
@@ -104,6 +129,16 @@ class Meter:
             self.exhaust("total")
         if self.used > 1 and instant - self.origin > self.budget.span:
             self.exhaust("span")
+        if self.total % _CHECK_EVERY == 0:
+            self._check_time()
+
+    def _check_time(self) -> None:
+        now = thread_time()
+        since = self.began if self.slot_began < 0 else self.slot_began
+        if now - since > self.budget.seconds:
+            self.exhaust("time")
+        if self.ceiling_seconds is not None and now - self.began > self.ceiling_seconds:
+            self.exhaust("total")
 
     def candidates(self, items: Iterable[Resolved]) -> Iterator[Resolved]:
         """``items`` (increasing instants first in each tuple), charged, up to ``stop_at``."""
@@ -128,6 +163,7 @@ class Meter:
         if self.per_slot:
             self.used = 0
             self.origin = instant
+            self.slot_began = thread_time()
 
     def exhaust(self, what: str, *, before: datetime | None = None, detail: str = "") -> None:
         """Give up: ``what`` ran out (``candidates``, ``span``, or an engine bound such as
@@ -144,14 +180,19 @@ def _message(meter: Meter, what: str, before: datetime | None, detail: str) -> s
     )
     if what == "total":
         spent = (
-            f"{meter.ceiling or 0:,} candidate times in all for this list of slots, the last "
-            f"{where} (a multiple of the search budget, {CANDIDATES_SETTING}): each slot "
-            "takes many"
+            f"{meter.ceiling or 0:,} candidate times or {meter.ceiling_seconds or 0:g} s of CPU "
+            f"in all for this list of slots, the last {where} (a multiple of the search budget, "
+            f"{CANDIDATES_SETTING}, {SECONDS_SETTING}): each slot takes much work"
         )
     elif what == "candidates":
         spent = (
             f"{budget.candidates:,} candidate times {where} without a slot "
             f"(the search budget, {CANDIDATES_SETTING})"
+        )
+    elif what == "time":
+        spent = (
+            f"{budget.seconds:g} s of CPU {where} without a slot (the search budget, "
+            f"{SECONDS_SETTING}): each candidate time costs the rule's library much work"
         )
     elif what == "span":
         spent = (

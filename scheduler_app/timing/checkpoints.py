@@ -96,12 +96,15 @@ class Walk:
         else:
             self._held.append((slot, self.used))
 
-    def reached(self) -> None:
-        """The walk got where it was asked: keep its marks."""
+    def reached(self, slot: datetime) -> None:
+        """The walk got where it was asked, at ``slot`` (the last slot it counted): keep its
+        marks, and one at ``slot`` (the next question, asked later, starts there, however few
+        slots the rule has: a rule with 58 slots in 1,600 years left no mark before)."""
         if self._held is not None:
-            for slot, count in self._held:
-                self.marks.note(self.rule, slot, count)
+            for held, count in self._held:
+                self.marks.note(self.rule, held, count)
             self._held = None
+            self.marks.note(self.rule, slot, self.used)
 
     @classmethod
     def resume(

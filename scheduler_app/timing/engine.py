@@ -134,7 +134,7 @@ def _counted(timing: Timing, after: datetime, meter: Meter) -> Iterator[Resolved
             return
         walk.step(item[0])
         if item[0] > after:
-            walk.reached()
+            walk.reached(item[0])
             yield item
 
 

@@ -45,6 +45,7 @@ from scheduler_app.timing.rrule_text import (
 )
 
 MAX_SETPOS_TIMES = 1_000
+_NEXT = timedelta(microseconds=1)
 """Times one period may hold when BYSETPOS picks among them: dateutil builds them all for
 every period, about 0.5 µs each (an hour of every second, 3,600, cost 1.9 ms a slot)."""
 
@@ -104,27 +105,20 @@ class RRuleSpec:
         """A COUNT rule numbers its slots from DTSTART, so its walk starts there, or at the
         latest mark an earlier walk left before ``start`` (``checkpoints``): each slot before
         ``start`` is charged to the search budget (a DTSTART years back with a COUNT of a
-        million walked up to a million slots, seconds of CPU, for free)."""
+        million walked up to a million slots, seconds of CPU, for free). The slots are the
+        rule's without COUNT, walked as such a rule is (``_rule_local``: a sub-daily rule with
+        day parts one matching day at a time, each day without a slot charged): dateutil's own
+        walk from DTSTART stepped through every day between unpaid (a Feb 29 rule from year 1:
+        10-31 s of CPU, security review 9)."""
         count = self.count or 0
         walk, since = Walk.resume(COUNTED, self, start, inclusive=False)
-        if since is None:
-            slots: Iterator[datetime] = iter(_build(self, self.anchor))
-        else:  # the rule without COUNT gives the same slots after the mark
-            rule = cached_rule(
-                self.freq,
-                self.interval,
-                None,
-                self.until_local,
-                self.options,
-                _realign(self, since),
-            )
-            slots = rule.xafter(since, inc=False)
-        for local in slots:
+        first = self.anchor if since is None else since + _NEXT  # strictly after the mark
+        for local in replace(self, count=None)._rule_local(first, charge):
             if walk.used == count:
                 return
             walk.step(local)
             if local >= start:
-                walk.reached()
+                walk.reached(local)
                 yield local
             elif charge is not None and not charge(local):
                 return

@@ -177,7 +177,8 @@ def test_the_preview_command_stops_after_the_slots_it_found_and_says_why(
         "without a slot (the search budget, SCHEDULER_SEARCH_CANDIDATES); the active window, "
         "holidays, bounds or max_count reject nearly every time the rule produces. widen the "
         "active window, drop the holiday exclusion or max_count, pick a rule that fires more "
-        "often, or raise SCHEDULER_SEARCH_SPAN_DAYS / SCHEDULER_SEARCH_CANDIDATES"
+        "often, or raise SCHEDULER_SEARCH_SPAN_DAYS / SCHEDULER_SEARCH_CANDIDATES / "
+        "SCHEDULER_SEARCH_SECONDS"
     )
 
 

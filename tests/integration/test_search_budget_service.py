@@ -196,12 +196,15 @@ def candidates(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
 
 def test_schedules_counted_from_days_ago_cost_the_beat_a_walk_once_not_every_tick(
-    candidates: list[int],
+    candidates: list[int], settings: Settings
 ) -> None:
     """Medium: every ten seconds from 11 days back, ``max_count`` a million, made by an
     ``add_schedule`` user: each question walked ~95,000 slots from the start, 0.22 s of every
     tick per schedule until the walk outgrew the budget; sixty of them starved the beat for
-    every tenant (another tenant's slots 8-32 s late). The walks now resume at their marks."""
+    every tenant (another tenant's slots 8-32 s late). The walks now resume at their marks.
+    (The walk of the first question costs about the CPU bound of a search, 0.25 s, review 9:
+    work is counted here, so the bound is raised.)"""
+    settings.SCHEDULER_SEARCH_SECONDS = 60.0
     began = NOW - timedelta(days=11)
     clock = FakeClock(NOW)
     made = [

@@ -277,7 +277,7 @@ def test_an_editor_without_run_schedule_cannot_make_a_runners_schedule_run_again
     done = schedule(clock, kind="once", rule=soon, user=runner)
     Schedule.objects.filter(pk=done.pk).update(status=ScheduleStatus.COMPLETED, next_run_at=None)
     again = (START + timedelta(hours=1)).isoformat()
-    with pytest.raises(OperatorPermissionDenied, match="run again"):
+    with pytest.raises(OperatorPermissionDenied, match="rule of a schedule that runs as"):
         update_schedule(done.pk, expected_version=1, clock=clock, user=editor, rule=again)
     assert reload(done).status == ScheduleStatus.COMPLETED
     shadow = schedule(clock, kind="interval", rule="60s", user=runner, mode="shadow")
@@ -287,8 +287,8 @@ def test_an_editor_without_run_schedule_cannot_make_a_runners_schedule_run_again
     # The owner may; an editor may still change what decides neither what nor when it runs.
     update_schedule(done.pk, expected_version=1, clock=clock, user=runner, rule=again)
     assert reload(done).status == ScheduleStatus.ACTIVE
-    update_schedule(shadow.pk, expected_version=1, clock=clock, user=editor, jitter=5)
-    assert reload(shadow).jitter == 5
+    update_schedule(shadow.pk, expected_version=1, clock=clock, user=editor, expected_every=3600)
+    assert reload(shadow).expected_every == 3600
 
 
 @pytest.mark.parametrize(
@@ -300,8 +300,25 @@ def test_an_editor_without_run_schedule_cannot_make_a_runners_schedule_run_again
         {"misfire_policy": "catch_up", "catch_up_window": 86_400, "catch_up_limit": 100},
         {"max_attempts": 10},
         {"timezone": "Pacific/Kiritimati"},
+        {"max_lateness": 604_800},
+        {"deadline": 604_800},
+        {"options": {"queue": "payments"}},
+        {"retry_delay": 1},
+        {"jitter": 3600},
     ],
-    ids=["every-10s", "max_count", "ends_at", "catch_up", "attempts", "timezone"],
+    ids=[
+        "every-10s",
+        "max_count",
+        "ends_at",
+        "catch_up",
+        "attempts",
+        "timezone",
+        "max_lateness",
+        "deadline",
+        "options",
+        "retry_delay",
+        "jitter",
+    ],
 )
 def test_an_editor_without_run_schedule_cannot_make_a_runners_schedule_run_more_often(
     change: dict[str, Any],
@@ -349,7 +366,7 @@ def test_an_editor_without_run_schedule_cannot_revive_a_cancelled_or_ended_sched
     )
     services.pause_schedule(once.pk, user=runner, clock=clock)
     clock.set(START + timedelta(hours=1))  # its one slot has passed while paused
-    with pytest.raises(OperatorPermissionDenied, match="run again"):
+    with pytest.raises(OperatorPermissionDenied, match="rule of a schedule that runs as"):
         update_schedule(
             once.pk, expected_version=1, clock=clock, user=editor, rule="60s", kind="interval"
         )
@@ -358,3 +375,23 @@ def test_an_editor_without_run_schedule_cannot_revive_a_cancelled_or_ended_sched
     update_schedule(
         once.pk, expected_version=1, clock=clock, user=runner, rule="60s", kind="interval"
     )
+
+
+def test_an_edit_that_will_be_refused_is_refused_before_its_rule_is_evaluated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Review 9 (Low): the refusal came after the validation, so a refused edit still cost
+    the evaluation of whatever rule it carried."""
+    from scheduler_app.services import schedules as schedule_services
+
+    clock = FakeClock(START)
+    runner = person("rita", "add_schedule", "run_schedule", "change_schedule")
+    editor = person("ed", "change_schedule")
+    theirs = schedule(clock, kind="cron", rule="0 8 1 1 *", timezone="UTC", user=runner)
+    evaluated: list[object] = []
+    monkeypatch.setattr(
+        schedule_services, "validate_definition", lambda values: evaluated.append(values)
+    )
+    with pytest.raises(OperatorPermissionDenied, match="run_schedule"):
+        update_schedule(theirs.pk, expected_version=1, clock=clock, user=editor, rule="* * * * *")
+    assert evaluated == []

@@ -136,9 +136,14 @@ def test_a_preview_of_slots_each_near_the_budget_stops_at_twice_the_budget(
     }
     answer = adder.post(URL, form).json()
     assert answer["ok"] is True, answer
-    assert [row["utc"] for row in answer["slots"]][:1] == ["2027-01-10 09:00 UTC"]
+    assert [row["utc"] for row in answer["slots"]] == ["2027-01-10 09:00 UTC"][
+        : len(answer["slots"])
+    ]
     assert len(answer["slots"]) < 10
-    assert "in all for this list of slots" in answer["errors"]["rule"][0]
-    assert answer["skipped"] and len(answer["skipped"]) <= 50
+    # Where the list stopped: two budgets of candidates in all, or (each row costing ~0.2 s)
+    # the CPU bound of one search (review 9: SCHEDULER_SEARCH_SECONDS).
+    stopped = answer["errors"]["rule"][0]
+    assert "in all for this list of slots" in stopped or "s of CPU" in stopped, stopped
+    assert len(answer["skipped"]) <= 50
     # Validation (four searches), the list (two budgets) and the notes (one).
     assert walked[0] <= 7 * 100_000 + 1_000, walked[0]

@@ -224,3 +224,42 @@ def test_the_slot_before_a_dense_rule_months_back_is_found_in_a_few_short_walks(
     assert previous_slot(timing, datetime(2010, 2, 1, tzinfo=UTC), inclusive=False) == datetime(
         2010, 1, 31, 23, 59, tzinfo=UTC
     )
+
+
+# --- security review 9: the work no candidate count sees ----------------------------------------
+
+YEAR_400 = datetime(400, 1, 1, tzinfo=UTC)
+FEB_29_MONDAYS = (
+    "FREQ=SECONDLY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO;BYHOUR=0;BYMINUTE=0;BYSECOND=0;COUNT=1000000"
+)
+"""Review 9 (High): each slot costs dateutil ~8 ms of steps between candidates it never hands
+out; counted from year 400 its validation took 30.8 s of CPU (63 s for an admin add POST)."""
+
+
+def test_a_rule_whose_every_candidate_costs_milliseconds_is_refused_at_the_cpu_bound() -> None:
+    timing = build_timing(kind="rrule", rule=FEB_29_MONDAYS, anchor=YEAR_400, timezone="UTC")
+    with pytest.raises(SearchExhausted) as caught:
+        first_slot(timing, NOW)
+    assert caught.value.exhausted == "time"
+    assert "s of CPU" in caught.value.message and "SCHEDULER_SEARCH_SECONDS" in caught.value.message
+
+
+def test_the_cpu_bound_stops_a_walk_the_candidates_allow() -> None:
+    """A millisecond of CPU against a walk of thousands of candidates (a one-minute window a
+    week on an every-minute rule, with holidays): the time runs out first."""
+    timing = build_timing(
+        kind="cron",
+        rule="* * * * *",
+        timezone="Europe/Riga",
+        exclude_holidays="LV",
+        budget=SearchBudget(candidates=1_000_000, seconds=0.001),
+    )
+    with pytest.raises(SearchExhausted) as caught:
+        slots_between(timing, datetime(2026, 12, 20, tzinfo=UTC), datetime(2027, 1, 10, tzinfo=UTC))
+    assert caught.value.exhausted in ("time", "total")
+
+
+@pytest.mark.parametrize("seconds", [0, -1.0, True, "1"])
+def test_the_cpu_bound_must_be_a_positive_number(seconds: object) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        SearchBudget(seconds=seconds)  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ from scheduler_app.timing.rules import Timing, build_timing
 from scheduler_app.timing.windows import MAX_CLOSED
 
 BUDGET = SearchBudget(candidates=400, span=timedelta(days=800))
-ORACLE = SearchBudget(candidates=20_000, span=timedelta(days=4_000))
+ORACLE = SearchBudget(candidates=20_000, span=timedelta(days=4_000), seconds=60.0)
 RESTART_OVERHEAD = 3
 """Items a restarted walk may produce without being charged: the one past the end that stops
 it, and a solar rule's day before the start (each restart follows a charged candidate)."""
