@@ -18,7 +18,7 @@ from scheduler_app.djtasks.scheduler import SchedulerLoop
 from scheduler_app.ticker import Ticker
 from tests.integration.support import START, MemoryPublisher, ticker
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)  # as a beat runs: no test transaction
 
 REAL_SETTLE = Ticker.settle
 
