@@ -43,7 +43,17 @@ from scheduler_app.safety.actors import actor_name, is_system
 logger = logging.getLogger("scheduler_app.safety")
 PERMISSION = "scheduler_app.approve_schedule"
 RUN_PERMISSION = "scheduler_app.run_schedule"
-WHAT_RUNS = ("task", "args", "kwargs", "job_type", "payload_ref", "mode", "options", "ping_url")
+WHAT_RUNS = (
+    "task",
+    "args",
+    "kwargs",
+    "objective",
+    "job_type",
+    "payload_ref",
+    "mode",
+    "options",
+    "ping_url",
+)
 """The fields that change what a schedule's runs execute (with its owner's rights) or where
 they go: ``mode`` turns a shadow schedule, which runs nothing, into one that runs; ``options``
 routes its messages (another queue), ``ping_url`` where its runs are reported."""
@@ -72,11 +82,15 @@ WHEN_RUNS = (
     "deadline",
     "jitter",
     "cancel_grace",
+    "on_pause",
+    "pause_after_failures",
 )
 """The fields that decide when and how many times a schedule runs: a yearly schedule made
 to run every ten seconds runs three million times more with its owner's rights (security
 review 8); ``max_lateness`` runs every late slot within it whatever the misfire policy, a
-longer ``deadline`` runs what would have expired (review 9)."""
+longer ``deadline`` runs what would have expired (review 9); ``on_pause`` keeps runs going
+while the owner has it paused, a higher ``pause_after_failures`` keeps a failing task
+running (review 10)."""
 MADE = (AuditAction.CREATED, AuditAction.EDITED)
 
 

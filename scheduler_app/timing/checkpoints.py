@@ -120,3 +120,5 @@ class Walk:
 
 COUNTED = Checkpoints()
 """The process's marks (the engine's ``max_count`` walks and the RRULE ``COUNT`` walks)."""
+NO_MARKS = Checkpoints(rules=0)
+"""Keeps nothing: for walks whose rule is too large to be kept as a key."""

@@ -228,7 +228,7 @@ _LAST_WALL = datetime(9999, 12, 31, 23, 59, 59)  # noqa: DTZ001
 def dates_gap(
     rule_gap: int | None,
     rdates: tuple[datetime, ...],
-    rule_times: Callable[[datetime], Iterator[datetime]],
+    rule_times: Callable[[datetime, datetime], Iterator[datetime]],
 ) -> int | None:
     """The smallest wall-clock gap once the RDATEs are added: between two RDATEs, or between an
     RDATE and a slot of the rule within a day of it (farther ones are never the smallest that
@@ -252,14 +252,17 @@ def dates_gap(
 
 
 def _nearest_slot(
-    rdate: datetime, reach: timedelta, rule_times: Callable[[datetime], Iterator[datetime]]
+    rdate: datetime,
+    reach: timedelta,
+    rule_times: Callable[[datetime, datetime], Iterator[datetime]],
 ) -> int | None:
     """Seconds from ``rdate`` to the nearest rule slot other than itself within ``reach``
-    (inclusive), or None when there is none."""
+    (inclusive), or None when there is none. ``rule_times(start, end)`` walks the rule's
+    slots from ``start`` and never looks past ``end``."""
     nearest: int | None = None
     start = rdate - reach if rdate - _FIRST_WALL > reach else _FIRST_WALL  # no OverflowError
     end = rdate + reach if _LAST_WALL - rdate > reach else _LAST_WALL  # in years 1 or 9999
-    for local in rule_times(start):
+    for local in rule_times(start, end):
         if local > end:
             break
         if local != rdate:

@@ -20,10 +20,8 @@ from scheduler_app.errors import InvalidRule
 from scheduler_app.errors import SearchExhausted as SearchExhausted
 from scheduler_app.timing.budget import Meter
 from scheduler_app.timing.calendars.public_holidays import HolidayCalendar
-from scheduler_app.timing.checkpoints import COUNTED, Walk
-from scheduler_app.timing.rules import (
-    Timing,
-)
+from scheduler_app.timing.checkpoints import COUNTED, NO_MARKS, Walk
+from scheduler_app.timing.rules import RRuleRule, Timing
 from scheduler_app.timing.walks import merge_locals, rule_items
 from scheduler_app.timing.windows import MAX_CLOSED, ActiveWindows, apply_windows
 from scheduler_app.timing.zones import Resolved, ensure_aware
@@ -127,7 +125,10 @@ def _counted(timing: Timing, after: datetime, meter: Meter) -> Iterator[Resolved
     origin = timing.origin
     if origin is None or timing.max_count is None:
         raise InvalidRule("max_count", "max_count needs starts_at to count slots from")
-    walk, since = Walk.resume(COUNTED, timing, after, inclusive=True)
+    rule = timing.rule
+    heavy = isinstance(rule, RRuleRule) and len(rule.spec.rdates) + len(rule.spec.exdates) > 64
+    # A timing that holds many dates is not kept as a key (memory); it walks from its start.
+    walk, since = Walk.resume(NO_MARKS if heavy else COUNTED, timing, after, inclusive=True)
     start = min(after, origin - _TICK) if since is None else since
     for item in _effective(timing, start, meter):
         if walk.used == timing.max_count:

@@ -19,8 +19,11 @@ from dateutil import rrule as du
 from scheduler_app.timing.gaps import DAY_PARTS
 
 
-def matching_days(options: tuple[tuple[str, Any], ...], start: date) -> Iterator[date]:
-    """The days at or after ``start`` that pass the rule's day parts, in order."""
+def matching_days(
+    options: tuple[tuple[str, Any], ...], start: date, last: date | None = None
+) -> Iterator[date]:
+    """The days at or after ``start`` that pass the rule's day parts, in order; none past
+    ``last`` (a rule's UNTIL: the years after it are not looked at)."""
     days = tuple(
         (name, plain_weekdays(value) if name == "byweekday" else value)
         for name, value in options
@@ -33,7 +36,7 @@ def matching_days(options: tuple[tuple[str, Any], ...], start: date) -> Iterator
     # and dateutil walks every day from DTSTART (January 1) on each start.
     found = days_of_year(days, start.year)
     yield from found[bisect_left(found, start) :]
-    for year in range(start.year + 1, 10000):
+    for year in range(start.year + 1, 10000 if last is None else last.year + 1):
         yield from days_of_year(days, year)
 
 

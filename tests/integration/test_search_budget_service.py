@@ -18,7 +18,7 @@ from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
 from scheduler_app.timing import rrules
 from scheduler_app.timing.calendars.solar import SolarRule
-from tests.integration.support import reload, schedule
+from tests.integration.support import TASK, reload, schedule
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 3, 20, tzinfo=UTC)
@@ -255,3 +255,26 @@ def test_a_backfill_walk_is_bounded_in_all_not_only_per_slot(
     with pytest.raises(ScheduleValidationError, match="in all for this list of slots"):
         operator.backfill_slots(made, NOW - timedelta(weeks=90), NOW)  # 90 slots
     assert candidates[0] <= 140 + 5
+
+
+def test_long_rules_are_kept_in_a_cache_of_their_own() -> None:
+    """Review 10 (Medium): every rule a preview validated was kept in a cache of 65,536
+    parsed timings; a rule with 1,000 RDATEs and 1,000 EXDATEs weighs ~150 kB, so previews of
+    distinct ones could fill gigabytes of a web worker. Long rules now have 256 places."""
+    from scheduler_app.definition import schedule as definition
+    from scheduler_app.services.fields import normalize_definition
+
+    definition._long_timing.cache_clear()
+    first = datetime(2027, 1, 1, 9)
+    dates = ",".join(f"{first + timedelta(days=day):%Y%m%dT%H%M%S}" for day in range(300))
+    short_before = definition._timing.cache_info().currsize
+    for count in range(1, definition.LONG_RULES + 20):
+        text = f"DTSTART:20270101T090000\nRRULE:FREQ=DAILY;COUNT={count}\nRDATE:{dates}"
+        assert len(text) > definition.LONG_RULE
+        definition.validate_definition(
+            normalize_definition(
+                {"task": TASK, "kind": "rrule", "rule": text, "timezone": "UTC"}, NOW
+            )
+        )
+    assert definition._long_timing.cache_info().currsize == definition.LONG_RULES
+    assert definition._timing.cache_info().currsize == short_before

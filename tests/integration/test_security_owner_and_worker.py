@@ -305,6 +305,9 @@ def test_an_editor_without_run_schedule_cannot_make_a_runners_schedule_run_again
         {"options": {"queue": "payments"}},
         {"retry_delay": 1},
         {"jitter": 3600},
+        {"on_pause": "cancel"},
+        {"pause_after_failures": 10_000},
+        {"objective": "another objective"},
     ],
     ids=[
         "every-10s",
@@ -318,6 +321,9 @@ def test_an_editor_without_run_schedule_cannot_make_a_runners_schedule_run_again
         "options",
         "retry_delay",
         "jitter",
+        "on_pause",
+        "pause_after_failures",
+        "objective",
     ],
 )
 def test_an_editor_without_run_schedule_cannot_make_a_runners_schedule_run_more_often(

@@ -8,8 +8,9 @@ bench/timing_limits.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from itertools import pairwise
 from zoneinfo import ZoneInfo
 
@@ -21,7 +22,7 @@ from scheduler_app.errors import InvalidRule
 from scheduler_app.timing import build_timing, first_slot, next_after, slots_between
 from scheduler_app.timing.calendars.solar import QUIET_DAYS, SolarRule, parse_solar, solar_items
 from scheduler_app.timing.content_lines import GAP_REACH, dates_gap
-from scheduler_app.timing.rrules import parse_rrule
+from scheduler_app.timing.rrules import _bounded_walk, parse_rrule
 
 RIGA = ZoneInfo("Europe/Riga")
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
@@ -60,7 +61,7 @@ class Counted:
         self.rule_times = rule_times
         self.steps = 0
 
-    def __call__(self, start: datetime) -> Iterator[datetime]:
+    def __call__(self, start: datetime, end: datetime) -> Iterator[datetime]:
         for local in self.rule_times(start):
             self.steps += 1
             yield local
@@ -112,8 +113,9 @@ SUB_DAILY = [
 def test_the_bounded_gap_equals_the_former_walk(rrule: str, offsets: list[int]) -> None:
     body = parse_rrule(f"DTSTART:20270101T000000\nRRULE:{rrule}", None, RIGA)
     rdates = tuple(sorted(datetime(2027, 1, 1) + timedelta(seconds=s) for s in offsets))
-    expected = reference_gap(body.min_gap, rdates, body.iter_local)
-    assert dates_gap(body.min_gap, rdates, body.iter_local) == expected
+    # The walk the rule is checked with is the rule without COUNT (``parse_rrule``).
+    expected = reference_gap(body.min_gap, rdates, replace(body, count=None).iter_local)
+    assert dates_gap(body.min_gap, rdates, partial(_bounded_walk, body)) == expected
 
 
 # -- solar: an event that never falls on a local date -----------------------------------------
@@ -196,3 +198,48 @@ def test_rdates_at_the_ends_of_the_calendar_are_measured_not_an_overflow(
     text: str, gap: int
 ) -> None:
     assert parse_rrule(text, None, ZoneInfo("UTC")).min_gap == gap  # was an OverflowError
+
+
+# -- security review 10: the gap check's walk is bounded ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        # A weekly grid on Mondays filtered to Tuesdays: never a slot, each RDATE walked to 9999.
+        "DTSTART:20240101T000000\nRRULE:FREQ=HOURLY;INTERVAL=168;BYDAY=TU\n"
+        "RDATE:20300102T000000,20310102T000000",
+        # Feb 29 every 35,064 hours until 2100, then never: an RDATE after 2100.
+        "DTSTART:20280229T000000\nRRULE:FREQ=HOURLY;INTERVAL=35064;BYMONTH=2;BYMONTHDAY=29\n"
+        "RDATE:20261207T000000,21010101T000000,21020101T000000",
+    ],
+    ids=["monday-grid-tuesdays", "after-2100"],
+)
+def test_the_gap_check_never_walks_past_a_day_around_each_rdate(
+    rule: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 10 (High): 6-28 s of CPU per RDATE, up to 1,000 RDATEs in a request; the days
+    the walk looks at are counted here (never timed)."""
+    from scheduler_app.timing import rrule_days
+
+    years: list[int] = []
+    real = rrule_days.days_of_year.__wrapped__
+
+    def counted(days: object, year: int) -> object:
+        years.append(year)
+        return real(days, year)
+
+    monkeypatch.setattr(rrule_days, "days_of_year", counted)
+    spec = parse_rrule(rule, None, ZoneInfo("UTC"))
+    assert spec.rdates
+    assert len(years) <= 4 * len(spec.rdates), years[:20]
+
+
+def test_an_rdate_in_the_last_day_of_9999_is_an_answer_not_an_overflow() -> None:
+    """Review 10 (Low): ``day_start + 1 day`` on 9999-12-31 raised OverflowError (HTTP 500)."""
+    spec = parse_rrule(
+        "DTSTART:20240101T000000\nRRULE:FREQ=HOURLY;INTERVAL=168;BYDAY=FR\nRDATE:99991201T000000",
+        None,
+        ZoneInfo("UTC"),
+    )
+    assert spec.rdates == (datetime(9999, 12, 1),)
