@@ -124,6 +124,9 @@ def forecast(
                     break
         except (SchedulerError, ValueError, OverflowError, KeyError) as exc:
             result.unforecast.append((_name(schedule), str(exc)))
+            if _spent(result.total, max_slots, deadline):  # a failing one costs time too
+                result.partial = len(active) - index - 1
+                break
             continue
         result.schedules += 1
         counted.append(schedule)

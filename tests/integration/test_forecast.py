@@ -220,3 +220,17 @@ def test_the_picture_has_a_bar_per_busy_hour_and_a_band_for_the_dst_day() -> Non
     assert svg.count(f'fill="{picture.BAR_FILL}"') == len(result.hours()) == 6
     assert svg.count(f'fill="{picture.DST_FILL}"') == 1
     assert "2027-03-28 Europe/Riga +02:00 -&gt; +03:00" in svg  # escaped like the page
+
+
+def test_schedules_that_fail_to_forecast_are_timed_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 11 (Medium): a schedule whose search ran out of budget was listed and skipped
+    without a look at the page's time budget, so forty of them (0.25 s each) held a view-only
+    user's page for 10 s. Here every schedule fails, each costing 0.4 s of a fake clock: a
+    one-second budget stops after the third."""
+    seed()
+    Schedule.objects.update(timezone="Mars/Olympus_Mons")
+    ticks = iter(i * 0.4 for i in range(1_000))
+    monkeypatch.setattr(counts, "monotonic", lambda: next(ticks))
+    result = forecast(Schedule.objects.all(), FROM, days=DAYS, seconds=1.0)
+    assert len(result.unforecast) == 3
+    assert result.partial == HERD + LOCAL - 3
