@@ -15,6 +15,7 @@ from datetime import datetime
 
 from scheduler_app.timing.phrases.clock import Time, clock_text
 from scheduler_app.timing.phrases.words import CRON_DAYS, WEEKDAY_CODES, WEEKDAYS, WEEKEND
+from scheduler_app.timing.rrule_text import MAX_SETPOS
 
 MAX_SETPOS_RULE = 1500
 """Longest BYSETPOS rule written for a set of times (the RRULE limit is 2000 characters)."""
@@ -54,7 +55,10 @@ def times_rule(
         parts.append(f"BYMONTHDAY={month_days}")
     parts += [f"BYHOUR={_join(hours)}", f"BYMINUTE={_join(minutes)}", "BYSECOND=0"]
     rule = ";".join([*parts, "BYSETPOS=" + ",".join(positions)])
-    if len(rule) > MAX_SETPOS_RULE:
+    # An RRULE takes at most MAX_SETPOS positions, each at most 366: say so on the words
+    # (review 12: "every 7 minutes between 0:03 and 23:59" built position 368, and the error
+    # came from the RRULE's checks, on another field).
+    if len(rule) > MAX_SETPOS_RULE or len(positions) > MAX_SETPOS or int(positions[-1]) > 366:
         raise NotOneRule(
             f"{len(times)} times a day cannot be one rule; let the window end on a whole hour "
             "step (e.g. 'between 9:00 and 16:59') or use a longer step"

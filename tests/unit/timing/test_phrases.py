@@ -313,3 +313,20 @@ def test_any_text_is_read_or_refused_never_crashes(words: str | list[str]) -> No
         )
     except ScheduleValidationError as error:
         assert error.code in ("never", "range"), (text, error)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "every 7 minutes between 0:03 and 23:59 on monday",
+        "every 13 minutes between 0:01 and 23:58",
+        "every 59 minutes between 0:00 and 23:59 on monday, tuesday and friday",
+    ],
+)
+def test_a_windowed_step_one_rule_cannot_hold_is_refused_on_the_words(words: str) -> None:
+    """Review 12 (Low): these built a BYSETPOS past 366 (or past its 31 positions), refused
+    by the RRULE's own checks on another field; the words now say what to write instead."""
+    with pytest.raises(PhraseError, match="cannot be one rule"):
+        parse_text(words)
+    # A step that divides the hour, in a window ending on a whole hour step, is one rule.
+    assert parse_text("every 15 minutes between 9:00 and 16:59 on monday").kind == "cron"
