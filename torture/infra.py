@@ -72,11 +72,13 @@ class Postgres:
     def __post_init__(self) -> None:
         self.bindir = _pg_bindir()
         # As root, PostgreSQL refuses to run: use the postgres system user, with the cluster
-        # in a directory of its own under the system temp dir (the checkout may sit in a
-        # directory that user cannot enter, e.g. one made by mktemp -d).
+        # in a directory of its own under /tmp (the checkout may sit in a directory that user
+        # cannot enter, e.g. one made by mktemp -d, and so may a nox session's TMPDIR).
         self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         if self._as:
-            self.directory = Path(tempfile.mkdtemp(prefix="torture-pg-"))
+            # /tmp itself: nox points TMPDIR into the checkout for its sessions.
+            shared = "/tmp" if os.path.isdir("/tmp") else None
+            self.directory = Path(tempfile.mkdtemp(prefix="torture-pg-", dir=shared))
         self.data = self.directory / "data"
         self.log = self.directory / "postgres.log"
 

@@ -96,7 +96,9 @@ class PgBouncer:
     process: subprocess.Popen[bytes] | None = None
 
     def __post_init__(self) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="multihost-pgbouncer-"))
+        # /tmp itself, as for the harness's PostgreSQL (nox points TMPDIR into the checkout).
+        shared = "/tmp" if os.path.isdir("/tmp") else None
+        self.directory = Path(tempfile.mkdtemp(prefix="multihost-pgbouncer-", dir=shared))
         self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 
     def url(self, host: str, database: str | None = None) -> str:
