@@ -19,6 +19,7 @@ from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
 from scheduler_app.timing import rrules
 from scheduler_app.timing.calendars.solar import SolarRule
 from tests.integration.support import TASK, reload, schedule
+from tests.unit.timing.helpers import candidates_counted
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 3, 20, tzinfo=UTC)
@@ -176,22 +177,13 @@ def test_a_count_rule_with_rdates_is_checked_without_walking_its_count(walked: l
 
 
 @pytest.fixture
-def candidates(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+def candidates() -> Iterator[list[int]]:
     """Counts the candidate times the engine evaluates (``walks.rule_items``' items)."""
-    from scheduler_app.timing import engine
     from scheduler_app.timing.checkpoints import COUNTED as MARKS
 
     MARKS.clear()  # what this test walks, not what an earlier one left
-    count = [0]
-    real = engine.rule_items
-
-    def items(*args: Any) -> Iterator[Any]:
-        for item in real(*args):
-            count[0] += 1
-            yield item
-
-    monkeypatch.setattr(engine, "rule_items", items)
-    yield count
+    with candidates_counted() as count:
+        yield count
     MARKS.clear()
 
 

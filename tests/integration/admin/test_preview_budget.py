@@ -16,6 +16,7 @@ from django.urls import reverse
 from scheduler_app import services
 from scheduler_app.timing.calendars.solar import SolarRule
 from tests.integration.admin.support import client_for, staff
+from tests.unit.timing.helpers import candidates_counted
 
 pytestmark = pytest.mark.django_db
 
@@ -101,20 +102,10 @@ each slot is found past ~69,000 rejected times, under the 100,000 of the budget.
 
 
 @pytest.fixture
-def walked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+def walked() -> Iterator[list[int]]:
     """Counts the candidate times the engine evaluates (``walks.rule_items``' items)."""
-    from scheduler_app.timing import engine
-
-    count = [0]
-    real = engine.rule_items
-
-    def items(*args: Any) -> Iterator[Any]:
-        for item in real(*args):
-            count[0] += 1
-            yield item
-
-    monkeypatch.setattr(engine, "rule_items", items)
-    yield count
+    with candidates_counted() as count:
+        yield count
 
 
 def test_a_preview_of_slots_each_near_the_budget_stops_at_twice_the_budget(
