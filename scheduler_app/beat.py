@@ -60,6 +60,38 @@ def backoff(failures: int) -> float:
     return float(min(BACKOFF_FIRST * 2 ** max(failures - 1, 0), BACKOFF_MAX))
 
 
+class Failures:
+    """A loop's consecutive failed steps (``run_scheduler``'s ticks, ``run_event_deliveries``'
+    rounds): each is logged, with its traceback the first time, and answered with a growing
+    pause (``backoff``); a database error also drops the connection for a fresh one."""
+
+    def __init__(self, log: logging.Logger, what: str, action: str) -> None:
+        self.log = log
+        self.what = what
+        self.action = action
+        self.count = 0
+
+    def failed(self, exc: Exception) -> float:
+        """Seconds to pause after this failure."""
+        self.count += 1
+        delay = backoff(self.count)
+        self.log.warning(
+            "%s failed (%s: %s); retrying in %g s",
+            self.what,
+            type(exc).__name__,
+            exc,
+            delay,
+            exc_info=self.count == 1,
+            extra={"action": self.action, "attempt": self.count},
+        )
+        if isinstance(exc, DatabaseError):
+            connection.close()
+        return delay
+
+    def passed(self) -> None:
+        self.count = 0
+
+
 def unapplied_migrations() -> list[str]:
     """``app.name`` of every migration the scheduler's tables need and the database lacks.
 

@@ -21,6 +21,7 @@ WHEEL_GLOB = "dist/django_durable_scheduler-*.whl"
 EXTRAS = frozenset(
     {
         "redis",
+        "events",
         "postgres",
         "results",
         "metrics",

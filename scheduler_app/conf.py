@@ -126,6 +126,20 @@ class SchedulerSettings:
     PING_ALLOW_CREDENTIALS: bool = False
     """Accept ``user:password@`` in a ping URL, sent as HTTP Basic auth (refused by default: it
     would be shown and exported with the schedule)."""
+    # Events (docs/events.md): occurrences of ``event:<type>`` schedules POSTed as signed
+    # CloudEvents by ``manage.py run_event_deliveries``.
+    EVENT_ENDPOINTS: Mapping[str, Mapping[str, object]] | None = None
+    """Named webhook endpoints: ``{"billing": {"url": "https://...", "secrets": ["whsec_..."],
+    "tenants": ["acme"], "types": ["contract.*"], "concurrency": 4}}``. A schedule names one in
+    ``options.endpoint``; the secrets never leave the settings."""
+    EVENT_SOURCE: str = "/scheduler"
+    """The CloudEvents ``source`` prefix: an event's source is ``<prefix>/schedules/<key>``."""
+    EVENT_TIMEOUT: float = 10.0
+    """Seconds one delivery may take in all: resolving, connecting, sending, reading."""
+    EVENT_CONCURRENCY: int = 16
+    """Deliveries in flight at once per delivery process."""
+    EVENT_TENANT_CONCURRENCY: int = 8
+    """Deliveries of one tenant in flight at once per delivery process."""
     BEAT_PING_URL: str = ""
     """Pinged by every beat after a tick that reached the database (an external dead-man's
     switch for the beat and the database); empty: off."""

@@ -11,7 +11,12 @@ from typing import Any
 
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.handoff.allowlist import check_target, is_allowed_name, registered_tasks
+from scheduler_app.handoff.allowlist import (
+    EVENT_PREFIX,
+    check_target,
+    is_allowed_name,
+    registered_tasks,
+)
 from scheduler_app.models import (
     IntervalMode,
     MisfirePolicy,
@@ -202,6 +207,7 @@ def validate_definition(values: dict[str, Any]) -> Timing:
     )
     _check_task(values.get("task"))
     _check_payload(values.get("kwargs", {}), values.get("args", []))
+    _check_event_args(values.get("task"), values.get("args"))
     _check_options(values.get("options"))
     for field, choices in CHOICE_FIELDS.items():
         if field in values and values[field] not in choices.values:
@@ -306,7 +312,11 @@ def _check_task(task: object) -> None:
         raise ScheduleValidationError(
             "task", "a Celery task name is required, e.g. 'reports.daily'"
         )
-    if get_settings().VALIDATE_TASK_NAMES or task in registered_tasks():
+    # An event's type (``event:<type>``) needs no task registered anywhere.
+    if task.startswith(EVENT_PREFIX) or get_settings().VALIDATE_TASK_NAMES:
+        check_target(task)
+        return
+    if task in registered_tasks():
         check_target(task)
         return
     if not is_allowed_name(task):
@@ -315,6 +325,17 @@ def _check_task(task: object) -> None:
             f"task {task!r} is not registered in this process and SCHEDULER_ALLOWED_TASKS does "
             "not name it; add it (or a pattern such as 'reports.*') to SCHEDULER_ALLOWED_TASKS",
             code="forbidden_task",
+        )
+
+
+def _check_event_args(task: object, args: object) -> None:
+    """An event's data is its ``kwargs`` (a JSON object): positional arguments mean nothing."""
+    if isinstance(task, str) and task.startswith(EVENT_PREFIX) and args:
+        raise ScheduleValidationError(
+            "args",
+            "an event schedule sends kwargs as the event's data; move these values into kwargs "
+            '(e.g. {"contract_id": 42}) and leave args empty',
+            code="event_args",
         )
 
 

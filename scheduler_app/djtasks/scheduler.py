@@ -16,10 +16,10 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import DatabaseError, close_old_connections
 
 from scheduler_app.authoring.sync import sync_schedules
-from scheduler_app.beat import backoff, unapplied_migrations
+from scheduler_app.beat import Failures, unapplied_migrations
 from scheduler_app.clock import Clock
 from scheduler_app.djtasks.publisher import DjangoTasksPublisher
 from scheduler_app.handoff.router import TargetRouter
@@ -62,7 +62,7 @@ class SchedulerLoop:
         self.stopping = threading.Event()
         self.wait: Callable[[float], bool] = self.stopping.wait
         self.ticks = 0
-        self._failures = 0
+        self.failures = Failures(logger, "tick", "run_scheduler.tick_failed")
 
     def stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
         if not self.stopping.is_set():
@@ -116,20 +116,8 @@ class SchedulerLoop:
         try:
             result = self.ticker.tick()
         except Exception as exc:
-            self._failures += 1
-            delay = backoff(self._failures)
-            logger.warning(
-                "tick failed (%s: %s); retrying in %g s",
-                type(exc).__name__,
-                exc,
-                delay,
-                exc_info=self._failures == 1,
-                extra={"action": "run_scheduler.tick_failed", "attempt": self._failures},
-            )
-            if isinstance(exc, DatabaseError):
-                connection.close()
-            return delay
-        self._failures = 0
+            return self.failures.failed(exc)
+        self.failures.passed()
         self.ticker.settle()  # once: the start-up is done
         if result.created or result.published:
             logger.info(

@@ -9,10 +9,16 @@ the decorator sync, so every way in refuses the same tasks with the same message
 A django.tasks ``Task`` (``scheduler_app.djtasks``) is schedulable when it is marked by
 ``@scheduled`` or named by ``SCHEDULER_ALLOWED_TASKS``; ``target_of`` says which handoff target
 a task name belongs to (a name the Celery app registers stays Celery's).
+
+An event schedule's task is ``event:<type>`` (``EVENT_PREFIX``; docs/events.md): no code runs
+it, so it needs no registration; its type must be a CloudEvents type such as
+``contract.deadline_reached``, and where it may go is checked against its endpoint
+(``scheduler_app.handoff.endpoints``).
 """
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -24,6 +30,11 @@ from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import HandoffTarget
 
 FORBIDDEN_PREFIXES = ("celery.",)
+EVENT_PREFIX = "event:"
+"""The task name of an event schedule is this prefix and its event type (reserved: no Celery or
+django.tasks task of such a name is ever scheduled)."""
+EVENT_TYPE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,148}[A-Za-z0-9])?\Z")
+"""A CloudEvents ``type``: letters, digits, dots, underscores and hyphens, at most 150."""
 OCCURRENCE_MARKER = "records_occurrences"
 """Class attribute of ``scheduler_app.tasks.OccurrenceTask`` (``True``)."""
 
@@ -76,9 +87,31 @@ def allowed_tasks() -> list[str]:
     return sorted(celery | set(djtasks.marked()))
 
 
+def event_type_of(name: str) -> str | None:
+    """The event type of an event schedule's task name (``event:<type>``); None for a task."""
+    return name[len(EVENT_PREFIX) :] if name.startswith(EVENT_PREFIX) else None
+
+
+def check_event_type(name: str) -> str:
+    """The event type of ``event:<type>``, or ``ScheduleValidationError`` on ``task``."""
+    event_type = name[len(EVENT_PREFIX) :]
+    if not EVENT_TYPE.match(event_type):
+        raise ScheduleValidationError(
+            "task",
+            f"{event_type!r} is not an event type: write event:<type> with letters, digits, "
+            "dots, underscores or hyphens (at most 150, starting and ending with a letter or "
+            "digit), e.g. event:contract.deadline_reached",
+            code="invalid_event_type",
+        )
+    return event_type
+
+
 def target_of(name: str) -> str:
-    """The handoff target of task ``name``: Celery when its app registers the name, django.tasks
-    when the name is a django.tasks ``Task``'s module path; Celery otherwise (the default)."""
+    """The handoff target of task ``name``: an event for ``event:<type>``; Celery when its app
+    registers the name, django.tasks when the name is a django.tasks ``Task``'s module path;
+    Celery otherwise (the default)."""
+    if name.startswith(EVENT_PREFIX):
+        return HandoffTarget.EVENT
     if name in app_tasks() or djtasks.find(name) is None:
         return HandoffTarget.CELERY
     return HandoffTarget.DJANGO_TASKS
@@ -101,6 +134,9 @@ def _check_djtask(name: str) -> bool:
 
 def check_target(name: str) -> None:
     """Raise ``ScheduleValidationError`` on ``task`` unless ``name`` may be scheduled."""
+    if name.startswith(EVENT_PREFIX):
+        check_event_type(name)
+        return
     if name.startswith(FORBIDDEN_PREFIXES):
         raise ScheduleValidationError(
             "task",

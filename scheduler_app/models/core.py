@@ -104,10 +104,11 @@ class Trigger(models.TextChoices):
 
 
 class HandoffTarget(models.TextChoices):
-    """Where an occurrence is handed off (docs/guarantees.md, the two targets)."""
+    """Where an occurrence is handed off (docs/guarantees.md, the targets; docs/events.md)."""
 
     CELERY = "celery", "Celery"
     DJANGO_TASKS = "django_tasks", "django.tasks"
+    EVENT = "event", "Event (signed webhook)"
 
 
 RULE_TRIGGERS = (Trigger.SCHEDULED, Trigger.CATCH_UP)
@@ -178,7 +179,7 @@ class Schedule(models.Model):
         max_length=20,
         choices=HandoffTarget.choices,
         default=HandoffTarget.CELERY,
-        help_text="Where occurrences are handed off: a Celery task or a django.tasks task.",
+        help_text="Where occurrences go: a Celery task, a django.tasks task or an event.",
     )
     exclude_holidays = models.CharField(
         max_length=40,

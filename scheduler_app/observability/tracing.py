@@ -98,6 +98,19 @@ def current_ids() -> tuple[str, str] | None:
     return f"{context.trace_id:032x}", f"{context.span_id:016x}"
 
 
+def occurrence_headers(occurrence_id: str) -> dict[str, str]:
+    """W3C trace headers that place a request made for an occurrence (an event delivery) in
+    its trace: under the span current here when it belongs to that trace (the delivery's
+    ``scheduler.run``), else under the occurrence's parent; empty without an SDK."""
+    if not configured():
+        return {}
+    current = api.get_current_span().get_span_context()
+    context = None if current.is_valid else occurrence_context(occurrence_id)
+    carrier: dict[str, str] = {}
+    propagator.inject(carrier, context=context)
+    return carrier
+
+
 # -- the beat: materialize and handoff ------------------------------------------------------
 
 

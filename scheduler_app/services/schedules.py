@@ -36,6 +36,7 @@ from scheduler_app.errors import (
     StaleVersion,
 )
 from scheduler_app.handoff.allowlist import target_of
+from scheduler_app.handoff.endpoints import check_event_route
 from scheduler_app.models import (
     SEMANTIC_FIELDS,
     Occurrence,
@@ -125,6 +126,7 @@ def create_schedule(
     values = normalize_definition({**DEFAULTS, **semantic}, now)
     timing = validate_definition(values)
     check_routing(values.get("options"), str(fields.get("tenant") or ""))
+    check_event_route(values["task"], values.get("options"), str(fields.get("tenant") or ""))
     first = first_slot(timing, now - _TICK)
     if first is None:
         raise ScheduleValidationError(
@@ -220,7 +222,9 @@ def update_schedule(
     owner_changed = "owner" in changes and changes["owner"] != before.owner
     check_runner_edit(user, semantic, owner, owner_changed=owner_changed)
     timing = validate_definition(values) if semantic else None
-    check_routing(values.get("options"), str(changes.get("tenant", before.tenant) or ""))
+    tenant = str(changes.get("tenant", before.tenant) or "")
+    check_routing(values.get("options"), tenant)
+    check_event_route(values["task"], values.get("options"), tenant)
     first = first_slot(timing, now - _TICK) if timing is not None else None
     if first is not None and _finished(before, now):  # it would run again
         check_runner_edit(user, (), owner, restarts=True)

@@ -26,7 +26,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.contract import ContractError, import_text
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule
-from scheduler_app.observability import addresses, pings
+from scheduler_app.observability import addresses, pings, pinned
 from tests.integration.admin.support import client_for
 from tests.integration.observability_support import (
     PingServer,
@@ -270,7 +270,7 @@ def test_a_name_with_many_silent_addresses_holds_the_sender_one_timeout(
     many_addresses(monkeypatch, "tarpit.example", 6)
     started = time.monotonic()
     with pytest.raises(OSError):
-        pings.request(
+        pinned.request(
             f"http://tarpit.example:{port}/x", timeout=TIMEOUT, allowed_hosts=("tarpit.example",)
         )
     assert time.monotonic() - started < TIMEOUT + 0.4  # was 6 x the timeout
@@ -283,7 +283,7 @@ def test_a_tls_handshake_that_never_ends_is_given_up_at_the_deadline(
     port, reached = tarpit
     started = time.monotonic()
     with pytest.raises(OSError):
-        pings.request(f"https://127.0.0.1:{port}/x", timeout=TIMEOUT, allowed_hosts=("127.0.0.1",))
+        pinned.request(f"https://127.0.0.1:{port}/x", timeout=TIMEOUT, allowed_hosts=("127.0.0.1",))
     assert time.monotonic() - started < TIMEOUT + 0.4
     assert reached == ["127.0.0.1"]
 
@@ -294,15 +294,15 @@ def test_at_most_two_addresses_are_tried(monkeypatch: pytest.MonkeyPatch) -> Non
     port = closed.getsockname()[1]
     many_addresses(monkeypatch, "refusing.example", 6)
     tried: list[str] = []
-    connect = pings._connect
+    connect = pinned._connect
 
     def spy(address: str, port: int, deadline: addresses.Deadline) -> Any:
         tried.append(address)
         return connect(address, port, deadline)
 
-    monkeypatch.setattr(pings, "_connect", spy)
+    monkeypatch.setattr(pinned, "_connect", spy)
     with pytest.raises(ConnectionRefusedError):
-        pings.request(
+        pinned.request(
             f"http://refusing.example:{port}/x", timeout=5, allowed_hosts=("refusing.example",)
         )
     closed.close()
@@ -322,7 +322,7 @@ def test_a_hanging_resolver_is_given_up_at_the_deadline(monkeypatch: pytest.Monk
     started = time.monotonic()
     try:
         with pytest.raises(TimeoutError, match=r"resolving slow-dns\.example"):
-            pings.request("https://slow-dns.example/x", timeout=TIMEOUT)
+            pinned.request("https://slow-dns.example/x", timeout=TIMEOUT)
         assert time.monotonic() - started < TIMEOUT + 0.4
     finally:
         release.set()
@@ -373,7 +373,7 @@ def test_a_server_answering_byte_by_byte_is_given_up_at_the_deadline() -> None:
     started = time.monotonic()
     try:
         with pytest.raises((TimeoutError, OSError)):
-            pings.request(
+            pinned.request(
                 f"http://127.0.0.1:{server.getsockname()[1]}/x",
                 timeout=TIMEOUT,
                 allowed_hosts=("127.0.0.1",),

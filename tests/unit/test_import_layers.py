@@ -231,12 +231,15 @@ def test_the_walker_finds_a_loop_hidden_inside_a_function() -> None:
 FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("Django's entry", ("apps", "urls", "templatetags", "management")),
     ("people's pages", ("admin", "contract")),
-    ("the processes' entries", ("checks", "beat", "djtasks.scheduler", "signals", "ticker")),
+    (
+        "the processes' entries",
+        ("checks", "beat", "djtasks.scheduler", "webhooks.loop", "signals", "ticker"),
+    ),
     ("public re-exports", ("declarations", "api")),
     ("authoring", ("authoring",)),
     ("operations", ("monitoring", "forecast")),
     ("services", ("services",)),
-    ("the worker's adapters", ("djtasks", "tasks")),
+    ("the worker's adapters", ("djtasks", "tasks", "webhooks")),
     ("the beat side and the worker side", ("dispatch", "worker")),
     ("the definition", ("definition",)),
     ("the task's context", ("context",)),
@@ -250,7 +253,8 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
 ]
 """From the top down: a module may import its own floor or any floor below it, never above.
 Each entry names a subpackage, a root module, or (where a package's modules sit on two floors)
-one module: ``djtasks.scheduler`` is django.tasks' own beat loop, beside ``beat``;
+one module: ``djtasks.scheduler`` is django.tasks' own beat loop, beside ``beat``, and
+``webhooks.loop`` the event target's delivery process;
 ``djtasks.registry`` and ``djtasks.compat`` find django.tasks' tasks for the allowlist."""
 
 

@@ -14,7 +14,8 @@ from scheduler_app.observability.addresses import (
     checked_addresses,
     forbidden,
 )
-from scheduler_app.observability.pings import Ping, Sender, headers
+from scheduler_app.observability.pings import Ping, Sender
+from scheduler_app.observability.pinned import headers
 from scheduler_app.observability.urls import MAX_LENGTH, check_ping_url, with_suffix
 
 

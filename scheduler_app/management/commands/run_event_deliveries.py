@@ -1,0 +1,59 @@
+"""``manage.py run_event_deliveries``: deliver event occurrences as signed CloudEvents.
+
+Run it next to a beat (``celery -A proj beat -S ...`` or ``run_scheduler``), which
+materializes the slots; several may run at once. SIGTERM stops it after the current round.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from scheduler_app import webhooks
+from scheduler_app.beat import unapplied_migrations
+from scheduler_app.handoff.endpoints import EndpointError, endpoints
+from scheduler_app.management.commands.run_scheduler import show_logs
+
+if webhooks.AVAILABLE:
+    from scheduler_app.webhooks.loop import DeliveryLoop
+
+
+class Command(BaseCommand):
+    help = (
+        "Deliver the occurrences of event schedules (task event:<type>) to their webhook "
+        "endpoints as signed CloudEvents; run it next to a beat."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--max-rounds", type=int, default=None, help="stop after this many rounds (tests)"
+        )
+        parser.add_argument("--owner", default=None, help="this process's name in claims")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if not webhooks.AVAILABLE:
+            raise CommandError(webhooks.MISSING)
+        try:
+            configured = endpoints()
+        except EndpointError as exc:
+            raise CommandError(exc.message) from None
+        missing = unapplied_migrations()
+        if missing:
+            raise CommandError(
+                f"the scheduler's tables are not migrated ({len(missing)} migration(s) "
+                f"missing, first {missing[0]}): run `python manage.py migrate`"
+            )
+        show_logs(options["verbosity"])
+        loop = DeliveryLoop(owner=options["owner"])
+        loop.install_signals()
+        names = ", ".join(sorted(configured)) or "none: set SCHEDULER_EVENT_ENDPOINTS"
+        self.stdout.write(
+            f"run_event_deliveries started (owner {loop.owner}; endpoints: {names}); "
+            "SIGTERM stops it"
+        )
+        loop.run(max_rounds=options["max_rounds"])
+        self.stdout.write(
+            f"run_event_deliveries stopped after {loop.rounds} round(s), "
+            f"{loop.delivered} delivery outcome(s)"
+        )

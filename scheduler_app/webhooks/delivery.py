@@ -1,0 +1,401 @@
+"""Deliveries: event occurrences POSTed to their endpoints, each outcome recorded once.
+
+One round (``Deliverer.round``) takes the event occurrences that are handed off and due
+(``dispatched``, or ``retrying`` with its retry published and its time come), at most
+``SCHEDULER_EVENT_CONCURRENCY`` of them and at most an endpoint's ``concurrency`` and
+``SCHEDULER_EVENT_TENANT_CONCURRENCY`` per endpoint and tenant (the rest wait for the next
+round). Each is claimed with the worker's claim (``claiming.claim``: the compare-and-set, its
+lease and fencing token, and every check a Celery worker makes: cancelled, expired, approval,
+the owner's permission now, the tenant, kill switches), so two delivery processes never post
+the same attempt. The requests run on a thread pool (the database stays on the calling
+thread); the outcomes are then written as a worker writes them:
+
+- 2xx: ``succeeded``;
+- 408, 429, 5xx, a timeout or a connection error: ``retrying`` with the schedule's backoff
+  (``max_attempts``, ``retry_delay``), no earlier than the answer's ``Retry-After``, never past
+  the deadline; ``failed`` once the attempts are used up;
+- any other status (a 4xx, a redirect, which is never followed) and an endpoint refused (its
+  address is private and its host not allowed, or the schedule names no endpoint it may use):
+  ``failed`` at once; ``replay_occurrence`` delivers it again under the same id.
+
+A delivery process killed while it posts leaves its attempts ``running``: when their lease
+runs out the beat's reconciler puts them back in the outbox (``lost_retry``), and they are
+delivered again with the same ``webhook-id``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import logging
+import os
+import socket
+import time
+from collections import Counter
+from collections.abc import Iterable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.db.models import Q
+
+from scheduler_app import observability
+from scheduler_app.clock import Clock
+from scheduler_app.conf import get_settings
+from scheduler_app.errors import PermanentTaskError, ScheduleValidationError
+from scheduler_app.handoff.allowlist import event_type_of
+from scheduler_app.handoff.endpoints import Endpoint, EndpointError, resolve
+from scheduler_app.models import HandoffTarget, Occurrence, OccurrenceState
+from scheduler_app.observability import tracing
+from scheduler_app.observability.addresses import PingRefused
+from scheduler_app.observability.pinned import Answer, exchange
+from scheduler_app.policies.retry import RetryPolicy, decide_retry
+from scheduler_app.safety import killswitch
+from scheduler_app.webhooks.message import build
+from scheduler_app.worker import claiming, lifecycle, outcomes
+
+logger = logging.getLogger("scheduler_app.events")
+
+RETRIED = frozenset({408, 429})
+"""Statuses below 500 that are retried (with every 5xx)."""
+MAX_RETRY_AFTER = timedelta(hours=24)
+"""A ``Retry-After`` further ahead than this is read as this."""
+EXCERPT = 300
+"""Characters of an answer's body kept in the error."""
+SPARE = timedelta(seconds=10)
+"""How much longer than ``SCHEDULER_EVENT_TIMEOUT`` a claim's lease lasts."""
+
+
+class DeliveryFailed(Exception):
+    """The endpoint could not take the event now (a status retried, a timeout, no
+    connection): retried."""
+
+
+class DeliveryRejected(PermanentTaskError):
+    """The endpoint refused the event, or it may not be sent there: never retried."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An event occurrence ready to be delivered, as the round's query read it."""
+
+    pk: Any
+    scheduled_for: datetime
+    task: str
+    tenant: str
+    options: Any
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str
+    reason: str = ""
+    error: str = ""
+    failure: BaseException | None = None
+    retry_at: datetime | None = None
+
+
+@dataclass
+class Report:
+    """What one round did."""
+
+    outcomes: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def delivered(self) -> int:
+        return sum(self.outcomes.values())
+
+
+def owner_name() -> str:
+    """The claims' owner: this delivery process."""
+    return f"events@{socket.gethostname()}:{os.getpid()}"
+
+
+def due(now: datetime, limit: int) -> list[Candidate]:
+    """Event occurrences handed off whose time has come, oldest first."""
+    handed_off = Q(state=OccurrenceState.DISPATCHED) | Q(
+        state=OccurrenceState.RETRYING, dispatched_at__isnull=False
+    )
+    rows = (
+        Occurrence.objects.filter(handed_off, target=HandoffTarget.EVENT)
+        .filter(not_before__lte=now + claiming.EARLY)
+        .order_by("not_before")
+        .values_list("pk", "scheduled_for", "task", "schedule__tenant", "schedule__options")
+    )
+    return [Candidate(*row) for row in rows[:limit]]
+
+
+def retry_after(answer: Answer, now: datetime) -> datetime | None:
+    """The instant an answer's ``Retry-After`` (seconds or an HTTP date) names, at most
+    ``MAX_RETRY_AFTER`` ahead; None when there is none or it cannot be read."""
+    value = answer.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        at = now + timedelta(seconds=int(value[:9]))
+    else:
+        try:
+            at = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=UTC)
+    return min(at, now + MAX_RETRY_AFTER)
+
+
+def _excerpt(answer: Answer) -> str:
+    text = answer.body.decode("utf-8", "replace")
+    return " ".join(text.split())[:EXCERPT]
+
+
+def failure_of(
+    endpoint: Endpoint, answer: Answer | None, error: BaseException | None
+) -> BaseException | None:
+    """What went wrong with one request (None: a 2xx)."""
+    if answer is not None:
+        said = f"endpoint {endpoint.name!r} answered HTTP {answer.status}"
+        body = _excerpt(answer)
+        said = f"{said}: {body}" if body else said
+        if 200 <= answer.status < 300:
+            return None
+        if answer.status in RETRIED or answer.status >= 500:
+            return DeliveryFailed(said)
+        if 300 <= answer.status < 400:
+            return DeliveryRejected(f"{said} (redirects are not followed)", "rejected")
+        return DeliveryRejected(said, "rejected")
+    if isinstance(error, PingRefused | ScheduleValidationError):
+        return DeliveryRejected(f"endpoint {endpoint.name!r} refused: {error}", "endpoint_refused")
+    return DeliveryFailed(f"endpoint {endpoint.name!r}: {type(error).__name__}: {error}")
+
+
+def decide(
+    occurrence: Occurrence,
+    attempt: int,
+    failure: BaseException | None,
+    answer: Answer | None,
+    now: datetime,
+) -> Outcome:
+    """The outcome of one attempt (pure: nothing is written)."""
+    if failure is None:
+        return Outcome(OccurrenceState.SUCCEEDED)
+    error = str(failure)
+    if isinstance(failure, DeliveryRejected):
+        return Outcome(OccurrenceState.FAILED, failure.reason, error, failure)
+    schedule = occurrence.schedule
+    decision = decide_retry(
+        failure,
+        attempt=attempt,
+        now=now,
+        deadline_at=occurrence.deadline_at,
+        policy=RetryPolicy(max_attempts=schedule.max_attempts, base_delay=schedule.retry_delay),
+    )
+    if not decision.retry or decision.at is None:
+        return Outcome(OccurrenceState.FAILED, decision.reason, error, failure)
+    at = max(decision.at, (answer and retry_after(answer, now)) or decision.at)
+    if occurrence.deadline_at is not None and at >= occurrence.deadline_at:
+        return Outcome(OccurrenceState.FAILED, "retry_past_deadline", error, failure)
+    return Outcome(OccurrenceState.RETRYING, decision.reason, error, failure, at)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One claimed attempt and where it goes (``endpoint`` None: refused before sending)."""
+
+    claim: claiming.Claim
+    candidate: Candidate
+    endpoint: Endpoint | None
+    refusal: EndpointError | None = None
+
+
+class Deliverer:
+    """Rounds of deliveries; ``pool`` runs the requests (a ``ThreadPoolExecutor``)."""
+
+    def __init__(self, pool: Executor, clock: Clock, *, owner: str | None = None) -> None:
+        self.pool = pool
+        self.clock = clock
+        self.owner = owner or owner_name()
+        self.pause = time.sleep
+        self.wall = partial(datetime.now, UTC)
+        """The signature's ``webhook-timestamp``: the wall clock, which the receiver compares
+        with its own to refuse replays, whatever clock the scheduler runs on."""
+
+    def round(self) -> Report:
+        """Deliver what is due now, within the limits; the report counts the outcomes."""
+        settings = get_settings()
+        now = self.clock.now()
+        report = Report()
+        lease = timedelta(seconds=settings.EVENT_TIMEOUT) + SPARE
+        attempts = [
+            attempt
+            for candidate in self._within_limits(due(now, settings.EVENT_CONCURRENCY * 4))
+            if (attempt := self._claim(candidate, now, lease, report)) is not None
+        ]
+        posts = [
+            (attempt, self.pool.submit(self._post, attempt))
+            for attempt in attempts
+            if attempt.endpoint is not None
+        ]
+        for attempt in attempts:
+            if attempt.endpoint is None:
+                failure = DeliveryRejected(str(attempt.refusal), "endpoint_refused")
+                self._record(attempt, decide(_row(attempt), 0, failure, None, now), report)
+        for attempt, future in posts:
+            self._record(attempt, future.result(), report)
+        return report
+
+    def _within_limits(self, candidates: Iterable[Candidate]) -> list[Candidate]:
+        settings = get_settings()
+        per_endpoint: Counter[str] = Counter()
+        per_tenant: Counter[str] = Counter()
+        chosen: list[Candidate] = []
+        for candidate in candidates:
+            if len(chosen) >= settings.EVENT_CONCURRENCY:
+                break
+            try:
+                endpoint = resolve(candidate.options, candidate.tenant, _type(candidate))
+            except EndpointError:
+                chosen.append(candidate)  # failed without a request: no slot taken
+                continue
+            if (
+                per_endpoint[endpoint.name] >= endpoint.concurrency
+                or per_tenant[candidate.tenant] >= settings.EVENT_TENANT_CONCURRENCY
+            ):
+                continue  # the next round
+            per_endpoint[endpoint.name] += 1
+            per_tenant[candidate.tenant] += 1
+            chosen.append(candidate)
+        return chosen
+
+    def _claim(
+        self, candidate: Candidate, now: datetime, lease: timedelta, report: Report
+    ) -> Attempt | None:
+        claim = claiming.claim(
+            candidate.pk,
+            owner=self.owner,
+            now=now,
+            lease=lease,
+            task=candidate.task,
+            scheduled_for=candidate.scheduled_for,
+        )
+        if not claim.claimed or claim.occurrence is None:
+            report.outcomes[f"refused:{claim.reason}"] += 1
+            return None
+        occurrence = claim.occurrence
+        stopped = claim.stopped if claim.stopped is not None else killswitch.stops(occurrence)
+        if stopped:
+            attempt = Attempt(claim, candidate, None)
+            self._record(attempt, Outcome(OccurrenceState.SKIPPED, killswitch.REASON), report)
+            return None
+        schedule = occurrence.schedule
+        try:  # the stored row, as it is now (it may have been edited since the round's read)
+            endpoint = resolve(schedule.options, schedule.tenant, _type(candidate))
+        except EndpointError as exc:
+            return Attempt(claim, candidate, None, exc)
+        return Attempt(claim, candidate, endpoint)
+
+    def _post(self, attempt: Attempt) -> Outcome:
+        """On a pool thread: the ``scheduler.run`` span around the request, the outcome
+        decided (not written: the calling thread writes it)."""
+        occurrence, endpoint = _row(attempt), attempt.endpoint
+        assert endpoint is not None
+        with tracing.running(str(occurrence.pk)) as run:
+            observability.run_started(occurrence, attempt.claim.attempt)
+            try:
+                with run.step("deliver"):
+                    answer, error = self._send(attempt, endpoint)
+                failure = failure_of(endpoint, answer, error)
+                now = self.clock.now()
+                outcome = decide(occurrence, attempt.claim.attempt, failure, answer, now)
+            except Exception as exc:  # a row whose event cannot be built: this row alone
+                error_text = f"the event could not be built: {type(exc).__name__}: {exc}"
+                outcome = Outcome(OccurrenceState.FAILED, "unpublishable", error_text, exc)
+            run.ended(outcome.state, outcome.reason, outcome.failure)
+        return outcome
+
+    def _send(
+        self, attempt: Attempt, endpoint: Endpoint
+    ) -> tuple[Answer | None, BaseException | None]:
+        settings = get_settings()
+        message = build(_row(attempt), endpoint, self.wall())
+        try:
+            return (
+                exchange(
+                    endpoint.url,
+                    method="POST",
+                    body=message.body,
+                    extra_headers=message.headers,
+                    timeout=settings.EVENT_TIMEOUT,
+                    allowed_hosts=settings.PING_ALLOWED_HOSTS,
+                    tenant=attempt.candidate.tenant,
+                ),
+                None,
+            )
+        except (OSError, http.client.HTTPException, ValueError, PingRefused) as exc:
+            return None, exc
+
+    def _record(self, attempt: Attempt, outcome: Outcome, report: Report) -> None:
+        """Write the outcome (fenced; retried through a dropped connection), then announce it
+        (pings, check-ins, signals)."""
+        claim, occurrence = attempt.claim, _row(attempt)
+        now = self.clock.now()
+        if outcome.retry_at is not None:
+            at = outcome.retry_at
+
+            def write() -> bool:
+                return lifecycle.retry_later(
+                    occurrence.pk,
+                    token=claim.token,
+                    at=at,
+                    now=now,
+                    error=outcome.error,
+                    scheduled_for=occurrence.scheduled_for,
+                )
+        else:
+
+            def write() -> bool:
+                return lifecycle.finish(
+                    occurrence.pk,
+                    token=claim.token,
+                    state=outcome.state,
+                    reason=outcome.reason,
+                    now=now,
+                    error=outcome.error,
+                    claimed=occurrence,
+                )
+
+        if not outcomes.write_retried(write, self.pause):
+            report.outcomes["fenced"] += 1
+            logger.warning(
+                "outcome not recorded: the attempt lost its lease",
+                extra={"action": "event.fenced", "occurrence_id": str(occurrence.pk)},
+            )
+            return
+        report.outcomes[outcome.state] += 1
+        observability.run_finished(occurrence, outcome.state, outcome.reason, outcome.failure)
+        logger.info(
+            "event %s: %s%s",
+            occurrence.pk,
+            outcome.state,
+            f" ({outcome.error})" if outcome.error else "",
+            extra={
+                "action": f"event.{outcome.state}",
+                "occurrence_id": str(occurrence.pk),
+                "reason": outcome.reason,
+            },
+        )
+
+
+def _type(candidate: Candidate) -> str:
+    return event_type_of(candidate.task) or candidate.task
+
+
+def _row(attempt: Attempt) -> Occurrence:
+    occurrence = attempt.claim.occurrence
+    assert occurrence is not None
+    return occurrence

@@ -1,0 +1,107 @@
+"""The loop behind ``manage.py run_event_deliveries``: the event target's delivery process.
+
+Each round hands the due event occurrences off in the outbox (``EventPublisher``, through the
+same claim, screen and marks as every target) and delivers what is handed off and due
+(``Deliverer``). A beat materializes the slots (``celery beat -S ...`` or ``run_scheduler``);
+this process only delivers. Several may run at once: the outbox claim skips locked rows and
+each delivery is a compare-and-set claim. SIGTERM and SIGINT end the loop after the current
+round, whose requests finish first (each within ``SCHEDULER_EVENT_TIMEOUT``).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from types import FrameType
+
+from django.db import close_old_connections
+
+from scheduler_app.beat import Failures
+from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.conf import get_settings
+from scheduler_app.dispatch.outbox import dispatch_batch
+from scheduler_app.webhooks.delivery import Deliverer
+from scheduler_app.webhooks.publisher import EventPublisher
+
+logger = logging.getLogger("scheduler_app.events")
+
+IDLE = 1.0
+"""Seconds between two rounds that found nothing to do."""
+
+
+class DeliveryLoop:
+    """Rounds until stopped; ``wait`` is how it sleeps (an ``Event.wait``: a stop wakes it)."""
+
+    def __init__(self, *, clock: Clock | None = None, owner: str | None = None) -> None:
+        self.clock = clock or SystemClock()
+        self.publisher = EventPublisher(self.clock)
+        self.pool = ThreadPoolExecutor(
+            max_workers=get_settings().EVENT_CONCURRENCY, thread_name_prefix="scheduler-event"
+        )
+        self.deliverer = Deliverer(self.pool, self.clock, owner=owner)
+        self.stopping = threading.Event()
+        self.wait: Callable[[float], bool] = self.stopping.wait
+        self.rounds = 0
+        self.delivered = 0
+        self.failures = Failures(logger, "delivery round", "events.round_failed")
+
+    @property
+    def owner(self) -> str:
+        return self.deliverer.owner
+
+    def stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
+        if not self.stopping.is_set():
+            logger.info("stopping after this round", extra={"action": "events.stopping"})
+        self.stopping.set()
+
+    def install_signals(self) -> None:
+        signal.signal(signal.SIGTERM, self.stop)
+        signal.signal(signal.SIGINT, self.stop)
+
+    def step(self) -> bool:
+        """One round: hand off, then deliver; True when it did something (go on at once)."""
+        settings = get_settings()
+        handed = dispatch_batch(
+            self.clock.now(),
+            self.publisher,
+            limit=settings.BATCH_SIZE,
+            lease=timedelta(seconds=settings.PUBLISH_LEASE),
+            clock_now=self.clock.now,
+        )
+        report = self.deliverer.round()
+        self.delivered += report.delivered
+        if report.delivered:
+            logger.info(
+                "round: %d handed off, %s",
+                handed.published,
+                ", ".join(f"{count} {what}" for what, count in sorted(report.outcomes.items())),
+                extra={"action": "events.round", "delivered": report.delivered},
+            )
+        return handed.published > 0 or report.delivered > 0
+
+    def run(self, *, max_rounds: int | None = None) -> None:
+        """Round after round until ``stop`` (or ``max_rounds``); a failed round is logged and
+        answered with a growing pause (1, 2, 4 ... 30 s)."""
+        try:
+            while not self.stopping.is_set():
+                pause = self._round()
+                self.rounds += 1
+                if max_rounds is not None and self.rounds >= max_rounds:
+                    break
+                if pause:
+                    self.wait(pause)
+        finally:
+            self.pool.shutdown(wait=True)
+
+    def _round(self) -> float:
+        close_old_connections()
+        try:
+            busy = self.step()
+        except Exception as exc:
+            return self.failures.failed(exc)
+        self.failures.passed()
+        return 0.0 if busy else IDLE

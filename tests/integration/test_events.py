@@ -1,0 +1,364 @@
+"""The event target along the user's path: a schedule of an event type made through the
+services, materialized by a beat that serves only Celery, handed off and delivered by the
+delivery process's loop to a local receiver that verifies every signature (Standard
+Webhooks) and deduplicates on ``webhook-id`` as docs/events.md tells a receiver to."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch.reconcile import reconcile
+from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.handoff.router import TargetRouter
+from scheduler_app.models import (
+    HandoffTarget,
+    KillSwitch,
+    Occurrence,
+    OccurrenceState,
+    Schedule,
+)
+from scheduler_app.services.replay import replay_occurrence
+from scheduler_app.webhooks.delivery import Deliverer
+from scheduler_app.webhooks.loop import DeliveryLoop
+from scheduler_app.worker import claiming
+from tests.integration.event_receiver import OLD_SECRET, SECRET, Receiver, receiving
+from tests.integration.support import START, MemoryPublisher, schedule, ticker
+
+pytestmark = pytest.mark.django_db
+
+EVENT = "event:contract.deadline_reached"
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with receiving(Receiver()) as running:
+        yield running
+
+
+def endpoints(url: str, **extra: Any) -> dict[str, Any]:
+    return {"billing": {"url": url, "secrets": [SECRET], **extra}}
+
+
+@pytest.fixture
+def configured(receiver: Receiver) -> Iterator[Receiver]:
+    with override_settings(
+        SCHEDULER_EVENT_ENDPOINTS=endpoints(receiver.url),
+        SCHEDULER_PING_ALLOWED_HOSTS=("127.0.0.1",),
+    ):
+        yield receiver
+
+
+def beat(clock: FakeClock) -> Any:
+    """A Celery beat: it materializes every schedule and hands off only Celery's rows."""
+    return ticker(TargetRouter({HandoffTarget.CELERY: MemoryPublisher()}), clock)  # type: ignore[arg-type]
+
+
+def event_schedule(clock: FakeClock, **fields: Any) -> Schedule:
+    fields.setdefault("kwargs", {"contract_id": 42})
+    fields.setdefault("options", {"endpoint": "billing"})
+    fields.setdefault("max_attempts", 3)
+    fields.setdefault("retry_delay", 30)
+    fields.setdefault("task", EVENT)
+    return schedule(clock, kind="interval", rule="3600s", **fields)
+
+
+def due(clock: FakeClock, **fields: Any) -> Occurrence:
+    """An event schedule at its first slot, materialized by the beat."""
+    target = event_schedule(clock, **fields)
+    assert target.next_run_at is not None
+    clock.set(target.next_run_at)
+    beat(clock).tick()
+    return Occurrence.objects.get(schedule=target)
+
+
+def stored(row: Occurrence) -> Occurrence:
+    return Occurrence.objects.get(pk=row.pk)
+
+
+def test_an_event_is_delivered_signed_as_a_cloudevent_once(configured: Receiver) -> None:
+    clock = FakeClock(START)
+    row = due(clock)
+    assert row.target == HandoffTarget.EVENT
+    assert row.state == OccurrenceState.PENDING  # the Celery beat left it in the outbox
+    loop = DeliveryLoop(clock=clock)
+    assert loop.step() is True
+    loop.pool.shutdown()
+    assert stored(row).state == OccurrenceState.SUCCEEDED
+    assert configured.bad_signatures == 0
+    [request] = configured.requests
+    headers, event = request["headers"], request["event"]
+    assert headers["content-type"].startswith("application/cloudevents+json")
+    assert headers["webhook-id"] == str(row.pk)
+    assert event["specversion"] == "1.0"
+    assert event["id"] == str(row.pk)
+    assert event["type"] == "contract.deadline_reached"
+    assert event["source"] == f"/scheduler/schedules/{row.schedule_id}"
+    assert datetime.fromisoformat(event["time"]) == row.scheduled_for
+    assert event["data"]["payload"] == {"contract_id": 42}
+    assert event["data"]["occurrence"]["occurrence_id"] == str(row.pk)
+    assert event["data"]["occurrence"]["scheduled_for"] == row.scheduled_for.isoformat().replace(
+        "+00:00", "Z"
+    )
+
+
+def test_503_then_200_is_retried_after_retry_after_then_succeeds(configured: Receiver) -> None:
+    configured.answers = [(503, {"Retry-After": "120"})]
+    clock = FakeClock(START)
+    row = due(clock)
+    loop = DeliveryLoop(clock=clock)
+    loop.step()
+    waiting = stored(row)
+    assert waiting.state == OccurrenceState.RETRYING
+    assert "HTTP 503" in waiting.last_error
+    assert waiting.not_before >= clock.now() + timedelta(seconds=120)  # not the 30 s backoff
+    clock.advance(timedelta(seconds=60))
+    loop.step()
+    assert len(configured.requests) == 1  # not before Retry-After
+    clock.set(waiting.not_before)
+    loop.step()
+    loop.pool.shutdown()
+    done = stored(row)
+    assert done.state == OccurrenceState.SUCCEEDED
+    assert done.attempts == 2
+    assert [r["headers"]["webhook-id"] for r in configured.requests] == [str(row.pk)] * 2
+    assert list(configured.accepted) == [str(row.pk)]
+
+
+def test_400_fails_at_once_and_a_replay_delivers_it_under_the_same_id(
+    configured: Receiver,
+) -> None:
+    configured.answers = [(400, {})]
+    clock = FakeClock(START)
+    row = due(clock)
+    loop = DeliveryLoop(clock=clock)
+    loop.step()
+    failed = stored(row)
+    assert failed.state == OccurrenceState.FAILED
+    assert failed.reason == "rejected"
+    assert "HTTP 400" in failed.last_error
+    assert configured.accepted == {}
+    replay_occurrence(row.pk, clock=clock)
+    loop.step()
+    loop.pool.shutdown()
+    assert stored(row).state == OccurrenceState.SUCCEEDED
+    assert list(configured.accepted) == [str(row.pk)]
+
+
+def test_attempts_used_up_end_failed(configured: Receiver) -> None:
+    configured.answers = [(500, {}), (429, {})]
+    clock = FakeClock(START)
+    row = due(clock, max_attempts=2)
+    loop = DeliveryLoop(clock=clock)
+    loop.step()
+    clock.set(stored(row).not_before)
+    loop.step()
+    loop.pool.shutdown()
+    ended = stored(row)
+    assert (ended.state, ended.reason) == (OccurrenceState.FAILED, "retries_exhausted")
+    assert "HTTP 429" in ended.last_error
+
+
+@pytest.mark.parametrize("delivered_before_dying", [False, True])
+def test_a_killed_delivery_process_is_delivered_again_never_accepted_twice(
+    configured: Receiver, delivered_before_dying: bool
+) -> None:
+    """The process claimed the attempt (and maybe posted it) and was killed before writing
+    the outcome: the beat's reconciler puts it back when the lease runs out, the next process
+    delivers it under the same ``webhook-id``, and the receiver accepts it once."""
+    clock = FakeClock(START)
+    row = due(clock)
+    dead = DeliveryLoop(clock=clock)
+    dead.step()
+    dead.pool.shutdown()
+    # Undo the outcome as if it had never been written: the process died first.
+    Occurrence.objects.filter(pk=row.pk).update(
+        state=OccurrenceState.DISPATCHED, finished_at=None, attempts=0
+    )
+    claim = claiming.claim(
+        row.pk, owner="events@dead", now=clock.now(), lease=timedelta(seconds=20), task=EVENT
+    )
+    assert claim.claimed
+    if not delivered_before_dying:
+        configured.accepted.clear()
+    clock.advance(timedelta(seconds=21))
+    reconcile(clock.now(), retry_grace=timedelta(seconds=60))  # the beat's: the lease ran out
+    assert stored(row).state == OccurrenceState.PENDING
+    alive = DeliveryLoop(clock=clock)
+    alive.step()
+    alive.pool.shutdown()
+    assert stored(row).state == OccurrenceState.SUCCEEDED
+    assert list(configured.accepted) == [str(row.pk)]
+    assert configured.duplicates == (1 if delivered_before_dying else 0)
+    assert {r["headers"]["webhook-id"] for r in configured.requests} == {str(row.pk)}
+
+
+def test_two_processes_never_post_one_attempt_twice(configured: Receiver) -> None:
+    clock = FakeClock(START)
+    row = due(clock)
+    first, second = DeliveryLoop(clock=clock), DeliveryLoop(clock=clock)
+    first.step()
+    second.step()
+    first.pool.shutdown()
+    second.pool.shutdown()
+    assert stored(row).state == OccurrenceState.SUCCEEDED
+    assert len(configured.requests) == 1
+
+
+def test_rotated_secrets_are_both_accepted(receiver: Receiver) -> None:
+    """Both secrets sign: a receiver still on the old one and one on the new both verify."""
+    clock = FakeClock(START)
+    settings = {"url": receiver.url, "secrets": [SECRET, OLD_SECRET]}
+    with override_settings(
+        SCHEDULER_EVENT_ENDPOINTS={"billing": settings},
+        SCHEDULER_PING_ALLOWED_HOSTS=("127.0.0.1",),
+    ):
+        receiver.secret = OLD_SECRET
+        row = due(clock)
+        loop = DeliveryLoop(clock=clock)
+        loop.step()
+        loop.pool.shutdown()
+    assert receiver.bad_signatures == 0
+    assert list(receiver.accepted) == [str(row.pk)]
+    assert len(receiver.requests[0]["headers"]["webhook-signature"].split(" ")) == 2
+
+
+def test_a_loopback_endpoint_is_refused_unless_its_host_is_allowed(receiver: Receiver) -> None:
+    """The SSRF rules of pings: a private, loopback or link-local address is refused at
+    delivery unless the host is in SCHEDULER_PING_ALLOWED_HOSTS."""
+    clock = FakeClock(START)
+    with override_settings(SCHEDULER_EVENT_ENDPOINTS=endpoints(receiver.url)):
+        row = due(clock)
+        loop = DeliveryLoop(clock=clock)
+        loop.step()
+        loop.pool.shutdown()
+    refused = stored(row)
+    assert (refused.state, refused.reason) == (OccurrenceState.FAILED, "endpoint_refused")
+    assert "127.0.0.1" in refused.last_error
+    assert receiver.requests == []
+
+
+def test_a_connection_refused_is_retried() -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, not listening
+    url = f"http://127.0.0.1:{closed.getsockname()[1]}/hooks"
+    clock = FakeClock(START)
+    with override_settings(
+        SCHEDULER_EVENT_ENDPOINTS=endpoints(url), SCHEDULER_PING_ALLOWED_HOSTS=("127.0.0.1",)
+    ):
+        row = due(clock)
+        loop = DeliveryLoop(clock=clock)
+        loop.step()
+        loop.pool.shutdown()
+    closed.close()
+    waiting = stored(row)
+    assert waiting.state == OccurrenceState.RETRYING
+    assert "ConnectionRefusedError" in waiting.last_error
+
+
+def test_an_endpoint_of_another_tenant_stored_past_the_services_is_refused(
+    configured: Receiver,
+) -> None:
+    """Enforced at delivery too: a row edited in the database to use an endpoint its
+    tenant may not use fails, nothing is sent."""
+    clock = FakeClock(START)
+    with override_settings(
+        SCHEDULER_EVENT_ENDPOINTS={
+            **endpoints(configured.url, tenants=["acme"]),
+            "ours": {"url": configured.url, "secrets": [OLD_SECRET], "tenants": ["globex"]},
+        }
+    ):
+        row = due(clock, tenant="globex", options={"endpoint": "ours"})
+        Schedule.objects.filter(pk=row.schedule_id).update(options={"endpoint": "billing"})
+        loop = DeliveryLoop(clock=clock)
+        loop.step()
+        loop.pool.shutdown()
+    refused = stored(row)
+    assert (refused.state, refused.reason) == (OccurrenceState.FAILED, "endpoint_refused")
+    assert "not one tenant 'globex' may use" in refused.last_error
+    assert configured.requests == []
+
+
+def test_a_kill_switch_skips_the_event(configured: Receiver) -> None:
+    clock = FakeClock(START)
+    row = due(clock)
+    KillSwitch.objects.create(scope="task", target=EVENT, reason="incident", changed_at=START)
+    loop = DeliveryLoop(clock=clock)
+    loop.step()
+    loop.pool.shutdown()
+    assert configured.requests == []
+    skipped = stored(row)
+    assert (skipped.state, skipped.reason) == (OccurrenceState.SKIPPED, "kill_switch")
+
+
+def test_an_endpoint_takes_at_most_its_concurrency_per_round(configured: Receiver) -> None:
+    clock = FakeClock(START)
+    with override_settings(SCHEDULER_EVENT_ENDPOINTS=endpoints(configured.url, concurrency=2)):
+        made = [event_schedule(clock, name=f"e{n}", kwargs={"n": n}) for n in range(5)]
+        clock.set(max(target.next_run_at for target in made if target.next_run_at))
+        beat(clock).tick()
+        assert Occurrence.objects.count() == 5
+        loop = DeliveryLoop(clock=clock)
+        loop.step()
+        assert len(configured.requests) == 2
+        loop.step()
+        loop.step()
+        loop.pool.shutdown()
+    assert len(configured.accepted) == 5
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "says"),
+    [
+        ({"task": "event:bad type!"}, "task", "is not an event type"),
+        ({"options": {"endpoint": "nowhere"}}, "options.endpoint", "unknown endpoint 'nowhere'"),
+        ({"args": [1]}, "args", "move these values into kwargs"),
+        ({"tenant": "globex"}, "options.endpoint", "not one tenant 'globex' may use"),
+        (
+            {"task": "event:invoice.paid"},
+            "options.endpoint",
+            "does not accept events of type 'invoice.paid'",
+        ),
+    ],
+)
+def test_the_services_refuse_what_cannot_be_delivered(
+    fields: dict[str, Any], field: str, says: str
+) -> None:
+    clock = FakeClock(START)
+    configured = endpoints(
+        "https://hooks.example.com/in", tenants=["", "acme"], types=["contract.*"]
+    )
+    with (
+        override_settings(SCHEDULER_EVENT_ENDPOINTS=configured),
+        pytest.raises(ScheduleValidationError) as refused,
+    ):
+        event_schedule(clock, **fields)
+    assert refused.value.field == field
+    assert says in refused.value.message
+    assert not Schedule.objects.exists()
+
+
+def test_the_only_endpoint_a_tenant_may_use_is_its_default() -> None:
+    clock = FakeClock(START)
+    with override_settings(
+        SCHEDULER_EVENT_ENDPOINTS={
+            **endpoints("https://hooks.example.com/in", tenants=["acme"]),
+            "other": {"url": "https://other.example.com/", "secrets": [OLD_SECRET]},
+        }
+    ):
+        made = event_schedule(clock, tenant="globex", options={})
+        assert made.target == HandoffTarget.EVENT
+        with pytest.raises(ScheduleValidationError, match="needs an endpoint"):
+            event_schedule(clock, tenant="acme", options={}, name="two usable")
+
+
+def test_a_deliverer_without_due_rows_does_nothing() -> None:
+    clock = FakeClock(datetime(2026, 1, 5, tzinfo=UTC))
+    report = Deliverer(pool=None, clock=clock).round()  # type: ignore[arg-type]
+    assert report.delivered == 0
