@@ -24,7 +24,7 @@ import inspect
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC
 from pathlib import Path
 from typing import Any, Never, TypeVar, Unpack, overload
@@ -38,6 +38,7 @@ from scheduler_app.authoring.declared_tasks import (
 from scheduler_app.authoring.options import Declared, ScheduleOptions, declared
 from scheduler_app.definition.text import declared_text
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.handoff.allowlist import EVENT_PREFIX, check_event_type
 from scheduler_app.models import MisfirePolicy, OverlapPolicy, PauseBehaviour, ScheduleMode
 from scheduler_app.observability.urls import check_ping_url
 from scheduler_app.policies.lateness import check_class
@@ -159,6 +160,51 @@ def scheduled(task: object = None, /, **options: Unpack[Declared]) -> Any:
     """
     if task is not None:
         _refuse_positional(task)
+    checked = checked_options(options)
+    key = options.get("key")
+    source, location = _caller()
+
+    def register(target: TaskT) -> TaskT:
+        _register(task_name_of(target), key, checked, source, location)
+        mark_schedulable(target)
+        return target
+
+    return register
+
+
+def declare_event(
+    event_type: str, /, *, endpoint: str | None = None, **options: Unpack[Declared]
+) -> Declaration:
+    """Declare a schedule that emits the event ``event_type`` (e.g. "contract.deadline_reached")
+    to ``endpoint``, a name in ``SCHEDULER_EVENT_ENDPOINTS`` (docs/events.md); no task runs it.
+
+    Call it at module level in a module the beat imports (an installed app's ``tasks.py``).
+    The options are ``@scheduled``'s, checked here in the same way; ``kwargs`` is the event's
+    ``data.payload``. Returns the declaration (its ``key`` defaults to
+    ``"event:<type>:<objective or 'default'>"``); the endpoint is checked against the schedule's
+    tenant and type when it is synced.
+    """
+    if not isinstance(event_type, str):
+        raise ScheduleValidationError(
+            "event_type", "must be a string such as 'contract.deadline_reached'"
+        )
+    name = event_type if event_type.startswith(EVENT_PREFIX) else EVENT_PREFIX + event_type
+    try:
+        check_event_type(name)
+    except ScheduleValidationError as exc:
+        raise ScheduleValidationError("event_type", exc.message, code=exc.code) from None
+    if endpoint is not None and (not isinstance(endpoint, str) or not endpoint):
+        raise ScheduleValidationError(
+            "endpoint", "must be the name of an entry of SCHEDULER_EVENT_ENDPOINTS"
+        )
+    checked = replace(checked_options(options), endpoint=endpoint)
+    source, location = _caller()
+    return _register(name, options.get("key"), checked, source, location)
+
+
+def checked_options(options: Declared) -> ScheduleOptions:
+    """Every option of one declaration checked and in stored form (``ScheduleValidationError``
+    naming the parameter otherwise)."""
     given = declared(options)
     timezone, window, window_policy = given["timezone"], given["window"], given["window_policy"]
     rule = {name: given[name] for name in ("cron", "rrule", "every", "at", "solar", "anchor")}
@@ -208,26 +254,24 @@ def scheduled(task: object = None, /, **options: Unpack[Declared]) -> Any:
         ping_url=check_ping_url(given["ping_url"], allow_credentials=True) or None,
     )
     option.check_timing(checked)
-    key = given["key"]
-    if key is not None:
-        option.check_key(key)
-    source, location = _caller()
+    if given["key"] is not None:
+        option.check_key(given["key"])
+    return checked
 
-    def register(target: TaskT) -> TaskT:
-        name = task_name_of(target)
-        declaration = Declaration(
-            key=key if key is not None else f"{name}:{checked.objective or 'default'}",
-            task=name,
-            options=checked,
-            source=source,
-            location=location,
-        )
-        option.check_key(declaration.key)
-        registry().add(declaration)
-        mark_schedulable(target)
-        return target
 
-    return register
+def _register(
+    task: str, key: str | None, checked: ScheduleOptions, source: str, location: str
+) -> Declaration:
+    declaration = Declaration(
+        key=key if key is not None else f"{task}:{checked.objective or 'default'}",
+        task=task,
+        options=checked,
+        source=source,
+        location=location,
+    )
+    option.check_key(declaration.key)
+    registry().add(declaration)
+    return declaration
 
 
 def _refuse_positional(task: object) -> Never:

@@ -139,6 +139,8 @@ class ScheduleOptions:
     args_json: str = "[]"
     """The positional arguments as canonical JSON."""
     ping_url: str | None = None
+    endpoint: str | None = None
+    """An event declaration's endpoint (``declare_event``), stored as ``options.endpoint``."""
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -157,13 +159,15 @@ class ScheduleOptions:
         }
         values["kwargs"] = self.kwargs
         values["args"] = self.args
+        if self.endpoint is not None:
+            values["options"] = {"endpoint": self.endpoint}
         return values
 
 
 _OPTION_FIELDS = tuple(
     name
     for name in ScheduleOptions.__dataclass_fields__
-    if name not in ("kwargs_json", "args_json")
+    if name not in ("kwargs_json", "args_json", "endpoint")
 )
 
 

@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
+from project.celery import app as celery_app
+from scheduler_app.authoring.sync import sync_schedules
 from scheduler_app.clock import FakeClock
+from scheduler_app.declarations import declare_event, isolated_registry
 from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.handoff.router import TargetRouter
@@ -362,3 +365,47 @@ def test_a_deliverer_without_due_rows_does_nothing() -> None:
     clock = FakeClock(datetime(2026, 1, 5, tzinfo=UTC))
     report = Deliverer(pool=None, clock=clock).round()  # type: ignore[arg-type]
     assert report.delivered == 0
+
+
+def test_declare_event_is_synced_into_an_event_schedule_and_edits_follow_the_code(
+    configured: Receiver,
+) -> None:
+    celery_app.loader.import_default_modules()  # before isolating: see isolated_registry()
+    clock = FakeClock(START)
+    with isolated_registry() as declared:
+        made = declare_event(
+            "contract.deadline_reached",
+            endpoint="billing",
+            cron="0 9 * * *",
+            timezone="Europe/Riga",
+            kwargs={"contract_id": 42},
+        )
+        assert made.key == "event:contract.deadline_reached:default"
+        sync_schedules(clock=clock, declarations=declared)
+        row = Schedule.objects.get(key=made.key)
+        assert (row.task, row.target) == (EVENT, HandoffTarget.EVENT)
+        assert row.options == {"endpoint": "billing"}
+        assert row.kwargs == {"contract_id": 42}
+        assert sync_schedules(clock=clock, declarations=declared).count("unchanged") == 1
+
+
+def test_declare_event_refuses_at_the_call_what_is_wrong() -> None:
+    with isolated_registry():
+        with pytest.raises(ScheduleValidationError) as bad_type:
+            declare_event("contract deadline", cron="0 9 * * *")
+        assert bad_type.value.field == "event_type"
+        with pytest.raises(ScheduleValidationError) as bad_rule:
+            declare_event("contract.deadline_reached", cron="0 25 * * *")
+        assert bad_rule.value.field.startswith("cron")
+
+
+def test_declare_event_with_an_unknown_endpoint_is_reported_by_the_sync(
+    configured: Receiver,
+) -> None:
+    celery_app.loader.import_default_modules()
+    with isolated_registry() as declared:
+        declare_event("contract.deadline_reached", endpoint="nowhere", cron="0 9 * * *")
+        report = sync_schedules(clock=FakeClock(START), declarations=declared)
+    [error] = report.errors
+    assert "unknown endpoint 'nowhere'" in error.detail
+    assert not Schedule.objects.exists()
