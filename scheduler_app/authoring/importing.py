@@ -17,6 +17,7 @@ from uuid import UUID
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definition.schedule import validate_definition
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
+from scheduler_app.handoff.endpoints import check_event_route
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleStatus
 from scheduler_app.policies.lateness import LATENESS_FIELDS, apply_class_defaults
 from scheduler_app.safety.actors import COMMAND
@@ -123,7 +124,8 @@ def plan(
                 _check_version(item, change.existing)
             changes.append(change)
         except ScheduleValidationError as exc:
-            problems.append(Problem(item.label, paths.get(_root(exc.field), exc.field), _msg(exc)))
+            path = paths.get(exc.field) or paths.get(_root(exc.field), exc.field)
+            problems.append(Problem(item.label, path, _msg(exc)))
         except ScheduleStateError as exc:
             problems.append(Problem(item.label, "status", str(exc)))
         if progress is not None:
@@ -201,6 +203,8 @@ def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
     # document's field, not at apply time as a problem of the file.
     check_payload(values.get("kwargs") or {})
     check_payload(values.get("args") or [], "args")
+    tenant = item.fields.get("tenant", existing.tenant if existing is not None else "")
+    check_event_route(values["task"], values.get("options"), str(tenant or ""))
     descriptive = {k: v for k, v in item.fields.items() if k in DESCRIPTIVE}
     if item.status not in (*SETTABLE_STATUSES, *VERDICT_STATUSES):
         raise ScheduleValidationError(

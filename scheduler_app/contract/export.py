@@ -33,6 +33,7 @@ from scheduler_app.contract.fields import (
     Style,
     spec_enum,
 )
+from scheduler_app.handoff.allowlist import event_type_of
 from scheduler_app.models import Schedule
 
 SPEC_ENUM_POLICIES = ("misfire", "overlap", "on_pause", "mode", "lateness_class")
@@ -109,6 +110,17 @@ def _spec_document(schedule: Schedule) -> dict[str, Any]:
 
 
 def _target(schedule: Schedule, style: Style) -> dict[str, Any]:
+    event_type = event_type_of(schedule.task)
+    if event_type is not None:
+        options = schedule.options if isinstance(schedule.options, dict) else {}
+        return {
+            "type": "EVENT" if style == "spec" else "event",
+            "event_type": event_type,
+            "endpoint": options.get("endpoint"),
+            "payload_ref": schedule.payload_ref,
+            "kwargs": _sorted(schedule.kwargs),
+            "args": _sorted(schedule.args or []),
+        }
     if schedule.job_type:
         head = {"type": "JOB" if style == "spec" else "job", "job_type": schedule.job_type}
     else:

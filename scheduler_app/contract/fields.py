@@ -120,6 +120,9 @@ TOP_FIELDS = frozenset(
         *INFORMATIONAL,
     }
 )
+EVENT_FIELDS = ("event_type", "endpoint")
+"""An event target's own names (``{"type": "event", "event_type": ..., "endpoint": ...}``):
+the task ``event:<type>`` and ``options.endpoint``."""
 ROUTING_OPTIONS = {"queue": str, "routing_key": str, "exchange": str, "priority": int}
 USER_REF = "user://"
 
@@ -129,6 +132,7 @@ FIELD_PATHS = {
     **{model: f"timing.dst.{name}" for name, model in DST_FIELDS.items()},
     **{model: f"policies.{name}" for name, model in POLICY_FIELDS.items()},
     **{model: f"target.{name}" for name, model in TARGET_FIELDS.items()},
+    "options.endpoint": "target.endpoint",
     "cron": "timing.rule",
     "rrule": "timing.rule",
     "every": "timing.rule",

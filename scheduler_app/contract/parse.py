@@ -23,6 +23,7 @@ from scheduler_app.contract.fields import (
     COUNT_POLICIES,
     DST_FIELDS,
     ENUM_FIELDS,
+    EVENT_FIELDS,
     FIELD_PATHS,
     INFORMATIONAL,
     NULLABLE_COUNTS,
@@ -40,7 +41,7 @@ from scheduler_app.contract.fields import (
 )
 from scheduler_app.definition.schedule import CHOICE_FIELDS, validate_definition
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
-from scheduler_app.handoff.allowlist import check_target
+from scheduler_app.handoff.allowlist import EVENT_PREFIX, check_event_type, check_target
 from scheduler_app.models import SEMANTIC_FIELDS, LatenessClass
 from scheduler_app.policies.lateness import apply_class_defaults
 from scheduler_app.policies.limits import check_text
@@ -202,7 +203,7 @@ _PLACEHOLDER_NOW = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 def _target(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
-    target = out.section(doc, "target", ("type", *TARGET_FIELDS))
+    target = out.section(doc, "target", ("type", *TARGET_FIELDS, *EVENT_FIELDS))
     if "target" not in doc:
         out.add(
             "target",
@@ -211,6 +212,9 @@ def _target(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> Non
         )
         return
     kind = enum_value(target.get("type", "job" if "job_type" in target else "task"))
+    if kind == "event":
+        _event_target(target, out, fields)
+        return
     if kind == "job":
         task = _job_task(target, out)
         fields["job_type"] = target.get("job_type")
@@ -223,21 +227,59 @@ def _target(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> Non
             out.add("target.job_type", "belongs to JOB targets; use type 'JOB' without 'task'")
         fields["job_type"] = ""
     else:
-        out.add("target.type", f"unknown target type {target.get('type')!r}; use 'task' or 'JOB'")
+        out.add(
+            "target.type",
+            f"unknown target type {target.get('type')!r}; use 'task', 'JOB' or 'event'",
+        )
         return
     if isinstance(task, str):
         _allowed(task, out, "target.job_type" if kind == "job" else "target.task")
     fields["task"] = task
+    for name in EVENT_FIELDS:
+        if name in target:
+            out.add(f"target.{name}", "belongs to event targets; use type 'event'")
+    fields["options"] = _options(target.get("options", {}), out)
+    _payload(target, out, fields)
+
+
+def _payload(target: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
     fields["payload_ref"] = _payload_ref(target.get("payload_ref"), out)
     kwargs = target.get("kwargs", {})
     if not isinstance(kwargs, dict):
         out.add("target.kwargs", "must be a JSON object of keyword arguments")
     fields["kwargs"] = kwargs
-    fields["options"] = _options(target.get("options", {}), out)
     args = target.get("args", [])
     if not isinstance(args, list):
         out.add("target.args", 'must be a JSON list of positional arguments, e.g. [1, "eu"]')
     fields["args"] = args
+
+
+def _event_target(target: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
+    """``{"type": "event", "event_type": "contract.deadline_reached", "endpoint": "billing"}``:
+    the task ``event:<type>``, the endpoint stored as ``options.endpoint`` (docs/events.md)."""
+    for name in ("task", "job_type", "options"):
+        if name in target:
+            out.add(f"target.{name}", "an event target takes event_type and endpoint instead")
+    event_type = target.get("event_type")
+    task = None
+    if not isinstance(event_type, str) or not event_type:
+        out.add("target.event_type", "required: the event type, e.g. 'contract.deadline_reached'")
+    else:
+        try:
+            task = EVENT_PREFIX + event_type
+            check_event_type(task)
+        except ScheduleValidationError as exc:
+            out.add("target.event_type", exc.message)
+            task = None
+    endpoint = target.get("endpoint")
+    if endpoint is not None and (not isinstance(endpoint, str) or not endpoint):
+        out.add("target.endpoint", "must be the name of an entry of SCHEDULER_EVENT_ENDPOINTS")
+    out.paths["task"] = "target.event_type"
+    out.paths["options"] = "target.endpoint"
+    fields["task"] = task
+    fields["job_type"] = ""
+    fields["options"] = {"endpoint": endpoint} if isinstance(endpoint, str) and endpoint else {}
+    _payload(target, out, fields)
 
 
 def _job_task(target: dict[str, Any], out: _Collector) -> str | None:

@@ -261,7 +261,7 @@ def test_spec_policy_errors_point_at_the_top_level_field(world: FakeClock) -> No
         ),
         (
             {"type": "webhook", "url": "https://example.com"},
-            "schedules[0].target.type: unknown target type 'webhook'; use 'task' or 'JOB'",
+            "schedules[0].target.type: unknown target type 'webhook'; use 'task', 'JOB' or 'event'",
         ),
         (
             {"type": "JOB", "job_type": "source.sync", "payload_ref": "x" * 501},

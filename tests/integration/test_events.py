@@ -5,6 +5,7 @@ Webhooks) and deduplicates on ``webhook-id`` as docs/events.md tells a receiver 
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,7 @@ from django.test import override_settings
 from project.celery import app as celery_app
 from scheduler_app.authoring.sync import sync_schedules
 from scheduler_app.clock import FakeClock
+from scheduler_app.contract import ContractError, export_document, import_text
 from scheduler_app.declarations import declare_event, isolated_registry
 from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.errors import ScheduleValidationError
@@ -408,4 +410,57 @@ def test_declare_event_with_an_unknown_endpoint_is_reported_by_the_sync(
         report = sync_schedules(clock=FakeClock(START), declarations=declared)
     [error] = report.errors
     assert "unknown endpoint 'nowhere'" in error.detail
+    assert not Schedule.objects.exists()
+
+
+def contract_document(**target: Any) -> dict[str, Any]:
+    return {
+        "contract": "schedule.v1",
+        "schedule_id": "contract-deadlines",
+        "target": {
+            "type": "event",
+            "event_type": "contract.deadline_reached",
+            "endpoint": "billing",
+            "kwargs": {"contract_id": 42},
+            **target,
+        },
+        "timing": {"kind": "CRON", "rule": "0 9 * * *", "timezone": "Europe/Riga"},
+    }
+
+
+def test_a_schedule_v1_event_target_imports_and_exports_the_same(configured: Receiver) -> None:
+    result = import_text(json.dumps(contract_document()))
+    assert not result.plan.problems
+    stored = Schedule.objects.get(key="contract-deadlines")
+    assert (stored.task, stored.target) == (EVENT, HandoffTarget.EVENT)
+    assert stored.options == {"endpoint": "billing"}
+    exported = export_document(stored)["target"]
+    assert {k: exported[k] for k in ("type", "event_type", "endpoint", "kwargs")} == {
+        "type": "event",
+        "event_type": "contract.deadline_reached",
+        "endpoint": "billing",
+        "kwargs": {"contract_id": 42},
+    }
+    assert "options" not in exported and "task" not in exported
+    assert export_document(stored, style="spec")["target"]["type"] == "EVENT"
+    again = import_text(json.dumps(export_document(stored)))
+    assert [change.action for change in again.plan.changes] == ["unchanged"]
+
+
+@pytest.mark.parametrize(
+    ("target", "path", "says"),
+    [
+        ({"event_type": "bad type"}, "target.event_type", "is not an event type"),
+        ({"task": "demo.ping"}, "target.task", "takes event_type and endpoint instead"),
+        ({"endpoint": "nowhere"}, "target.endpoint", "unknown endpoint 'nowhere'"),
+    ],
+)
+def test_a_schedule_v1_event_target_is_refused_where_it_is_wrong(
+    configured: Receiver, target: dict[str, Any], path: str, says: str
+) -> None:
+    with pytest.raises(ContractError) as refused:
+        import_text(json.dumps(contract_document(**target)))
+    problems = {problem.path: problem.message for problem in refused.value.problems}
+    assert path in problems, problems
+    assert says in problems[path]
     assert not Schedule.objects.exists()
