@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
 
+from scheduler_app.admin import events
 from scheduler_app.admin.builder import (
     MONTHLY_ON,
     NTHS,
@@ -166,6 +167,7 @@ class ScheduleForm(forms.ModelForm):
     """Validates the whole definition with the same rules as the API, field by field."""
 
     expected_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    endpoint = events.endpoint_field()
     reason = forms.CharField(
         required=False,
         max_length=2000,
@@ -243,7 +245,8 @@ class ScheduleForm(forms.ModelForm):
         if "task" in self.fields:
             tasks = allowed_tasks()
             self.fields["task"].widget = DatalistInput(tasks, attrs={"size": 50})
-            self.fields["task"].help_text = "One of the schedulable tasks (start typing)."
+            self.fields["task"].help_text = events.TASK_HELP
+        events.configure(self, self.instance)
         if "timezone" in self.fields:
             self.fields["timezone"].widget = DatalistInput(zone_names(), attrs={"size": 30})
             self.fields["timezone"].help_text = "IANA zone, e.g. Europe/Riga (start typing)."
@@ -375,6 +378,7 @@ class ScheduleForm(forms.ModelForm):
         cleaned = super().clean() or {}
         if "options" in cleaned:
             cleaned["options"] = cleaned["options"] or {}
+        events.apply(self, cleaned, str(cleaned.get("tenant", self._tenant()) or ""))
         self._check_version(cleaned)
         built = self._apply_builder(cleaned)
         blocking = (*TIMING_FIELDS, *BUILDER_FIELDS) if self.preview_only else SEMANTIC_FIELDS

@@ -55,6 +55,7 @@ FIELDSETS_BUILDER = (
             "fields": (
                 "name",
                 "task",
+                "endpoint",
                 "kwargs",
                 "args",
                 "objective",

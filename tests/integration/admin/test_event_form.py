@@ -1,0 +1,134 @@
+"""An event schedule made and edited on the admin pages as rendered: the task event:<type>, the
+endpoint picked from the configured names (never a URL or a secret on the page), its refusals
+shown on the endpoint field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import override_settings
+from django_webtest import DjangoTestApp
+
+from scheduler_app import services
+from scheduler_app.models import HandoffTarget, Schedule
+from tests.integration.admin.support import (
+    A_NEW_SCHEDULE,
+    ADD_URL,
+    change_url,
+    form_errors,
+    page_errors,
+    schedule_form,
+    submit,
+)
+from tests.integration.event_receiver import OLD_SECRET, SECRET
+
+pytestmark = pytest.mark.django_db
+
+ENDPOINTS = {
+    "billing": {"url": "https://billing.example.com/hooks", "secrets": [SECRET]},
+    "acme-only": {
+        "url": "https://acme.example.com/hooks",
+        "secrets": [OLD_SECRET],
+        "tenants": ["acme"],
+    },
+}
+
+
+@pytest.fixture(autouse=True)
+def configured() -> Iterator[None]:
+    with override_settings(SCHEDULER_EVENT_ENDPOINTS=ENDPOINTS):
+        yield
+
+
+@pytest.fixture
+def admin_user() -> User:
+    return User.objects.create_superuser("admin", "admin@example.com", "pw")
+
+
+def test_an_event_schedule_is_added_from_the_rendered_page(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    form = schedule_form(django_app, ADD_URL, admin_user)
+    offered = [value for value, _, _ in form["endpoint"].options]
+    assert offered == ["", "acme-only", "billing"]
+    assert SECRET not in form.text and "billing.example.com" not in form.text
+    response = submit(
+        form,
+        "_save",
+        **{**A_NEW_SCHEDULE, "task": "event:contract.deadline_reached", "endpoint": "billing"},
+        kwargs='{"contract_id": 42}',
+    )
+    assert response.status_code == 302, page_errors(response)
+    stored = Schedule.objects.get()
+    assert (stored.task, stored.target) == ("event:contract.deadline_reached", HandoffTarget.EVENT)
+    assert stored.options == {"endpoint": "billing"}
+    assert stored.kwargs == {"contract_id": 42}
+
+
+def test_the_change_page_shows_the_endpoint_and_saves_unchanged(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    schedule = services.create_schedule(
+        task="event:contract.deadline_reached",
+        kind="cron",
+        rule="0 9 * * *",
+        options={"endpoint": "billing"},
+    )
+    form = schedule_form(django_app, change_url(schedule), admin_user)
+    assert form["endpoint"].value == "billing"
+    response = submit(form, "_save", name="renamed")
+    assert response.status_code == 302, page_errors(response)
+    schedule.refresh_from_db()
+    assert (schedule.name, schedule.options) == ("renamed", {"endpoint": "billing"})
+
+
+@pytest.mark.parametrize(
+    ("typed", "says"),
+    [
+        ({"endpoint": "acme-only"}, "not one tenant '' may use"),
+        ({"task": "demo.ping", "endpoint": "billing"}, "Only event:<type> tasks"),
+    ],
+)
+def test_what_cannot_be_delivered_is_shown_on_the_endpoint_field(
+    django_app: DjangoTestApp, admin_user: User, typed: dict[str, str], says: str
+) -> None:
+    form = schedule_form(django_app, ADD_URL, admin_user)
+    fields = {**A_NEW_SCHEDULE, "task": "event:contract.deadline_reached", **typed}
+    response = submit(form, "_save", **fields)
+    assert response.status_code == 200
+    errors = form_errors(response)
+    assert any(says in error for error in errors.get("endpoint", [])), errors
+    assert not Schedule.objects.exists()
+
+
+def test_a_bad_event_type_is_shown_on_the_task_field(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    form = schedule_form(django_app, ADD_URL, admin_user)
+    fields = {**A_NEW_SCHEDULE, "task": "event:not a type", "endpoint": "billing"}
+    response = submit(form, "_save", **fields)
+    errors = form_errors(response)
+    assert any("is not an event type" in error for error in errors.get("task", [])), errors
+
+
+def test_a_blank_endpoint_is_the_only_one_the_tenant_may_use(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    form = schedule_form(django_app, ADD_URL, admin_user)
+    fields = {**A_NEW_SCHEDULE, "task": "event:contract.deadline_reached", "endpoint": ""}
+    response = submit(form, "_save", **fields)
+    assert response.status_code == 302, page_errors(response)
+    assert Schedule.objects.get().options == {}
+
+
+def test_a_blank_endpoint_with_several_to_choose_from_is_refused(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    more = {**ENDPOINTS, "audit": {"url": "https://audit.example.com/", "secrets": [SECRET]}}
+    with override_settings(SCHEDULER_EVENT_ENDPOINTS=more):
+        form = schedule_form(django_app, ADD_URL, admin_user)
+        fields = {**A_NEW_SCHEDULE, "task": "event:contract.deadline_reached", "endpoint": ""}
+        errors = form_errors(submit(form, "_save", **fields))
+    assert any("needs an endpoint" in error for error in errors.get("endpoint", [])), errors
