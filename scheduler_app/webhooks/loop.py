@@ -2,14 +2,17 @@
 
 Each round hands the due event occurrences off in the outbox (``EventPublisher``, through the
 same claim, screen and marks as every target) and delivers what is handed off and due
-(``Deliverer``). A beat materializes the slots (``celery beat -S ...`` or ``run_scheduler``);
-this process only delivers. Several may run at once: the outbox claim skips locked rows and
-each delivery is a compare-and-set claim. SIGTERM and SIGINT end the loop after the current
-round, whose requests finish first (each within ``SCHEDULER_EVENT_TIMEOUT``).
+(``Deliverer``). A beat materializes the slots: ``celery beat -S ...`` or ``run_scheduler``
+beside it, or this process itself with ``beat=True`` (``--beat``: the ``Ticker`` of every
+beat, serving only events; for a project without Celery or django.tasks). Several may run at
+once: the outbox claim skips locked rows and each delivery is a compare-and-set claim. SIGTERM
+and SIGINT end the loop after the current round, whose requests finish first (each within
+``SCHEDULER_EVENT_TIMEOUT``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
@@ -18,12 +21,15 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from types import FrameType
 
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 
 from scheduler_app.beat import Failures
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
 from scheduler_app.dispatch.outbox import dispatch_batch
+from scheduler_app.handoff.router import TargetRouter
+from scheduler_app.models import HandoffTarget
+from scheduler_app.ticker import Ticker
 from scheduler_app.webhooks.delivery import Deliverer
 from scheduler_app.webhooks.publisher import EventPublisher
 
@@ -36,9 +42,16 @@ IDLE = 1.0
 class DeliveryLoop:
     """Rounds until stopped; ``wait`` is how it sleeps (an ``Event.wait``: a stop wakes it)."""
 
-    def __init__(self, *, clock: Clock | None = None, owner: str | None = None) -> None:
+    def __init__(
+        self, *, clock: Clock | None = None, owner: str | None = None, beat: bool = False
+    ) -> None:
         self.clock = clock or SystemClock()
         self.publisher = EventPublisher(self.clock)
+        self.ticker = (
+            Ticker(TargetRouter({HandoffTarget.EVENT: self.publisher}), clock=clock, owner=owner)
+            if beat
+            else None
+        )
         self.pool = ThreadPoolExecutor(
             max_workers=get_settings().EVENT_CONCURRENCY, thread_name_prefix="scheduler-event"
         )
@@ -65,6 +78,7 @@ class DeliveryLoop:
     def step(self) -> bool:
         """One round: hand off, then deliver; True when it did something (go on at once)."""
         settings = get_settings()
+        ticked = self.ticker.tick().published if self.ticker is not None else 0
         handed = dispatch_batch(
             self.clock.now(),
             self.publisher,
@@ -81,7 +95,7 @@ class DeliveryLoop:
                 ", ".join(f"{count} {what}" for what, count in sorted(report.outcomes.items())),
                 extra={"action": "events.round", "delivered": report.delivered},
             )
-        return handed.published > 0 or report.delivered > 0
+        return handed.published > 0 or report.delivered > 0 or ticked > 0
 
     def run(self, *, max_rounds: int | None = None) -> None:
         """Round after round until ``stop`` (or ``max_rounds``); a failed round is logged and
@@ -96,6 +110,9 @@ class DeliveryLoop:
                     self.wait(pause)
         finally:
             self.pool.shutdown(wait=True)
+            if self.ticker is not None:
+                with contextlib.suppress(DatabaseError):  # the database is away: it expires
+                    self.ticker.release_lease()
 
     def _round(self) -> float:
         close_old_connections()
@@ -104,4 +121,6 @@ class DeliveryLoop:
         except Exception as exc:
             return self.failures.failed(exc)
         self.failures.passed()
+        if self.ticker is not None:
+            self.ticker.settle()  # once: the start-up is done
         return 0.0 if busy else IDLE

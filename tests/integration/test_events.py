@@ -5,6 +5,7 @@ Webhooks) and deduplicates on ``webhook-id`` as docs/events.md tells a receiver 
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 from collections.abc import Iterator
@@ -12,9 +13,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import override_settings
 
 from project.celery import app as celery_app
+from scheduler_app import webhooks
 from scheduler_app.authoring.sync import sync_schedules
 from scheduler_app.clock import FakeClock
 from scheduler_app.contract import ContractError, export_document, import_text
@@ -464,3 +468,42 @@ def test_a_schedule_v1_event_target_is_refused_where_it_is_wrong(
     assert path in problems, problems
     assert says in problems[path]
     assert not Schedule.objects.exists()
+
+
+def test_with_beat_the_delivery_process_materializes_and_delivers_alone(
+    configured: Receiver,
+) -> None:
+    """``run_event_deliveries --beat``: no Celery beat, no run_scheduler."""
+    clock = FakeClock(START)
+    target = event_schedule(clock)
+    assert target.next_run_at is not None
+    clock.set(target.next_run_at)
+    loop = DeliveryLoop(clock=clock, beat=True)
+    loop.run(max_rounds=1)
+    [row] = Occurrence.objects.filter(schedule=target)
+    assert row.state == OccurrenceState.SUCCEEDED
+    assert list(configured.accepted) == [str(row.pk)]
+
+
+def test_the_command_without_the_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(webhooks, "AVAILABLE", False)
+    with pytest.raises(CommandError, match=r"\[events\]"):
+        call_command("run_event_deliveries", "--max-rounds", "1")
+
+
+def test_the_command_refuses_a_misconfigured_endpoint() -> None:
+    broken = {"billing": {"url": "https://hooks.example.com/", "secrets": ["not-a-secret"]}}
+    with (
+        override_settings(SCHEDULER_EVENT_ENDPOINTS=broken),
+        pytest.raises(CommandError, match=r"SCHEDULER_EVENT_ENDPOINTS\['billing'\]"),
+    ):
+        call_command("run_event_deliveries", "--max-rounds", "1")
+
+
+def test_the_command_runs_rounds_and_says_what_it_did(configured: Receiver) -> None:
+    out = io.StringIO()
+    call_command("run_event_deliveries", "--max-rounds", "1", "--beat", stdout=out)
+    assert "run_event_deliveries started" in out.getvalue()
+    assert "stopped after 1 round(s)" in out.getvalue()

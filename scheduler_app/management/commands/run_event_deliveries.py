@@ -1,7 +1,9 @@
 """``manage.py run_event_deliveries``: deliver event occurrences as signed CloudEvents.
 
 Run it next to a beat (``celery -A proj beat -S ...`` or ``run_scheduler``), which
-materializes the slots; several may run at once. SIGTERM stops it after the current round.
+materializes the slots, or with ``--beat`` as the beat itself (a project without Celery or
+django.tasks: it then also syncs the ``declare_event`` / ``@scheduled`` declarations at start).
+Several may run at once. SIGTERM stops it after the current round.
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scheduler_app import webhooks
+from scheduler_app.authoring.sync import sync_schedules
 from scheduler_app.beat import unapplied_migrations
 from scheduler_app.handoff.endpoints import EndpointError, endpoints
 from scheduler_app.management.commands.run_scheduler import show_logs
 
-if webhooks.AVAILABLE:
+try:
     from scheduler_app.webhooks.loop import DeliveryLoop
+except ImportError:  # the [events] extra is not installed: handle() says how to add it
+    DeliveryLoop = None  # type: ignore[assignment,misc]
 
 
 class Command(BaseCommand):
@@ -30,9 +35,15 @@ class Command(BaseCommand):
             "--max-rounds", type=int, default=None, help="stop after this many rounds (tests)"
         )
         parser.add_argument("--owner", default=None, help="this process's name in claims")
+        parser.add_argument(
+            "--beat",
+            action="store_true",
+            help="also be the beat (materialize due slots, reconcile): for a project without "
+            "a Celery beat or run_scheduler; on SQLite only one beat runs at a time",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if not webhooks.AVAILABLE:
+        if not webhooks.AVAILABLE or DeliveryLoop is None:
             raise CommandError(webhooks.MISSING)
         try:
             configured = endpoints()
@@ -45,7 +56,12 @@ class Command(BaseCommand):
                 f"missing, first {missing[0]}): run `python manage.py migrate`"
             )
         show_logs(options["verbosity"])
-        loop = DeliveryLoop(owner=options["owner"])
+        if options["beat"]:
+            report = sync_schedules()
+            for entry in report.errors:
+                self.stderr.write(f"declaration {entry.key} could not be synced: {entry.detail}")
+            self.stdout.write(f"synced the declarations: {report.summary()}")
+        loop = DeliveryLoop(owner=options["owner"], beat=options["beat"])
         loop.install_signals()
         names = ", ".join(sorted(configured)) or "none: set SCHEDULER_EVENT_ENDPOINTS"
         self.stdout.write(
