@@ -61,11 +61,13 @@ def apply(form: forms.ModelForm, cleaned: dict[str, Any], tenant: str) -> None:
         return
     chosen = cleaned.get(FIELD) or ""
     task = cleaned.get("task") or ""
-    options = dict(cleaned.get("options") or {})
     if not task.startswith(EVENT_PREFIX):
         if chosen:
             form.add_error(FIELD, "Only event:<type> tasks are sent to an endpoint; clear it.")
         return
+    if not isinstance(cleaned.get("options") or {}, dict):
+        return  # not an object: refused on the options field by the definition's check
+    options = dict(cleaned.get("options") or {})
     options.pop("endpoint", None)
     if chosen:
         options["endpoint"] = chosen

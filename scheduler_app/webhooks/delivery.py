@@ -33,7 +33,7 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Iterable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -236,17 +236,17 @@ class Deliverer:
             for candidate in self._within_limits(due(now, settings.EVENT_CONCURRENCY * 4))
             if (attempt := self._claim(candidate, now, lease, report)) is not None
         ]
-        posts = [
-            (attempt, self.pool.submit(self._post, attempt))
+        posts = {
+            self.pool.submit(self._post, attempt): attempt
             for attempt in attempts
             if attempt.endpoint is not None
-        ]
+        }
         for attempt in attempts:
             if attempt.endpoint is None:
                 failure = DeliveryRejected(str(attempt.refusal), "endpoint_refused")
                 self._record(attempt, decide(_row(attempt), 0, failure, None, now), report)
-        for attempt, future in posts:
-            self._record(attempt, future.result(), report)
+        for future in as_completed(posts):  # each written as soon as it is known
+            self._record(posts[future], future.result(), report)
         return report
 
     def _within_limits(self, candidates: Iterable[Candidate]) -> list[Candidate]:

@@ -38,8 +38,8 @@ the line right before the fence):
   writing a file does: a Python that is running does not see the packages added after it
   started, so a page says "in a new shell" after one.
 - The long-running commands (``celery -A P worker|beat``, ``manage.py run_scheduler``,
-  ``db_worker``, ``runserver``) start in the background, must still be running a few seconds
-  later, and stop at the end of the page.
+  ``run_event_deliveries``, ``db_worker``, ``runserver``) start in the background, must still
+  be running a few seconds later, and stop at the end of the page.
 - ``<!-- setup`` / ``<!-- check`` comments (hidden code) are refused: a reader cannot see them.
 
 Pages not run here: install.md is the project itself (``make test-adoption``'s fresh-venv
@@ -76,7 +76,8 @@ HIDDEN = re.compile(r"^\s*<!--\s*(setup|check)\b")
 FILE = re.compile(r"#\s*(file|append to):\s*(\S+)(?:\s+\((.+) only\))?\s*$")
 OWN_WHEEL = re.compile(r'^pip install "?django-durable-scheduler\[([\w,]*)\]"?$')
 SERVICE = re.compile(
-    r"(celery -A \w+ (worker|beat)\b|python manage.py (run_scheduler|db_worker|runserver)\b)"
+    r"(celery -A \w+ (worker|beat)\b"
+    r"|python manage.py (run_scheduler|run_event_deliveries|db_worker|runserver)\b)"
 )
 SERVICE_GRACE = 6.0
 """Seconds a long-running command must stay up: past its start-up checks."""

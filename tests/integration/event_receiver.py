@@ -36,7 +36,13 @@ class Receiver:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hooks"
 
-    def receive(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str]]:
+    def receive(
+        self,
+        headers: dict[str, str],
+        body: bytes,
+        answer: tuple[int, dict[str, str]] | None = None,
+    ) -> tuple[int, dict[str, str]]:
+        """Verify, record and answer (``answer``, else the next scripted one, else 200)."""
         try:
             event = Webhook(self.secret).verify(body, headers)
         except WebhookVerificationError:
@@ -45,7 +51,9 @@ class Receiver:
                 self.requests.append({"headers": headers, "event": None, "status": 401})
             return 401, {}
         with self.lock:
-            status, extra = self.answers.pop(0) if self.answers else (200, {})
+            if answer is None:
+                answer = self.answers.pop(0) if self.answers else (200, {})
+            status, extra = answer
             self.requests.append({"headers": headers, "event": event, "status": status})
             if 200 <= status < 300:
                 message_id = headers["webhook-id"]

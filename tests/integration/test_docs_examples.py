@@ -90,6 +90,7 @@ AS_WRITTEN = {
     "contract.md",
     "decorator.md",
     "deployment.md",
+    "events.md",
     "index.md",
     "migrating.md",
     "operations.md",

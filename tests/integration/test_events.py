@@ -99,7 +99,7 @@ def test_an_event_is_delivered_signed_as_a_cloudevent_once(configured: Receiver)
     loop = DeliveryLoop(clock=clock)
     assert loop.step() is True
     loop.pool.shutdown()
-    assert stored(row).state == OccurrenceState.SUCCEEDED
+    assert (stored(row).state, stored(row).attempts) == (OccurrenceState.SUCCEEDED, 1)
     assert configured.bad_signatures == 0
     [request] = configured.requests
     headers, event = request["headers"], request["event"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils.module_loading import autodiscover_modules
 
 from scheduler_app import webhooks
 from scheduler_app.authoring.sync import sync_schedules
@@ -57,6 +58,7 @@ class Command(BaseCommand):
             )
         show_logs(options["verbosity"])
         if options["beat"]:
+            autodiscover_modules("tasks")  # declare_event in an installed app's tasks.py
             report = sync_schedules()
             for entry in report.errors:
                 self.stderr.write(f"declaration {entry.key} could not be synced: {entry.detail}")
