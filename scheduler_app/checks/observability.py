@@ -1,5 +1,5 @@
-"""System checks of the observability settings (run by ``manage.py check`` and when a beat or
-a worker starts)."""
+"""System checks of the observability and event settings (run by ``manage.py check`` and when
+a beat or a worker starts)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from scheduler_app.checks.startup import TAG
 from scheduler_app.compat import install_extra
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.handoff.endpoints import EndpointError, endpoints
 from scheduler_app.observability import sentry
 from scheduler_app.observability.urls import check_ping_url
 
@@ -40,3 +41,21 @@ def check_observability(app_configs: Any = None, **kwargs: Any) -> list[checks.C
             )
         )
     return problems
+
+
+@checks.register(TAG)
+def check_event_endpoints(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``scheduler_app.E030``: an entry of ``SCHEDULER_EVENT_ENDPOINTS`` is misconfigured
+    (every event schedule naming it would be refused, and ``run_event_deliveries`` stops)."""
+    try:
+        endpoints()
+    except EndpointError as exc:
+        return [
+            checks.Error(
+                exc.message,
+                hint='{"name": {"url": "https://...", "secrets": ["whsec_<base64>"]}} '
+                "(docs/events.md)",
+                id="scheduler_app.E030",
+            )
+        ]
+    return []

@@ -20,11 +20,13 @@ from django.test import override_settings
 from project.celery import app as celery_app
 from scheduler_app import webhooks
 from scheduler_app.authoring.sync import sync_schedules
+from scheduler_app.checks.observability import check_event_endpoints
 from scheduler_app.clock import FakeClock
 from scheduler_app.contract import ContractError, export_document, import_text
 from scheduler_app.declarations import declare_event, isolated_registry
 from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.events import occurrence_finished
 from scheduler_app.handoff.router import TargetRouter
 from scheduler_app.models import (
     HandoffTarget,
@@ -507,3 +509,35 @@ def test_the_command_runs_rounds_and_says_what_it_did(configured: Receiver) -> N
     call_command("run_event_deliveries", "--max-rounds", "1", "--beat", stdout=out)
     assert "run_event_deliveries started" in out.getvalue()
     assert "stopped after 1 round(s)" in out.getvalue()
+
+
+def test_a_misconfigured_endpoint_is_a_system_check_error() -> None:
+    broken = {"billing": {"url": "ftp://hooks.example.com/", "secrets": [SECRET]}}
+    with override_settings(SCHEDULER_EVENT_ENDPOINTS=broken):
+        [error] = check_event_endpoints()
+    assert error.id == "scheduler_app.E030"
+    assert "SCHEDULER_EVENT_ENDPOINTS['billing'] url" in error.msg
+    with override_settings(SCHEDULER_EVENT_ENDPOINTS=endpoints("https://hooks.example.com/")):
+        assert check_event_endpoints() == []
+
+
+def test_a_finished_event_is_announced_as_every_occurrence_is(
+    configured: Receiver, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The signal the metrics, the failure handling and the monitor listen to."""
+    finished: list[tuple[str, str]] = []
+
+    def listen(sender: Any, occurrence: Occurrence, state: str, **kwargs: Any) -> None:
+        finished.append((str(occurrence.pk), state))
+
+    occurrence_finished.connect(listen)
+    try:
+        clock = FakeClock(START)
+        row = due(clock)
+        loop = DeliveryLoop(clock=clock)
+        with django_capture_on_commit_callbacks(execute=True):
+            loop.step()
+        loop.pool.shutdown()
+    finally:
+        occurrence_finished.disconnect(listen)
+    assert finished == [(str(row.pk), OccurrenceState.SUCCEEDED)]
