@@ -16,6 +16,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from project.celery import app as celery_app
 from scheduler_app import webhooks
@@ -40,9 +41,11 @@ from scheduler_app.webhooks.delivery import Deliverer
 from scheduler_app.webhooks.loop import DeliveryLoop
 from scheduler_app.worker import claiming
 from tests.integration.event_receiver import OLD_SECRET, SECRET, Receiver, receiving
+from tests.integration.observability_support import exporter, provider
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
 
 pytestmark = pytest.mark.django_db
+__all__ = ["exporter", "provider"]  # fixtures
 
 EVENT = "event:contract.deadline_reached"
 
@@ -541,3 +544,23 @@ def test_a_finished_event_is_announced_as_every_occurrence_is(
     finally:
         occurrence_finished.disconnect(listen)
     assert finished == [(str(row.pk), OccurrenceState.SUCCEEDED)]
+
+
+def test_a_traced_delivery_carries_the_occurrences_trace(
+    configured: Receiver, exporter: InMemorySpanExporter
+) -> None:
+    """With an OpenTelemetry SDK: the request's ``traceparent`` is in the occurrence's trace
+    (trace id = its UUID), under the delivery's ``scheduler.deliver`` span."""
+    clock = FakeClock(START)
+    row = due(clock)
+    loop = DeliveryLoop(clock=clock)
+    loop.step()
+    loop.pool.shutdown()
+    [request] = configured.requests
+    _, trace_id, span_id, _ = request["headers"]["traceparent"].split("-")
+    assert trace_id == row.pk.hex
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    assert spans["scheduler.deliver"].context.span_id == int(span_id, 16)
+    run = spans["scheduler.run"]
+    assert run.attributes["scheduler.outcome"] == OccurrenceState.SUCCEEDED
+    assert run.attributes["scheduler.task"] == EVENT
