@@ -1,14 +1,18 @@
 """Deliveries: event occurrences POSTed to their endpoints, each outcome recorded once.
 
-One round (``Deliverer.round``) takes the event occurrences that are handed off and due
-(``dispatched``, or ``retrying`` with its retry published and its time come), at most
-``SCHEDULER_EVENT_CONCURRENCY`` of them and at most an endpoint's ``concurrency`` and
-``SCHEDULER_EVENT_TENANT_CONCURRENCY`` per endpoint and tenant (the rest wait for the next
-round). Each is claimed with the worker's claim (``claiming.claim``: the compare-and-set, its
-lease and fencing token, and every check a Celery worker makes: cancelled, expired, approval,
-the owner's permission now, the tenant, kill switches), so two delivery processes never post
-the same attempt. The requests run on a thread pool (the database stays on the calling
-thread); the outcomes are then written as a worker writes them:
+Each round (``Deliverer.round``) writes the outcomes of the requests that ended and starts
+the event occurrences that are handed off and due (``dispatched``, or ``retrying`` with its
+retry published and its time come) into the free delivery slots: at most
+``SCHEDULER_EVENT_CONCURRENCY`` in flight, an endpoint's ``concurrency`` per endpoint and
+``SCHEDULER_EVENT_TENANT_CONCURRENCY`` per tenant. Requests run across rounds, so a slow
+endpoint holds only its own slots, and rows of a full tenant or endpoint are left out of the
+search so that its backlog does not hide the others'.
+
+Each is claimed with the worker's claim (``claiming.claim``: the compare-and-set, its lease
+and fencing token, and every check a Celery worker makes: cancelled, expired, approval, the
+owner's permission now, the tenant, kill switches), so two delivery processes never post the
+same attempt. The requests run on a thread pool (the database stays on the calling
+thread); each outcome is written, as a worker writes it, in the first round after it ended:
 
 - 2xx: ``succeeded``;
 - 408, 429, 5xx, a timeout or a connection error: ``retrying`` with the schedule's backoff
@@ -33,7 +37,7 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Iterable
-from concurrent.futures import Executor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -46,7 +50,7 @@ from scheduler_app.clock import Clock
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import PermanentTaskError, ScheduleValidationError
 from scheduler_app.handoff.allowlist import event_type_of
-from scheduler_app.handoff.endpoints import Endpoint, EndpointError, resolve
+from scheduler_app.handoff.endpoints import Endpoint, EndpointError, endpoints, resolve
 from scheduler_app.models import HandoffTarget, Occurrence, OccurrenceState
 from scheduler_app.observability import tracing
 from scheduler_app.observability.addresses import PingRefused
@@ -106,6 +110,8 @@ class Report:
     """What one round did."""
 
     outcomes: Counter[str] = field(default_factory=Counter)
+    started: int = 0
+    """Requests started this round."""
 
     @property
     def delivered(self) -> int:
@@ -117,18 +123,30 @@ def owner_name() -> str:
     return f"events@{socket.gethostname()}:{os.getpid()}"
 
 
-def due(now: datetime, limit: int) -> list[Candidate]:
-    """Event occurrences handed off whose time has come, oldest first."""
+def due(
+    now: datetime,
+    limit: int,
+    *,
+    full_tenants: Iterable[str] = (),
+    full_endpoints: Iterable[str] = (),
+) -> list[Candidate]:
+    """Event occurrences handed off whose time has come, oldest first, leaving out the tenants
+    and endpoints that have no delivery slot free (a backlog of one does not hide the
+    others' rows)."""
     handed_off = Q(state=OccurrenceState.DISPATCHED) | Q(
         state=OccurrenceState.RETRYING, dispatched_at__isnull=False
     )
-    rows = (
-        Occurrence.objects.filter(handed_off, target=HandoffTarget.EVENT)
-        .filter(not_before__lte=now + claiming.EARLY)
-        .order_by("not_before")
-        .values_list("pk", "scheduled_for", "task", "schedule__tenant", "schedule__options")
+    rows = Occurrence.objects.filter(handed_off, target=HandoffTarget.EVENT).filter(
+        not_before__lte=now + claiming.EARLY
     )
-    return [Candidate(*row) for row in rows[:limit]]
+    if tenants := list(full_tenants):
+        rows = rows.exclude(schedule__tenant__in=tenants)
+    if endpoints := list(full_endpoints):
+        rows = rows.exclude(schedule__options__endpoint__in=endpoints)
+    listed = rows.order_by("not_before").values_list(
+        "pk", "scheduled_for", "task", "schedule__tenant", "schedule__options"
+    )
+    return [Candidate(*row) for row in listed[:limit]]
 
 
 def retry_after(answer: Answer, now: datetime) -> datetime | None:
@@ -221,41 +239,87 @@ class Deliverer:
         self.clock = clock
         self.owner = owner or owner_name()
         self.pause = time.sleep
+        self.in_flight: dict[Future[Outcome], Attempt] = {}
         self.wall = partial(datetime.now, UTC)
         """The signature's ``webhook-timestamp``: the wall clock, which the receiver compares
         with its own to refuse replays, whatever clock the scheduler runs on."""
 
-    def round(self) -> Report:
-        """Deliver what is due now, within the limits; the report counts the outcomes."""
+    def round(self, wait: float = 0.0) -> Report:
+        """Write the outcomes of the requests that ended, start what is due within the free
+        delivery slots, then wait up to ``wait`` seconds for a request to end (and write it).
+        Requests run across rounds: a slow endpoint holds its own slots, not the next round."""
         settings = get_settings()
-        now = self.clock.now()
         report = Report()
+        self._collect(report, timeout=0)
+        now = self.clock.now()
         lease = timedelta(seconds=settings.EVENT_TIMEOUT) + SPARE
-        attempts = [
-            attempt
-            for candidate in self._within_limits(due(now, settings.EVENT_CONCURRENCY * 4))
-            if (attempt := self._claim(candidate, now, lease, report)) is not None
-        ]
-        posts = {
-            self.pool.submit(self._post, attempt): attempt
-            for attempt in attempts
-            if attempt.endpoint is not None
-        }
-        for attempt in attempts:
-            if attempt.endpoint is None:
-                failure = DeliveryRejected(str(attempt.refusal), "endpoint_refused")
-                self._record(attempt, decide(_row(attempt), 0, failure, None, now), report)
-        for future in as_completed(posts):  # each written as soon as it is known
-            self._record(posts[future], future.result(), report)
+        free = settings.EVENT_CONCURRENCY - len(self.in_flight)
+        if free > 0:
+            per_endpoint, per_tenant = self._taken()
+            full_endpoints = [
+                name
+                for name, endpoint in _configured().items()
+                if per_endpoint[name] >= endpoint.concurrency
+            ]
+            full_tenants = [
+                tenant
+                for tenant, count in per_tenant.items()
+                if count >= settings.EVENT_TENANT_CONCURRENCY
+            ]
+            candidates = due(
+                now, free * 4, full_tenants=full_tenants, full_endpoints=full_endpoints
+            )
+            for candidate in self._within_limits(candidates, free, per_endpoint, per_tenant):
+                attempt = self._claim(candidate, now, lease, report)
+                if attempt is None:
+                    continue
+                if attempt.endpoint is None:
+                    failure = DeliveryRejected(str(attempt.refusal), "endpoint_refused")
+                    self._record(attempt, decide(_row(attempt), 0, failure, None, now), report)
+                    continue
+                self.in_flight[self.pool.submit(self._post, attempt)] = attempt
+                report.started += 1
+        if wait > 0:
+            self._collect(report, timeout=wait)
         return report
 
-    def _within_limits(self, candidates: Iterable[Candidate]) -> list[Candidate]:
-        settings = get_settings()
+    def drain(self) -> Report:
+        """Wait for every request in flight and write its outcome (a stop, a test)."""
+        report = Report()
+        while self.in_flight:
+            self._collect(report, timeout=None)
+        return report
+
+    def _collect(self, report: Report, timeout: float | None) -> None:
+        """Write the outcomes of the requests that have ended (waiting up to ``timeout`` for
+        the first: 0 does not wait, None waits as long as it takes)."""
+        if not self.in_flight:
+            return
+        done, _ = wait(list(self.in_flight), timeout=timeout, return_when=FIRST_COMPLETED)
+        for future in done:
+            self._record(self.in_flight.pop(future), future.result(), report)
+
+    def _taken(self) -> tuple[Counter[str], Counter[str]]:
+        """Delivery slots in use, per endpoint and per tenant."""
         per_endpoint: Counter[str] = Counter()
         per_tenant: Counter[str] = Counter()
+        for attempt in self.in_flight.values():
+            assert attempt.endpoint is not None
+            per_endpoint[attempt.endpoint.name] += 1
+            per_tenant[attempt.candidate.tenant] += 1
+        return per_endpoint, per_tenant
+
+    def _within_limits(
+        self,
+        candidates: Iterable[Candidate],
+        free: int,
+        per_endpoint: Counter[str],
+        per_tenant: Counter[str],
+    ) -> list[Candidate]:
+        tenant_limit = get_settings().EVENT_TENANT_CONCURRENCY
         chosen: list[Candidate] = []
         for candidate in candidates:
-            if len(chosen) >= settings.EVENT_CONCURRENCY:
+            if len(chosen) >= free:
                 break
             try:
                 endpoint = resolve(candidate.options, candidate.tenant, _type(candidate))
@@ -264,9 +328,9 @@ class Deliverer:
                 continue
             if (
                 per_endpoint[endpoint.name] >= endpoint.concurrency
-                or per_tenant[candidate.tenant] >= settings.EVENT_TENANT_CONCURRENCY
+                or per_tenant[candidate.tenant] >= tenant_limit
             ):
-                continue  # the next round
+                continue  # a later round
             per_endpoint[endpoint.name] += 1
             per_tenant[candidate.tenant] += 1
             chosen.append(candidate)
@@ -389,6 +453,13 @@ class Deliverer:
                 "reason": outcome.reason,
             },
         )
+
+
+def _configured() -> dict[str, Endpoint]:
+    try:
+        return endpoints()
+    except EndpointError:
+        return {}  # every row fails on its own, saying what is wrong
 
 
 def _type(candidate: Candidate) -> str:

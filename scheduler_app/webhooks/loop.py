@@ -75,8 +75,9 @@ class DeliveryLoop:
         signal.signal(signal.SIGTERM, self.stop)
         signal.signal(signal.SIGINT, self.stop)
 
-    def step(self) -> bool:
-        """One round: hand off, then deliver; True when it did something (go on at once)."""
+    def step(self, wait: float = 0.0) -> bool:
+        """One round: hand off, then deliver (waiting up to ``wait`` seconds for a request in
+        flight to end); True when it did something (go on at once)."""
         settings = get_settings()
         ticked = self.ticker.tick().published if self.ticker is not None else 0
         handed = dispatch_batch(
@@ -86,16 +87,21 @@ class DeliveryLoop:
             lease=timedelta(seconds=settings.PUBLISH_LEASE),
             clock_now=self.clock.now,
         )
-        report = self.deliverer.round()
+        report = self.deliverer.round(wait=wait)
         self.delivered += report.delivered
         if report.delivered:
             logger.info(
-                "round: %d handed off, %s",
+                "round: %d handed off, %d sent, %s",
                 handed.published,
+                report.started,
                 ", ".join(f"{count} {what}" for what, count in sorted(report.outcomes.items())),
                 extra={"action": "events.round", "delivered": report.delivered},
             )
-        return handed.published > 0 or report.delivered > 0 or ticked > 0
+        return bool(handed.published or report.delivered or report.started or ticked)
+
+    def drain(self) -> None:
+        """Write the outcome of every request in flight (each ends within its timeout)."""
+        self.delivered += self.deliverer.drain().delivered
 
     def run(self, *, max_rounds: int | None = None) -> None:
         """Round after round until ``stop`` (or ``max_rounds``); a failed round is logged and
@@ -109,6 +115,8 @@ class DeliveryLoop:
                 if pause:
                     self.wait(pause)
         finally:
+            with contextlib.suppress(DatabaseError):  # unwritten: the leases run out
+                self.drain()
             self.pool.shutdown(wait=True)
             if self.ticker is not None:
                 with contextlib.suppress(DatabaseError):  # the database is away: it expires
@@ -117,10 +125,11 @@ class DeliveryLoop:
     def _round(self) -> float:
         close_old_connections()
         try:
-            busy = self.step()
+            # With requests in flight, the round waits for the first to end, not the pause.
+            busy = self.step(wait=IDLE)
         except Exception as exc:
             return self.failures.failed(exc)
         self.failures.passed()
         if self.ticker is not None:
             self.ticker.settle()  # once: the start-up is done
-        return 0.0 if busy else IDLE
+        return 0.0 if busy or self.deliverer.in_flight else IDLE

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import socket
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -92,6 +93,13 @@ def due(clock: FakeClock, **fields: Any) -> Occurrence:
     return Occurrence.objects.get(schedule=target)
 
 
+def deliver(loop: DeliveryLoop) -> None:
+    """One round, and every request it started ended and written (a running process writes
+    them in its next rounds)."""
+    loop.step()
+    loop.drain()
+
+
 def stored(row: Occurrence) -> Occurrence:
     return Occurrence.objects.get(pk=row.pk)
 
@@ -103,6 +111,7 @@ def test_an_event_is_delivered_signed_as_a_cloudevent_once(configured: Receiver)
     assert row.state == OccurrenceState.PENDING  # the Celery beat left it in the outbox
     loop = DeliveryLoop(clock=clock)
     assert loop.step() is True
+    loop.drain()
     loop.pool.shutdown()
     assert (stored(row).state, stored(row).attempts) == (OccurrenceState.SUCCEEDED, 1)
     assert configured.bad_signatures == 0
@@ -127,16 +136,16 @@ def test_503_then_200_is_retried_after_retry_after_then_succeeds(configured: Rec
     clock = FakeClock(START)
     row = due(clock)
     loop = DeliveryLoop(clock=clock)
-    loop.step()
+    deliver(loop)
     waiting = stored(row)
     assert waiting.state == OccurrenceState.RETRYING
     assert "HTTP 503" in waiting.last_error
     assert waiting.not_before >= clock.now() + timedelta(seconds=120)  # not the 30 s backoff
     clock.advance(timedelta(seconds=60))
-    loop.step()
+    deliver(loop)
     assert len(configured.requests) == 1  # not before Retry-After
     clock.set(waiting.not_before)
-    loop.step()
+    deliver(loop)
     loop.pool.shutdown()
     done = stored(row)
     assert done.state == OccurrenceState.SUCCEEDED
@@ -152,14 +161,14 @@ def test_400_fails_at_once_and_a_replay_delivers_it_under_the_same_id(
     clock = FakeClock(START)
     row = due(clock)
     loop = DeliveryLoop(clock=clock)
-    loop.step()
+    deliver(loop)
     failed = stored(row)
     assert failed.state == OccurrenceState.FAILED
     assert failed.reason == "rejected"
     assert "HTTP 400" in failed.last_error
     assert configured.accepted == {}
     replay_occurrence(row.pk, clock=clock)
-    loop.step()
+    deliver(loop)
     loop.pool.shutdown()
     assert stored(row).state == OccurrenceState.SUCCEEDED
     assert list(configured.accepted) == [str(row.pk)]
@@ -170,9 +179,9 @@ def test_attempts_used_up_end_failed(configured: Receiver) -> None:
     clock = FakeClock(START)
     row = due(clock, max_attempts=2)
     loop = DeliveryLoop(clock=clock)
-    loop.step()
+    deliver(loop)
     clock.set(stored(row).not_before)
-    loop.step()
+    deliver(loop)
     loop.pool.shutdown()
     ended = stored(row)
     assert (ended.state, ended.reason) == (OccurrenceState.FAILED, "retries_exhausted")
@@ -189,7 +198,7 @@ def test_a_killed_delivery_process_is_delivered_again_never_accepted_twice(
     clock = FakeClock(START)
     row = due(clock)
     dead = DeliveryLoop(clock=clock)
-    dead.step()
+    deliver(dead)
     dead.pool.shutdown()
     # Undo the outcome as if it had never been written: the process died first.
     Occurrence.objects.filter(pk=row.pk).update(
@@ -205,7 +214,7 @@ def test_a_killed_delivery_process_is_delivered_again_never_accepted_twice(
     reconcile(clock.now(), retry_grace=timedelta(seconds=60))  # the beat's: the lease ran out
     assert stored(row).state == OccurrenceState.PENDING
     alive = DeliveryLoop(clock=clock)
-    alive.step()
+    deliver(alive)
     alive.pool.shutdown()
     assert stored(row).state == OccurrenceState.SUCCEEDED
     assert list(configured.accepted) == [str(row.pk)]
@@ -217,8 +226,10 @@ def test_two_processes_never_post_one_attempt_twice(configured: Receiver) -> Non
     clock = FakeClock(START)
     row = due(clock)
     first, second = DeliveryLoop(clock=clock), DeliveryLoop(clock=clock)
-    first.step()
-    second.step()
+    first.step()  # its request in flight
+    second.step()  # finds the attempt claimed
+    first.drain()
+    second.drain()
     first.pool.shutdown()
     second.pool.shutdown()
     assert stored(row).state == OccurrenceState.SUCCEEDED
@@ -236,7 +247,7 @@ def test_rotated_secrets_are_both_accepted(receiver: Receiver) -> None:
         receiver.secret = OLD_SECRET
         row = due(clock)
         loop = DeliveryLoop(clock=clock)
-        loop.step()
+        deliver(loop)
         loop.pool.shutdown()
     assert receiver.bad_signatures == 0
     assert list(receiver.accepted) == [str(row.pk)]
@@ -250,7 +261,7 @@ def test_a_loopback_endpoint_is_refused_unless_its_host_is_allowed(receiver: Rec
     with override_settings(SCHEDULER_EVENT_ENDPOINTS=endpoints(receiver.url)):
         row = due(clock)
         loop = DeliveryLoop(clock=clock)
-        loop.step()
+        deliver(loop)
         loop.pool.shutdown()
     refused = stored(row)
     assert (refused.state, refused.reason) == (OccurrenceState.FAILED, "endpoint_refused")
@@ -268,7 +279,7 @@ def test_a_connection_refused_is_retried() -> None:
     ):
         row = due(clock)
         loop = DeliveryLoop(clock=clock)
-        loop.step()
+        deliver(loop)
         loop.pool.shutdown()
     closed.close()
     waiting = stored(row)
@@ -291,7 +302,7 @@ def test_an_endpoint_of_another_tenant_stored_past_the_services_is_refused(
         row = due(clock, tenant="globex", options={"endpoint": "ours"})
         Schedule.objects.filter(pk=row.schedule_id).update(options={"endpoint": "billing"})
         loop = DeliveryLoop(clock=clock)
-        loop.step()
+        deliver(loop)
         loop.pool.shutdown()
     refused = stored(row)
     assert (refused.state, refused.reason) == (OccurrenceState.FAILED, "endpoint_refused")
@@ -304,7 +315,7 @@ def test_a_kill_switch_skips_the_event(configured: Receiver) -> None:
     row = due(clock)
     KillSwitch.objects.create(scope="task", target=EVENT, reason="incident", changed_at=START)
     loop = DeliveryLoop(clock=clock)
-    loop.step()
+    deliver(loop)
     loop.pool.shutdown()
     assert configured.requests == []
     skipped = stored(row)
@@ -319,10 +330,10 @@ def test_an_endpoint_takes_at_most_its_concurrency_per_round(configured: Receive
         beat(clock).tick()
         assert Occurrence.objects.count() == 5
         loop = DeliveryLoop(clock=clock)
-        loop.step()
+        deliver(loop)
         assert len(configured.requests) == 2
-        loop.step()
-        loop.step()
+        deliver(loop)
+        deliver(loop)
         loop.pool.shutdown()
     assert len(configured.accepted) == 5
 
@@ -539,7 +550,7 @@ def test_a_finished_event_is_announced_as_every_occurrence_is(
         row = due(clock)
         loop = DeliveryLoop(clock=clock)
         with django_capture_on_commit_callbacks(execute=True):
-            loop.step()
+            deliver(loop)
         loop.pool.shutdown()
     finally:
         occurrence_finished.disconnect(listen)
@@ -554,7 +565,7 @@ def test_a_traced_delivery_carries_the_occurrences_trace(
     clock = FakeClock(START)
     row = due(clock)
     loop = DeliveryLoop(clock=clock)
-    loop.step()
+    deliver(loop)
     loop.pool.shutdown()
     [request] = configured.requests
     _, trace_id, span_id, _ = request["headers"]["traceparent"].split("-")
@@ -564,3 +575,49 @@ def test_a_traced_delivery_carries_the_occurrences_trace(
     run = spans["scheduler.run"]
     assert run.attributes["scheduler.outcome"] == OccurrenceState.SUCCEEDED
     assert run.attributes["scheduler.task"] == EVENT
+
+
+class Holding(Receiver):
+    """A receiver whose answers wait until ``release`` is set (a slow endpoint)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def receive(
+        self,
+        headers: dict[str, str],
+        body: bytes,
+        answer: tuple[int, dict[str, str]] | None = None,
+    ) -> tuple[int, dict[str, str]]:
+        self.release.wait(10)
+        return super().receive(headers, body, answer)
+
+
+def test_a_slow_endpoint_holds_its_own_slots_not_the_others(receiver: Receiver) -> None:
+    """One tenant's endpoint that takes its time: the other tenant's events are delivered and
+    written meanwhile, round after round."""
+    clock = FakeClock(START)
+    with receiving(Holding()) as slow:
+        assert isinstance(slow, Holding)
+        configured = {
+            "slow": {"url": slow.url, "secrets": [SECRET], "tenants": ["acme"]},
+            "fast": {"url": receiver.url, "secrets": [SECRET], "tenants": ["globex"]},
+        }
+        with override_settings(
+            SCHEDULER_EVENT_ENDPOINTS=configured, SCHEDULER_PING_ALLOWED_HOSTS=("127.0.0.1",)
+        ):
+            waiting = due(clock, tenant="acme", options={"endpoint": "slow"})
+            quick = due(clock, tenant="globex", options={"endpoint": "fast"}, name="quick")
+            loop = DeliveryLoop(clock=clock)
+            loop.step()
+            for _ in range(50):  # rounds while the slow request is in flight
+                loop.step(wait=0.1)
+                if stored(quick).state == OccurrenceState.SUCCEEDED:
+                    break
+            assert stored(quick).state == OccurrenceState.SUCCEEDED
+            assert stored(waiting).state == OccurrenceState.RUNNING
+            slow.release.set()
+            loop.drain()
+            loop.pool.shutdown()
+    assert stored(waiting).state == OccurrenceState.SUCCEEDED
