@@ -29,6 +29,7 @@ from scheduler_app.declarations import declare_event, isolated_registry
 from scheduler_app.dispatch.reconcile import reconcile
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.events import occurrence_finished
+from scheduler_app.forecast.counts import forecast
 from scheduler_app.handoff.router import TargetRouter
 from scheduler_app.models import (
     HandoffTarget,
@@ -621,3 +622,12 @@ def test_a_slow_endpoint_holds_its_own_slots_not_the_others(receiver: Receiver) 
             loop.drain()
             loop.pool.shutdown()
     assert stored(waiting).state == OccurrenceState.SUCCEEDED
+
+
+def test_the_load_ahead_counts_events_in_their_own_lane(configured: Receiver) -> None:
+    clock = FakeClock(START)
+    schedule(clock, task=EVENT, kind="cron", rule="0 * * * *", options={"endpoint": "billing"})
+    schedule(clock, kind="cron", rule="30 * * * *")
+    ahead = forecast(Schedule.objects.all(), START, days=1)
+    assert ahead.lanes[("", HandoffTarget.EVENT)] == 24
+    assert ahead.lanes[("", HandoffTarget.CELERY)] == 24
