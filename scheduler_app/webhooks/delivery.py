@@ -12,15 +12,9 @@ Each is claimed with the worker's claim (``claiming.claim``: the compare-and-set
 and fencing token, and every check a Celery worker makes: cancelled, expired, approval, the
 owner's permission now, the tenant, kill switches), so two delivery processes never post the
 same attempt. The requests run on a thread pool (the database stays on the calling
-thread); each outcome is written, as a worker writes it, in the first round after it ended:
-
-- 2xx: ``succeeded``;
-- 408, 429, 5xx, a timeout or a connection error: ``retrying`` with the schedule's backoff
-  (``max_attempts``, ``retry_delay``), no earlier than the answer's ``Retry-After``, never past
-  the deadline; ``failed`` once the attempts are used up;
-- any other status (a 4xx, a redirect, which is never followed) and an endpoint refused (its
-  address is private and its host not allowed, or the schedule names no endpoint it may use):
-  ``failed`` at once; ``replay_occurrence`` delivers it again under the same id.
+thread); each outcome (``outcomes``: succeeded, retrying, failed) is written, as a worker
+writes it, in the first round after its request ended; ``replay_occurrence`` delivers a
+failed one again under the same id.
 
 A delivery process killed while it posts leaves its attempts ``running``: when their lease
 runs out the beat's reconciler puts them back in the outbox (``lost_retry``), and they are
@@ -29,7 +23,6 @@ delivered again with the same ``webhook-id``.
 
 from __future__ import annotations
 
-import email.utils
 import http.client
 import logging
 import os
@@ -48,41 +41,26 @@ from django.db.models import Q
 from scheduler_app import observability
 from scheduler_app.clock import Clock
 from scheduler_app.conf import get_settings
-from scheduler_app.errors import PermanentTaskError, ScheduleValidationError
 from scheduler_app.handoff.allowlist import event_type_of
 from scheduler_app.handoff.endpoints import Endpoint, EndpointError, endpoints, resolve
 from scheduler_app.models import HandoffTarget, Occurrence, OccurrenceState
 from scheduler_app.observability import tracing
 from scheduler_app.observability.addresses import PingRefused
 from scheduler_app.observability.pinned import Answer, exchange
-from scheduler_app.policies.retry import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
 from scheduler_app.webhooks.message import build
+from scheduler_app.webhooks.outcomes import (
+    DeliveryRejected,
+    Outcome,
+    decide,
+    failure_of,
+)
 from scheduler_app.worker import claiming, lifecycle, outcomes
 
 logger = logging.getLogger("scheduler_app.events")
 
-RETRIED = frozenset({408, 429})
-"""Statuses below 500 that are retried (with every 5xx)."""
-MAX_RETRY_AFTER = timedelta(hours=24)
-"""A ``Retry-After`` further ahead than this is read as this."""
-EXCERPT = 300
-"""Characters of an answer's body kept in the error."""
 SPARE = timedelta(seconds=10)
 """How much longer than ``SCHEDULER_EVENT_TIMEOUT`` a claim's lease lasts."""
-
-
-class DeliveryFailed(Exception):
-    """The endpoint could not take the event now (a status retried, a timeout, no
-    connection): retried."""
-
-
-class DeliveryRejected(PermanentTaskError):
-    """The endpoint refused the event, or it may not be sent there: never retried."""
-
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -94,15 +72,6 @@ class Candidate:
     task: str
     tenant: str
     options: Any
-
-
-@dataclass(frozen=True)
-class Outcome:
-    state: str
-    reason: str = ""
-    error: str = ""
-    failure: BaseException | None = None
-    retry_at: datetime | None = None
 
 
 @dataclass
@@ -147,78 +116,6 @@ def due(
         "pk", "scheduled_for", "task", "schedule__tenant", "schedule__options"
     )
     return [Candidate(*row) for row in listed[:limit]]
-
-
-def retry_after(answer: Answer, now: datetime) -> datetime | None:
-    """The instant an answer's ``Retry-After`` (seconds or an HTTP date) names, at most
-    ``MAX_RETRY_AFTER`` ahead; None when there is none or it cannot be read."""
-    value = answer.headers.get("retry-after", "").strip()
-    if not value:
-        return None
-    if value.isdigit():
-        at = now + timedelta(seconds=int(value[:9]))
-    else:
-        try:
-            at = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if at.tzinfo is None:
-            at = at.replace(tzinfo=UTC)
-    return min(at, now + MAX_RETRY_AFTER)
-
-
-def _excerpt(answer: Answer) -> str:
-    text = answer.body.decode("utf-8", "replace")
-    return " ".join(text.split())[:EXCERPT]
-
-
-def failure_of(
-    endpoint: Endpoint, answer: Answer | None, error: BaseException | None
-) -> BaseException | None:
-    """What went wrong with one request (None: a 2xx)."""
-    if answer is not None:
-        said = f"endpoint {endpoint.name!r} answered HTTP {answer.status}"
-        body = _excerpt(answer)
-        said = f"{said}: {body}" if body else said
-        if 200 <= answer.status < 300:
-            return None
-        if answer.status in RETRIED or answer.status >= 500:
-            return DeliveryFailed(said)
-        if 300 <= answer.status < 400:
-            return DeliveryRejected(f"{said} (redirects are not followed)", "rejected")
-        return DeliveryRejected(said, "rejected")
-    if isinstance(error, PingRefused | ScheduleValidationError):
-        return DeliveryRejected(f"endpoint {endpoint.name!r} refused: {error}", "endpoint_refused")
-    return DeliveryFailed(f"endpoint {endpoint.name!r}: {type(error).__name__}: {error}")
-
-
-def decide(
-    occurrence: Occurrence,
-    attempt: int,
-    failure: BaseException | None,
-    answer: Answer | None,
-    now: datetime,
-) -> Outcome:
-    """The outcome of one attempt (pure: nothing is written)."""
-    if failure is None:
-        return Outcome(OccurrenceState.SUCCEEDED)
-    error = str(failure)
-    if isinstance(failure, DeliveryRejected):
-        return Outcome(OccurrenceState.FAILED, failure.reason, error, failure)
-    schedule = occurrence.schedule
-    decision = decide_retry(
-        failure,
-        attempt=attempt,
-        now=now,
-        deadline_at=occurrence.deadline_at,
-        policy=RetryPolicy(max_attempts=schedule.max_attempts, base_delay=schedule.retry_delay),
-    )
-    if not decision.retry or decision.at is None:
-        return Outcome(OccurrenceState.FAILED, decision.reason, error, failure)
-    at = max(decision.at, (answer and retry_after(answer, now)) or decision.at)
-    if occurrence.deadline_at is not None and at >= occurrence.deadline_at:
-        return Outcome(OccurrenceState.FAILED, "retry_past_deadline", error, failure)
-    return Outcome(OccurrenceState.RETRYING, decision.reason, error, failure, at)
 
 
 @dataclass(frozen=True)
