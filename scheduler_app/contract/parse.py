@@ -7,15 +7,16 @@ stopping at the first, so one run of the importer shows everything to fix.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 from django.contrib.auth import get_user_model
 
-from scheduler_app.authoring import importing, jobtypes
+from scheduler_app.authoring import importing
 from scheduler_app.authoring.importing import Desired, Problem
+from scheduler_app.contract.collecting import Collector, shown
 from scheduler_app.contract.export import looks_like_uuid
 from scheduler_app.contract.fields import (
     BOOLEAN_POLICIES,
@@ -23,32 +24,28 @@ from scheduler_app.contract.fields import (
     COUNT_POLICIES,
     DST_FIELDS,
     ENUM_FIELDS,
-    EVENT_FIELDS,
     FIELD_PATHS,
     INFORMATIONAL,
     NULLABLE_COUNTS,
     NULLABLE_SECONDS,
     ORIGINS,
     POLICY_FIELDS,
-    ROUTING_OPTIONS,
     SECONDS_POLICIES,
     SPEC_TOP_POLICIES,
-    TARGET_FIELDS,
     TIMING_FIELDS,
     TOP_FIELDS,
     USER_REF,
     enum_value,
 )
+from scheduler_app.contract.targets import parse_target
 from scheduler_app.definition.schedule import CHOICE_FIELDS, validate_definition
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
-from scheduler_app.handoff.allowlist import EVENT_PREFIX, check_event_type, check_target
 from scheduler_app.models import SEMANTIC_FIELDS, LatenessClass
 from scheduler_app.policies.lateness import apply_class_defaults
 from scheduler_app.policies.limits import check_text
 from scheduler_app.services import DEFAULTS, normalize_definition
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, get_zone, parse_duration
 
-MAX_PAYLOAD_REF = 500
 OTHER_CHOICES: dict[str, list[str]] = {
     "kind": [k.value for k in Kind],
     "dst_nonexistent": [v.value for v in Nonexistent],
@@ -103,37 +100,6 @@ def _refuse_constant(name: str) -> Any:
     raise _NotJSON(f"not valid JSON: {name} is not a JSON number; use a number or null")
 
 
-class _Collector:
-    """Gathers the problems of one document instead of stopping at the first."""
-
-    def __init__(self, label: str, memo: dict[Any, Any] | None = None) -> None:
-        self.label = label
-        self.memo: dict[Any, Any] = {} if memo is None else memo
-        """Answers that do not change within one file (allowlist, job types), by question."""
-        self.problems: list[Problem] = []
-        self.paths: dict[str, str] = {}
-        """Model field -> where this document wrote it, when not at its native place."""
-
-    def add(self, path: str, message: str) -> None:
-        self.problems.append(Problem(self.label, path, message))
-
-    def section(self, doc: dict[str, Any], name: str, allowed: Iterable[str]) -> dict[str, Any]:
-        value = doc.get(name, {})
-        if not isinstance(value, dict):
-            self.add(name, "must be an object")
-            return {}
-        for unknown in sorted(set(value) - set(allowed)):
-            self.add(f"{name}.{_shown(unknown)}", "unknown field; see docs/contract.md")
-        return value
-
-
-def _shown(name: str) -> str:
-    """A field name from the file, safe to print: short, and quoted when it is not plain text."""
-    if name.isprintable() and len(name) <= 40 and name.strip() == name and name:
-        return name
-    return repr(name[:40]) + ("..." if len(name) > 40 else "")
-
-
 def parse_document(
     doc: Any, label: str, memo: dict[Any, Any] | None = None
 ) -> tuple[Desired | None, list[Problem]]:
@@ -142,16 +108,16 @@ def parse_document(
     ``memo``: share one dict across the documents of a file, so the allowlist and the
     job-type registry are asked once per name, not once per document.
     """
-    out = _Collector(label, memo)
+    out = Collector(label, memo)
     if not isinstance(doc, dict):
         out.add("", "a document must be a JSON object")
         return None, out.problems
     for unknown in sorted(set(doc) - TOP_FIELDS):
-        out.add(_shown(unknown), "unknown field; see docs/contract.md")
+        out.add(shown(unknown), "unknown field; see docs/contract.md")
     if doc.get("contract", CONTRACT) != CONTRACT:
         out.add("contract", f"unsupported contract {doc.get('contract')!r}; expected {CONTRACT!r}")
     fields: dict[str, Any] = {}
-    _target(doc, out, fields)
+    parse_target(doc, out, fields)
     _timing(doc, out, fields)
     _policies(doc, out, fields)
     _descriptive(doc, out, fields)
@@ -174,7 +140,7 @@ def parse_document(
     return desired, []
 
 
-def _check_the_rest(fields: dict[str, Any], out: _Collector) -> None:
+def _check_the_rest(fields: dict[str, Any], out: Collector) -> None:
     """A document already has problems: still validate its other fields, to report them all."""
     reported = {problem.path for problem in out.problems}
     if "target.job_type" in reported:  # no task resolved: "task is required" says nothing new
@@ -199,155 +165,7 @@ _PLACEHOLDER_NOW = datetime(2000, 1, 1, tzinfo=UTC)
 """Only fills a missing anchor while checking a document that is rejected anyway."""
 
 
-# -- target ----------------------------------------------------------------------------------
-
-
-def _target(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
-    target = out.section(doc, "target", ("type", *TARGET_FIELDS, *EVENT_FIELDS))
-    if "target" not in doc:
-        out.add(
-            "target",
-            "required: {'type': 'task', 'task': '<celery task name>'} or "
-            "{'type': 'JOB', 'job_type': '<job type>'}",
-        )
-        return
-    kind = enum_value(target.get("type", "job" if "job_type" in target else "task"))
-    if kind == "event":
-        _event_target(target, out, fields)
-        return
-    if kind == "job":
-        task = _job_task(target, out)
-        fields["job_type"] = target.get("job_type")
-    elif kind == "task":
-        task = target.get("task")
-        if not isinstance(task, str) or not task.strip():
-            out.add("target.task", "a Celery task name is required, e.g. 'reports.daily'")
-            task = None
-        if target.get("job_type"):
-            out.add("target.job_type", "belongs to JOB targets; use type 'JOB' without 'task'")
-        fields["job_type"] = ""
-    else:
-        out.add(
-            "target.type",
-            f"unknown target type {target.get('type')!r}; use 'task', 'JOB' or 'event'",
-        )
-        return
-    if isinstance(task, str):
-        _allowed(task, out, "target.job_type" if kind == "job" else "target.task")
-    fields["task"] = task
-    for name in EVENT_FIELDS:
-        if name in target:
-            out.add(f"target.{name}", "belongs to event targets; use type 'event'")
-    fields["options"] = _options(target.get("options", {}), out)
-    _payload(target, out, fields)
-
-
-def _payload(target: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
-    fields["payload_ref"] = _payload_ref(target.get("payload_ref"), out)
-    kwargs = target.get("kwargs", {})
-    if not isinstance(kwargs, dict):
-        out.add("target.kwargs", "must be a JSON object of keyword arguments")
-    fields["kwargs"] = kwargs
-    args = target.get("args", [])
-    if not isinstance(args, list):
-        out.add("target.args", 'must be a JSON list of positional arguments, e.g. [1, "eu"]')
-    fields["args"] = args
-
-
-def _event_target(target: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
-    """``{"type": "event", "event_type": "contract.deadline_reached", "endpoint": "billing"}``:
-    the task ``event:<type>``, the endpoint stored as ``options.endpoint`` (docs/events.md)."""
-    for name in ("task", "job_type", "options"):
-        if name in target:
-            out.add(f"target.{name}", "an event target takes event_type and endpoint instead")
-    event_type = target.get("event_type")
-    task = None
-    if not isinstance(event_type, str) or not event_type:
-        out.add("target.event_type", "required: the event type, e.g. 'contract.deadline_reached'")
-    else:
-        try:
-            task = EVENT_PREFIX + event_type
-            check_event_type(task)
-        except ScheduleValidationError as exc:
-            out.add("target.event_type", exc.message)
-            task = None
-    endpoint = target.get("endpoint")
-    if endpoint is not None and (not isinstance(endpoint, str) or not endpoint):
-        out.add("target.endpoint", "must be the name of an entry of SCHEDULER_EVENT_ENDPOINTS")
-    out.paths["task"] = "target.event_type"
-    out.paths["options"] = "target.endpoint"
-    fields["task"] = task
-    fields["job_type"] = ""
-    fields["options"] = {"endpoint": endpoint} if isinstance(endpoint, str) and endpoint else {}
-    _payload(target, out, fields)
-
-
-def _job_task(target: dict[str, Any], out: _Collector) -> str | None:
-    if "task" in target:
-        out.add("target.task", "a JOB target names a job_type, not a task; drop 'task'")
-    job_type = target.get("job_type")
-    memo_key = ("job_type", job_type if isinstance(job_type, str) else repr(job_type))
-    if memo_key not in out.memo:
-        try:
-            out.memo[memo_key] = (jobtypes.resolve(job_type), None)
-        except ScheduleValidationError as exc:
-            out.memo[memo_key] = (None, exc.message)
-    task, refusal = out.memo[memo_key]
-    if refusal is not None:
-        out.add("target.job_type", refusal)
-    return task
-
-
-def _allowed(task: str, out: _Collector, path: str) -> None:
-    refusal = out.memo.get(("target", task), _UNSEEN)
-    if refusal is _UNSEEN:
-        try:
-            check_target(task)
-            refusal = None
-        except ScheduleValidationError as exc:
-            refusal = exc.message
-        out.memo[("target", task)] = refusal
-    if refusal is not None:
-        out.add(path, refusal if path == "target.task" else f"task {task!r}: {refusal}")
-
-
-_UNSEEN = object()
-
-
-def _payload_ref(value: Any, out: _Collector) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str) or len(value) > MAX_PAYLOAD_REF or not value.isprintable():
-        out.add(
-            "target.payload_ref",
-            f"must be a printable string of at most {MAX_PAYLOAD_REF} characters, "
-            "e.g. 'state://sync-source-42'",
-        )
-        return ""
-    return value
-
-
-def _options(value: Any, out: _Collector) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        out.add("target.options", "must be an object of routing options, e.g. {'queue': 'io'}")
-        return {}
-    for name, option in sorted(value.items()):
-        expected = ROUTING_OPTIONS.get(name)
-        if expected is None:
-            allowed = ", ".join(ROUTING_OPTIONS)
-            out.add(f"target.options.{_shown(name)}", f"unknown routing option; use {allowed}")
-        elif not isinstance(option, expected) or isinstance(option, bool):
-            kind = "a whole number" if expected is int else "a string"
-            out.add(f"target.options.{name}", f"must be {kind}, got {option!r}")
-        elif name == "priority" and isinstance(option, int) and not 0 <= option <= 255:
-            out.add("target.options.priority", f"must be 0-255, got {option!r}")
-    return value
-
-
-# -- timing ----------------------------------------------------------------------------------
-
-
-def _timing(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
+def _timing(doc: dict[str, Any], out: Collector, fields: dict[str, Any]) -> None:
     timing = out.section(doc, "timing", (*TIMING_FIELDS, "dst"))
     for name in ("kind", "rule"):
         if timing.get(name) in (None, ""):
@@ -390,7 +208,7 @@ def _timing(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> Non
 # -- policies --------------------------------------------------------------------------------
 
 
-def _policies(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
+def _policies(doc: dict[str, Any], out: Collector, fields: dict[str, Any]) -> None:
     policies = dict(out.section(doc, "policies", POLICY_FIELDS))
     for top, inner in SPEC_TOP_POLICIES.items():
         if top not in doc:
@@ -432,7 +250,7 @@ def _as_seconds(value: Any) -> int:
     return int(parse_duration(value, "duration").total_seconds())
 
 
-def _policy(name: str, value: Any, path: str, out: _Collector) -> Any:
+def _policy(name: str, value: Any, path: str, out: Collector) -> Any:
     if name in SECONDS_POLICIES:
         return _seconds(value, path, out, nullable=name in NULLABLE_SECONDS)
     if name in COUNT_POLICIES or name in NULLABLE_COUNTS:
@@ -453,7 +271,7 @@ def _policy(name: str, value: Any, path: str, out: _Collector) -> Any:
     return value
 
 
-def _choices(fields: dict[str, Any], out: _Collector) -> None:
+def _choices(fields: dict[str, Any], out: Collector) -> None:
     choices = {model: list(enum.values) for model, enum in CHOICE_FIELDS.items()}
     for model, allowed in {**choices, **OTHER_CHOICES}.items():
         value = fields.get(model)
@@ -471,7 +289,7 @@ def _choices(fields: dict[str, Any], out: _Collector) -> None:
 # -- who, what, which ------------------------------------------------------------------------
 
 
-def _descriptive(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> None:
+def _descriptive(doc: dict[str, Any], out: Collector, fields: dict[str, Any]) -> None:
     for name, model, limit in (("name", "name", 200), ("tenant_id", "tenant", 100)):
         value = doc.get(name)
         if value is not None and (not isinstance(value, str) or len(value) > limit):
@@ -488,7 +306,7 @@ def _descriptive(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -
     fields["origin"] = origin
 
 
-def _owner(ref: Any, out: _Collector) -> Any:
+def _owner(ref: Any, out: Collector) -> Any:
     if ref in (None, ""):
         return None
     if not isinstance(ref, str):
@@ -510,7 +328,7 @@ def _owner(ref: Any, out: _Collector) -> Any:
     return owner
 
 
-def _identity(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> UUID | None:
+def _identity(doc: dict[str, Any], out: Collector, fields: dict[str, Any]) -> UUID | None:
     """``schedule_id`` (a UUID, or an external id: the key), ``uuid`` and ``key``."""
     raw_id, key = doc.get("schedule_id"), doc.get("key")
     if key is not None and (not isinstance(key, str) or len(key) > 200):
@@ -538,7 +356,7 @@ def _identity(doc: dict[str, Any], out: _Collector, fields: dict[str, Any]) -> U
     return schedule_id
 
 
-def _uuid(value: Any, path: str, out: _Collector) -> UUID | None:
+def _uuid(value: Any, path: str, out: Collector) -> UUID | None:
     if value in (None, ""):
         return None
     if not isinstance(value, str) or not looks_like_uuid(value):
@@ -547,7 +365,7 @@ def _uuid(value: Any, path: str, out: _Collector) -> UUID | None:
     return UUID(value)
 
 
-def _informational(doc: dict[str, Any], out: _Collector) -> int | None:
+def _informational(doc: dict[str, Any], out: Collector) -> int | None:
     """Read-only fields: checked for shape, never stored; ``version`` kept for the
     optional optimistic-concurrency check."""
     version = doc.get("version")
@@ -560,7 +378,7 @@ def _informational(doc: dict[str, Any], out: _Collector) -> int | None:
     return version
 
 
-def _status(value: Any, out: _Collector) -> str:
+def _status(value: Any, out: Collector) -> str:
     status = enum_value(value)
     if status not in (*importing.SETTABLE_STATUSES, *importing.VERDICT_STATUSES):
         allowed = ", ".join(importing.SETTABLE_STATUSES)
@@ -569,7 +387,7 @@ def _status(value: Any, out: _Collector) -> str:
     return str(status)
 
 
-def _instant(value: Any, path: str, out: _Collector) -> datetime | None:
+def _instant(value: Any, path: str, out: Collector) -> datetime | None:
     text = value.strip() if isinstance(value, str) else None
     try:
         parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text and text[-1] in "Zz" else text)  # type: ignore[arg-type]
@@ -587,7 +405,7 @@ def _instant(value: Any, path: str, out: _Collector) -> datetime | None:
     return parsed
 
 
-def _seconds(value: Any, path: str, out: _Collector, *, nullable: bool) -> Any:
+def _seconds(value: Any, path: str, out: Collector, *, nullable: bool) -> Any:
     if value is None and nullable:
         return None
     if _is_int(value) and value >= 0:
