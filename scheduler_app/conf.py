@@ -132,6 +132,10 @@ class SchedulerSettings:
     """Named webhook endpoints: ``{"billing": {"url": "https://...", "secrets": ["whsec_..."],
     "tenants": ["acme"], "types": ["contract.*"], "concurrency": 4}}``. A schedule names one in
     ``options.endpoint``; the secrets never leave the settings."""
+    EVENT_ALLOWED_HOSTS: tuple[str, ...] = ()
+    """Endpoint host names events may reach although they resolve to a private, loopback or
+    link-local address, or on a port other than 80 and 443 (``SCHEDULER_PING_ALLOWED_HOSTS``
+    does the same for pings only)."""
     EVENT_SOURCE: str = "/scheduler"
     """The CloudEvents ``source`` prefix: an event's source is ``<prefix>/schedules/<key>``."""
     EVENT_TIMEOUT: float = 10.0

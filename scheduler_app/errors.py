@@ -73,3 +73,15 @@ class DuplicateKey(ScheduleValidationError):
 
 class OperatorPermissionDenied(SchedulerError, PermissionError):
     """The acting user lacks the model permission an action needs."""
+
+
+ERROR_LENGTH = 4000
+"""Characters of an error kept in ``last_error`` and an attempt's ``error``."""
+
+
+def storable_error(text: str, limit: int = ERROR_LENGTH) -> str:
+    """``text`` as an error column can hold it: at most ``limit`` characters, NUL (which
+    PostgreSQL's text refuses) and lone surrogates (not UTF-8) replaced. An error comes from
+    code and servers nobody here controls: a task's exception, an endpoint's answer."""
+    kept = text[:limit].replace("\x00", "\ufffd")
+    return kept.encode("utf-8", "replace").decode("utf-8")

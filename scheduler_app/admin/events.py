@@ -16,6 +16,7 @@ from django import forms
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.handoff.allowlist import EVENT_PREFIX
 from scheduler_app.handoff.endpoints import EndpointError, check_event_route, endpoints
+from scheduler_app.safety.tenancy import allowed_tenants
 
 FIELD = "endpoint"
 TASK_HELP = (
@@ -34,12 +35,18 @@ def endpoint_field() -> forms.ChoiceField:
     )
 
 
-def configure(form: forms.ModelForm, instance: Any) -> None:
-    """Set the endpoint's choices and, on a change page, its current value."""
+def configure(form: forms.ModelForm, instance: Any, user: Any) -> None:
+    """Set the endpoint's choices (those that serve a tenant ``user`` may see: other tenants'
+    endpoint names are not shown) and, on a change page, its current value."""
     if FIELD not in form.fields:
         return
+    tenants = allowed_tenants(user) if user is not None else None
     try:
-        names = sorted(endpoints())
+        names = sorted(
+            name
+            for name, endpoint in endpoints().items()
+            if tenants is None or endpoint.tenants is None or set(endpoint.tenants) & tenants
+        )
     except EndpointError:
         names = []  # misconfigured: the check and the save say what is wrong
     current = (

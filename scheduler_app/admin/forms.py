@@ -246,7 +246,7 @@ class ScheduleForm(forms.ModelForm):
             tasks = allowed_tasks()
             self.fields["task"].widget = DatalistInput(tasks, attrs={"size": 50})
             self.fields["task"].help_text = events.TASK_HELP
-        events.configure(self, self.instance)
+        events.configure(self, self.instance, getattr(self.request, "user", None))
         if "timezone" in self.fields:
             self.fields["timezone"].widget = DatalistInput(zone_names(), attrs={"size": 30})
             self.fields["timezone"].help_text = "IANA zone, e.g. Europe/Riga (start typing)."

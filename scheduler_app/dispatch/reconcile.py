@@ -17,9 +17,10 @@ from django.db.models import Q
 
 from scheduler_app.conf import get_settings
 from scheduler_app.db.locking import update_in_order
-from scheduler_app.errors import SchedulerError
+from scheduler_app.errors import SchedulerError, storable_error
 from scheduler_app.models import (
     ACTIVE_STATES,
+    HandoffTarget,
     Occurrence,
     OccurrenceState,
     OverlapPolicy,
@@ -133,9 +134,11 @@ def _never_started(now: datetime, timeout: timedelta, max_publishes: int) -> tup
     publish it again with the same task id, and after ``max_publishes`` tries end it
     ``failed: never_started`` so that it stops blocking its schedule's overlap policy."""
     failed = republished = 0
+    # An event's handoff is the ledger itself (its delivery process reads it there): nothing
+    # can lose it, and a backlog must not end it failed unsent.
     stale = Occurrence.objects.filter(
         state=OccurrenceState.DISPATCHED, dispatched_at__lt=now - timeout
-    )[:BATCH]
+    ).exclude(target=HandoffTarget.EVENT)[:BATCH]
     for occurrence in stale:
         if occurrence.publish_count >= max_publishes:
             failed += end(
@@ -276,7 +279,7 @@ def parking(schedule_id: UUID | str, now: datetime) -> Iterator[None]:
         )
         Schedule.objects.filter(pk=schedule_id).update(
             status=ScheduleStatus.PAUSED,
-            last_error=f"reconciler: {type(exc).__name__}: {exc}"[:1000],
+            last_error=storable_error(f"reconciler: {type(exc).__name__}: {exc}", 1000),
             updated_at=now,
         )
 

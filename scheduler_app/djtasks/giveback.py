@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from scheduler_app.conf import get_settings
+from scheduler_app.errors import storable_error
 from scheduler_app.models import Occurrence, OccurrenceState
 
 REPUBLISH_AFTER = timedelta(seconds=10)
@@ -37,9 +38,9 @@ def give_back(occurrence_id: str, handoff_id: str, now: datetime, error: str) ->
         state=OccurrenceState.PENDING,
         publish_lease_until=lease,
         reason=REASON,
-        last_error=error[:4000],
+        last_error=storable_error(error),
     )
     moved += waiting.filter(state=OccurrenceState.RETRYING, dispatched_at__isnull=False).update(
-        dispatched_at=None, publish_lease_until=lease, last_error=error[:4000]
+        dispatched_at=None, publish_lease_until=lease, last_error=storable_error(error)
     )
     return moved

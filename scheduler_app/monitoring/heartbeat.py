@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from django.db.models import QuerySet
 
+from scheduler_app.errors import storable_error
 from scheduler_app.models import BeatHeartbeat
 
 STALE_ROWS_KEPT = timedelta(days=7)
@@ -60,7 +61,7 @@ class Heartbeat:
             return False
         changes: dict[str, object] = {"last_tick_at": now, "last_batch_size": self._batch}
         if error:
-            changes.update(last_error=error[:2000], last_error_at=now)
+            changes.update(last_error=storable_error(error, 2000), last_error_at=now)
         if skew is not None:
             changes["clock_skew"] = skew
         if not BeatHeartbeat.objects.filter(pk=self.row.pk).update(**changes):

@@ -53,10 +53,13 @@ WHAT_RUNS = (
     "mode",
     "options",
     "ping_url",
+    "tenant",
 )
 """The fields that change what a schedule's runs execute (with its owner's rights) or where
 they go: ``mode`` turns a shadow schedule, which runs nothing, into one that runs; ``options``
-routes its messages (another queue), ``ping_url`` where its runs are reported."""
+routes its messages (another queue, an event's endpoint), ``ping_url`` where its runs are
+reported, ``tenant`` which endpoints, queues and quotas its runs use (an event schedule
+without a named endpoint goes to its tenant's)."""
 WHEN_RUNS = (
     "kind",
     "rule",

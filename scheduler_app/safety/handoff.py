@@ -24,6 +24,7 @@ from django.db import transaction
 
 from scheduler_app import events
 from scheduler_app.db.locking import lock_in_order
+from scheduler_app.errors import storable_error
 from scheduler_app.models import Occurrence, OccurrenceState, ScheduleStatus, TenantQuota
 from scheduler_app.safety import killswitch, quotas
 from scheduler_app.safety.approval import occurrence_approved
@@ -91,7 +92,7 @@ def matches_version(row: Occurrence) -> bool:
 
 def park_unpublishable(row: Occurrence, error: Exception, now: datetime) -> bool:
     """End one row that cannot be published (``failed: unpublishable``), from the outbox."""
-    message = f"{type(error).__name__}: {error}"[:2000]
+    message = storable_error(f"{type(error).__name__}: {error}", 2000)
     with transaction.atomic():
         ended = Occurrence.objects.filter(
             pk=row.pk, state__in=(OccurrenceState.PENDING, OccurrenceState.RETRYING)

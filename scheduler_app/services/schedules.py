@@ -220,9 +220,10 @@ def update_schedule(
     # that is refused cost the validation first).
     owner = changes.get("owner", before.owner)
     owner_changed = "owner" in changes and changes["owner"] != before.owner
-    check_runner_edit(user, semantic, owner, owner_changed=owner_changed)
-    timing = validate_definition(values) if semantic else None
     tenant = str(changes.get("tenant", before.tenant) or "")
+    moved = ["tenant"] if tenant != (before.tenant or "") else []
+    check_runner_edit(user, [*semantic, *moved], owner, owner_changed=owner_changed)
+    timing = validate_definition(values) if semantic else None
     check_routing(values.get("options"), tenant)
     check_event_route(values["task"], values.get("options"), tenant)
     first = first_slot(timing, now - _TICK) if timing is not None else None

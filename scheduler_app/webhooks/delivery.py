@@ -194,7 +194,17 @@ class Deliverer:
             return
         done, _ = wait(list(self.in_flight), timeout=timeout, return_when=FIRST_COMPLETED)
         for future in done:
-            self._record(self.in_flight.pop(future), future.result(), report)
+            attempt = self.in_flight.pop(future)
+            try:
+                self._record(attempt, future.result(), report)
+            except Exception:  # this row only: its lease runs out, it is delivered again
+                report.outcomes["unwritten"] += 1
+                logger.exception(
+                    "the outcome of event %s could not be written; it is delivered again "
+                    "when its lease runs out",
+                    _row(attempt).pk,
+                    extra={"action": "event.unwritten", "occurrence_id": str(_row(attempt).pk)},
+                )
 
     def _taken(self) -> tuple[Counter[str], Counter[str]]:
         """Delivery slots in use, per endpoint and per tenant."""
@@ -292,7 +302,7 @@ class Deliverer:
                     body=message.body,
                     extra_headers=message.headers,
                     timeout=settings.EVENT_TIMEOUT,
-                    allowed_hosts=settings.PING_ALLOWED_HOSTS,
+                    allowed_hosts=settings.EVENT_ALLOWED_HOSTS,
                     tenant=attempt.candidate.tenant,
                 ),
                 None,

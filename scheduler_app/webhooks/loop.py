@@ -21,11 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from types import FrameType
 
-from django.db import DatabaseError, close_old_connections
+from django.db import DatabaseError
 
 from scheduler_app.beat import Failures
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import get_settings
+from scheduler_app.db import connections
 from scheduler_app.dispatch.outbox import dispatch_batch
 from scheduler_app.handoff.router import TargetRouter
 from scheduler_app.models import HandoffTarget
@@ -123,7 +124,7 @@ class DeliveryLoop:
                     self.ticker.release_lease()
 
     def _round(self) -> float:
-        close_old_connections()
+        connections.drop_unusable()  # Django's close_old_connections, minus open transactions
         try:
             # With requests in flight, the round waits for the first to end, not the pause.
             busy = self.step(wait=IDLE)

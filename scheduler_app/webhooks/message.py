@@ -7,7 +7,8 @@
   deduplicates;
 - ``source`` = ``SCHEDULER_EVENT_SOURCE/schedules/<key or id>``; ``type`` = the schedule's
   event type; ``time`` = ``scheduled_for``; ``data`` = ``{"payload": <kwargs>, "occurrence":
-  <the context a task gets>}``;
+  <the context a task gets>}``; ``tenant`` (an extension attribute) = the schedule's tenant,
+  when it has one, so that a receiver shared by several tenants can tell them apart;
 - ``webhook-signature`` holds one ``v1,<base64>`` per secret of the endpoint, space-separated,
   so a receiver holding either the new or the old secret accepts it while one is rotated.
 """
@@ -48,16 +49,16 @@ def event(occurrence: Occurrence) -> CloudEvent:
         "payload": occurrence.kwargs,
         "occurrence": context_headers(occurrence),
     }
-    return CloudEvent(
-        {
-            "id": str(occurrence.pk),
-            "source": source,
-            "type": event_type_of(occurrence.task) or occurrence.task,
-            "time": occurrence.scheduled_for,
-            "datacontenttype": "application/json",
-        },
-        data,
-    )
+    attributes: dict[str, Any] = {
+        "id": str(occurrence.pk),
+        "source": source,
+        "type": event_type_of(occurrence.task) or occurrence.task,
+        "time": occurrence.scheduled_for,
+        "datacontenttype": "application/json",
+    }
+    if schedule.tenant:  # an extension attribute: whose schedule sent it
+        attributes["tenant"] = schedule.tenant
+    return CloudEvent(attributes, data)
 
 
 def signature(secrets: tuple[str, ...], message_id: str, at: datetime, body: bytes) -> str:

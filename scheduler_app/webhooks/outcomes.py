@@ -58,7 +58,7 @@ def retry_after(answer: Answer, now: datetime) -> datetime | None:
     value = answer.headers.get("retry-after", "").strip()
     if not value:
         return None
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # "²".isdigit() is True too
         at = now + timedelta(seconds=int(value[:9]))
     else:
         try:
@@ -71,8 +71,10 @@ def retry_after(answer: Answer, now: datetime) -> datetime | None:
 
 
 def _excerpt(answer: Answer) -> str:
+    """The start of an answer's body on one line, printable characters only."""
     text = answer.body.decode("utf-8", "replace")
-    return " ".join(text.split())[:EXCERPT]
+    shown = "".join(c if c.isprintable() else " " for c in text)
+    return " ".join(shown.split())[:EXCERPT]
 
 
 def failure_of(
@@ -90,9 +92,22 @@ def failure_of(
         if 300 <= answer.status < 400:
             return DeliveryRejected(f"{said} (redirects are not followed)", "rejected")
         return DeliveryRejected(said, "rejected")
+    # Said by the endpoint's name only: its host and addresses are the settings', and an error
+    # is shown to whoever may see the occurrence.
     if isinstance(error, PingRefused | ScheduleValidationError):
-        return DeliveryRejected(f"endpoint {endpoint.name!r} refused: {error}", "endpoint_refused")
-    return DeliveryFailed(f"endpoint {endpoint.name!r}: {type(error).__name__}: {error}")
+        return DeliveryRejected(
+            f"endpoint {endpoint.name!r} refused: its host resolves to a private, loopback or "
+            "link-local address, or its port is not 80 or 443; list the host in "
+            "SCHEDULER_EVENT_ALLOWED_HOSTS if it is meant to receive events",
+            "endpoint_refused",
+        )
+    reason = getattr(error, "strerror", None) or ("timed out" if _timed_out(error) else "")
+    said = f"endpoint {endpoint.name!r}: {type(error).__name__}"
+    return DeliveryFailed(f"{said}: {reason}" if reason else said)
+
+
+def _timed_out(error: BaseException | None) -> bool:
+    return isinstance(error, TimeoutError) or "timed out" in str(error).lower()
 
 
 def decide(

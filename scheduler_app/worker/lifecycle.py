@@ -24,6 +24,7 @@ from django.db.models import QuerySet
 
 from scheduler_app import events
 from scheduler_app.dispatch.fixed_delay import after_fixed_delay_run
+from scheduler_app.errors import storable_error
 from scheduler_app.models import (
     ACTIVE_STATES,
     AttemptKind,
@@ -51,7 +52,7 @@ def close_attempt(
     slot = {} if scheduled_for is None else {"scheduled_for": scheduled_for}
     return OccurrenceAttempt.objects.filter(
         occurrence_id=occurrence_id, kind=AttemptKind.RUN, finished_at__isnull=True, **slot
-    ).update(finished_at=now, outcome=outcome, error=error[:4000])
+    ).update(finished_at=now, outcome=outcome, error=storable_error(error))
 
 
 TERMINAL_STATES = frozenset(
@@ -251,7 +252,7 @@ def retry_later(
                 state=OccurrenceState.RETRYING,
                 not_before=at,
                 reason="retry",
-                last_error=error[:4000],
+                last_error=storable_error(error),
                 lease_expires_at=None,
                 dispatched_at=None,  # back in the outbox: the beat publishes it with eta=at
                 publish_lease_until=None,
@@ -281,7 +282,7 @@ def end(
         changes: dict[str, object] = {"state": state, "reason": reason, "finished_at": now}
         if error or state == OccurrenceState.SUCCEEDED:
             # A success clears the error an earlier attempt left (its attempt row keeps it).
-            changes["last_error"] = error[:4000]
+            changes["last_error"] = storable_error(error)
         if not rows.update(**changes, lease_expires_at=None):
             return False
         close_attempt(occurrence.pk, now, state, error, slot_of(occurrence))

@@ -24,6 +24,7 @@ from typing import Any
 from django.db import connection
 
 from scheduler_app.db.cursors import Statement, fetch_one, inline, statement
+from scheduler_app.errors import storable_error
 from scheduler_app.models import (
     AttemptKind,
     KillSwitch,
@@ -313,7 +314,7 @@ def finish(
         "state": state,
         "reason": reason,
         "now": now,
-        "error": error[:4000],
+        "error": storable_error(error),
     }
     succeeded = state == OccurrenceState.SUCCEEDED
     if result is not None:
@@ -367,7 +368,7 @@ def retry_later(
         "token": token,
         "at": at,
         "now": now,
-        "error": error[:4000],
+        "error": storable_error(error),
         "reason": "retry",
     }
     row = fetch_one(_retry_sql(_slot("o", scheduled_for)), params)

@@ -43,7 +43,7 @@ INSTALLED_APPS += ["scheduler_app", "myapp"]
 SCHEDULER_EVENT_ENDPOINTS = {{
     "local": {{"url": "http://127.0.0.1:{port}/hooks", "secrets": ["{secret}"]}},
 }}
-SCHEDULER_PING_ALLOWED_HOSTS = ["127.0.0.1"]  # a receiver on this machine (docs/events.md)
+SCHEDULER_EVENT_ALLOWED_HOSTS = ["127.0.0.1"]  # a receiver on this machine (docs/events.md)
 SCHEDULER_EVENT_TIMEOUT = 3.0
 SCHEDULER_RECONCILE_INTERVAL = 2.0
 """

@@ -15,6 +15,8 @@ from typing import Any
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+BODY = "x-test-body"
+"""An answer's extra "header" that is its body instead (a test's error page)."""
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # 24 bytes, base64
 OLD_SECRET = "whsec_" + "C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
 
@@ -71,9 +73,11 @@ def receiving(receiver: Receiver) -> Iterator[Receiver]:
             body = self.rfile.read(int(self.headers.get("content-length", "0")))
             headers = {name.lower(): value for name, value in self.headers.items()}
             status, extra = receiver.receive(headers, body)
-            payload = json.dumps({"status": status}).encode()
+            extra = dict(extra)
+            payload = extra.pop(BODY, None) or json.dumps({"status": status})
+            payload = payload.encode("latin-1")
             self.send_response(status)
-            for name, value in extra.items():
+            for name, value in extra.items():  # the others are headers
                 self.send_header(name, value)
             self.send_header("content-length", str(len(payload)))
             self.end_headers()

@@ -27,7 +27,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.contract import ContractError, export_document, import_text
 from scheduler_app.declarations import declare_event, isolated_registry
 from scheduler_app.dispatch.reconcile import reconcile
-from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.errors import ScheduleValidationError, storable_error
 from scheduler_app.events import occurrence_finished
 from scheduler_app.forecast.counts import forecast
 from scheduler_app.handoff.router import TargetRouter
@@ -38,11 +38,13 @@ from scheduler_app.models import (
     OccurrenceState,
     Schedule,
 )
+from scheduler_app.observability.pinned import Answer
 from scheduler_app.services.replay import replay_occurrence
 from scheduler_app.webhooks.delivery import Deliverer
 from scheduler_app.webhooks.loop import DeliveryLoop
+from scheduler_app.webhooks.outcomes import retry_after
 from scheduler_app.worker import claiming
-from tests.integration.event_receiver import OLD_SECRET, SECRET, Receiver, receiving
+from tests.integration.event_receiver import BODY, OLD_SECRET, SECRET, Receiver, receiving
 from tests.integration.observability_support import exporter, provider
 from tests.integration.support import START, MemoryPublisher, schedule, ticker
 
@@ -66,7 +68,7 @@ def endpoints(url: str, **extra: Any) -> dict[str, Any]:
 def configured(receiver: Receiver) -> Iterator[Receiver]:
     with override_settings(
         SCHEDULER_EVENT_ENDPOINTS=endpoints(receiver.url),
-        SCHEDULER_PING_ALLOWED_HOSTS=("127.0.0.1",),
+        SCHEDULER_EVENT_ALLOWED_HOSTS=("127.0.0.1",),
     ):
         yield receiver
 
@@ -243,7 +245,7 @@ def test_rotated_secrets_are_both_accepted(receiver: Receiver) -> None:
     settings = {"url": receiver.url, "secrets": [SECRET, OLD_SECRET]}
     with override_settings(
         SCHEDULER_EVENT_ENDPOINTS={"billing": settings},
-        SCHEDULER_PING_ALLOWED_HOSTS=("127.0.0.1",),
+        SCHEDULER_EVENT_ALLOWED_HOSTS=("127.0.0.1",),
     ):
         receiver.secret = OLD_SECRET
         row = due(clock)
@@ -257,7 +259,7 @@ def test_rotated_secrets_are_both_accepted(receiver: Receiver) -> None:
 
 def test_a_loopback_endpoint_is_refused_unless_its_host_is_allowed(receiver: Receiver) -> None:
     """The SSRF rules of pings: a private, loopback or link-local address is refused at
-    delivery unless the host is in SCHEDULER_PING_ALLOWED_HOSTS."""
+    delivery unless the host is in SCHEDULER_EVENT_ALLOWED_HOSTS."""
     clock = FakeClock(START)
     with override_settings(SCHEDULER_EVENT_ENDPOINTS=endpoints(receiver.url)):
         row = due(clock)
@@ -266,8 +268,26 @@ def test_a_loopback_endpoint_is_refused_unless_its_host_is_allowed(receiver: Rec
         loop.pool.shutdown()
     refused = stored(row)
     assert (refused.state, refused.reason) == (OccurrenceState.FAILED, "endpoint_refused")
-    assert "127.0.0.1" in refused.last_error
+    assert "SCHEDULER_EVENT_ALLOWED_HOSTS" in refused.last_error
+    assert "127.0.0.1" not in refused.last_error  # the endpoint by its name only (review 13)
+    assert str(receiver.port) not in refused.last_error
     assert receiver.requests == []
+
+
+def test_allowing_a_receivers_host_for_events_does_not_open_it_to_pings(
+    receiver: Receiver,
+) -> None:
+    """Review 13: events have their own allowed hosts; a schedule's ping_url to that host and
+    port is still refused."""
+    with (
+        override_settings(
+            SCHEDULER_EVENT_ENDPOINTS=endpoints(receiver.url),
+            SCHEDULER_EVENT_ALLOWED_HOSTS=("127.0.0.1",),
+        ),
+        pytest.raises(ScheduleValidationError) as refused,
+    ):
+        schedule(FakeClock(START), kind="cron", rule="0 9 * * *", ping_url=receiver.url)
+    assert refused.value.field == "ping_url"
 
 
 def test_a_connection_refused_is_retried() -> None:
@@ -276,7 +296,7 @@ def test_a_connection_refused_is_retried() -> None:
     url = f"http://127.0.0.1:{closed.getsockname()[1]}/hooks"
     clock = FakeClock(START)
     with override_settings(
-        SCHEDULER_EVENT_ENDPOINTS=endpoints(url), SCHEDULER_PING_ALLOWED_HOSTS=("127.0.0.1",)
+        SCHEDULER_EVENT_ENDPOINTS=endpoints(url), SCHEDULER_EVENT_ALLOWED_HOSTS=("127.0.0.1",)
     ):
         row = due(clock)
         loop = DeliveryLoop(clock=clock)
@@ -606,7 +626,7 @@ def test_a_slow_endpoint_holds_its_own_slots_not_the_others(receiver: Receiver) 
             "fast": {"url": receiver.url, "secrets": [SECRET], "tenants": ["globex"]},
         }
         with override_settings(
-            SCHEDULER_EVENT_ENDPOINTS=configured, SCHEDULER_PING_ALLOWED_HOSTS=("127.0.0.1",)
+            SCHEDULER_EVENT_ENDPOINTS=configured, SCHEDULER_EVENT_ALLOWED_HOSTS=("127.0.0.1",)
         ):
             waiting = due(clock, tenant="acme", options={"endpoint": "slow"})
             quick = due(clock, tenant="globex", options={"endpoint": "fast"}, name="quick")
@@ -631,3 +651,61 @@ def test_the_load_ahead_counts_events_in_their_own_lane(configured: Receiver) ->
     ahead = forecast(Schedule.objects.all(), START, days=1)
     assert ahead.lanes[("", HandoffTarget.EVENT)] == 24
     assert ahead.lanes[("", HandoffTarget.CELERY)] == 24
+
+
+def test_an_answer_with_a_nul_byte_is_written_and_the_others_too(receiver: Receiver) -> None:
+    """Review 13 (High on PostgreSQL): an error page with NUL bytes used to make the outcome's
+    write raise, losing the round's other outcomes."""
+    clock = FakeClock(START)
+    with receiving(Receiver()) as broken:
+        broken.answers = [(502, {BODY: "gateway\x00\x1f error"})]
+        configured = {
+            "broken": {"url": broken.url, "secrets": [SECRET], "tenants": ["acme"]},
+            "fine": {"url": receiver.url, "secrets": [SECRET], "tenants": ["globex"]},
+        }
+        with override_settings(
+            SCHEDULER_EVENT_ENDPOINTS=configured, SCHEDULER_EVENT_ALLOWED_HOSTS=("127.0.0.1",)
+        ):
+            bad = due(clock, tenant="acme", options={"endpoint": "broken"})
+            good = due(clock, tenant="globex", options={"endpoint": "fine"}, name="good")
+            deliver(DeliveryLoop(clock=clock))
+    assert stored(good).state == OccurrenceState.SUCCEEDED
+    waiting = stored(bad)
+    assert waiting.state == OccurrenceState.RETRYING
+    assert waiting.last_error.endswith("answered HTTP 502: gateway error")
+
+
+def test_a_task_error_with_a_nul_byte_is_stored() -> None:
+    assert storable_error("boom\x00here\ud800") == "boom\ufffdhere?"
+    assert len(storable_error("x" * 5000)) == 4000
+
+
+def test_a_superscript_retry_after_is_not_a_number_of_seconds() -> None:
+    answer = Answer(503, {"retry-after": "\u00b2"})
+    assert retry_after(answer, START) is None
+    assert retry_after(Answer(503, {"retry-after": "120"}), START) == START + timedelta(seconds=120)
+
+
+def test_the_event_says_its_tenant(configured: Receiver) -> None:
+    clock = FakeClock(START)
+    with override_settings(SCHEDULER_EVENT_ENDPOINTS=endpoints(configured.url, tenants=["acme"])):
+        due(clock, tenant="acme")
+        deliver(DeliveryLoop(clock=clock))
+    [request] = configured.requests
+    assert request["event"]["tenant"] == "acme"
+
+
+def test_a_backlog_of_events_is_never_ended_never_started(configured: Receiver) -> None:
+    """Review 13: a row handed off (dispatched) for longer than SCHEDULER_DISPATCH_TIMEOUT is
+    not a lost broker message when it is an event: the reconciler leaves it to its delivery."""
+    clock = FakeClock(START)
+    row = due(clock)
+    from_outbox = DeliveryLoop(clock=clock)
+    Occurrence.objects.filter(pk=row.pk).update(
+        state=OccurrenceState.DISPATCHED, dispatched_at=START, publish_count=5
+    )
+    clock.advance(timedelta(hours=5))
+    reconcile(clock.now(), retry_grace=timedelta(seconds=60))
+    assert stored(row).state == OccurrenceState.DISPATCHED
+    deliver(from_outbox)
+    assert stored(row).state == OccurrenceState.SUCCEEDED

@@ -12,6 +12,7 @@ from django.test import override_settings
 from django_webtest import DjangoTestApp
 
 from scheduler_app import services
+from scheduler_app.errors import OperatorPermissionDenied
 from scheduler_app.models import HandoffTarget, Schedule
 from tests.integration.admin.support import (
     A_NEW_SCHEDULE,
@@ -20,6 +21,7 @@ from tests.integration.admin.support import (
     form_errors,
     page_errors,
     schedule_form,
+    staff,
     submit,
 )
 from tests.integration.event_receiver import OLD_SECRET, SECRET
@@ -132,3 +134,55 @@ def test_a_blank_endpoint_with_several_to_choose_from_is_refused(
         fields = {**A_NEW_SCHEDULE, "task": "event:contract.deadline_reached", "endpoint": ""}
         errors = form_errors(submit(form, "_save", **fields))
     assert any("needs an endpoint" in error for error in errors.get("endpoint", [])), errors
+
+
+def test_moving_another_owners_event_schedule_to_another_tenant_needs_run_schedule() -> None:
+    """Review 13: with a blank endpoint, the tenant decides where the owner's event goes (and
+    signed with whose secret): a move is an edit of what runs."""
+    shared = {
+        "acme-hook": {"url": "https://acme.example.com/", "secrets": [SECRET], "tenants": ["acme"]},
+        "globex-hook": {
+            "url": "https://globex.example.com/",
+            "secrets": [OLD_SECRET],
+            "tenants": ["globex"],
+        },
+    }
+    runner = staff(
+        "runner",
+        "view_schedule",
+        "add_schedule",
+        "change_schedule",
+        "run_schedule",
+        tenants=("acme", "globex"),
+    )
+    editor = staff(
+        "editor", "view_schedule", "change_schedule", "assign_owner", tenants=("acme", "globex")
+    )
+    with override_settings(SCHEDULER_EVENT_ENDPOINTS=shared):
+        made = services.create_schedule(
+            task="event:contract.deadline_reached",
+            kind="cron",
+            rule="0 9 * * *",
+            tenant="acme",
+            user=runner,
+        )
+        with pytest.raises(OperatorPermissionDenied, match="tenant"):
+            services.update_schedule(
+                made.pk, expected_version=made.version, user=editor, tenant="globex"
+            )
+        services.update_schedule(made.pk, expected_version=made.version, user=runner, name="n")
+    made.refresh_from_db()
+    assert made.tenant == "acme"
+
+
+def test_the_endpoint_choice_offers_only_the_endpoints_of_the_users_tenants(
+    django_app: DjangoTestApp,
+) -> None:
+    """Review 13: another tenant's endpoint names are not shown."""
+    user = staff("acme-staff", "view_schedule", "add_schedule", tenants=("acme",))
+    form = schedule_form(django_app, ADD_URL, user)
+    offered = [value for value, _, _ in form["endpoint"].options]
+    assert offered == ["", "acme-only", "billing"]  # billing serves every tenant
+    other = staff("globex-staff", "view_schedule", "add_schedule", tenants=("globex",))
+    form = schedule_form(django_app, ADD_URL, other)
+    assert [value for value, _, _ in form["endpoint"].options] == ["", "billing"]
