@@ -1,6 +1,7 @@
 """The service layer: every way of changing a schedule (admin, commands, decorator, API) goes here.
 
-``schedules``: create, update, pause, resume, cancel, delete, replay; ``fields``: the fields
+``schedules``: create, update; ``status``: pause, resume, cancel, delete; ``replay``;
+``fields``: the fields
 they take, ``DEFAULTS`` and the canonical form. ``operator``: run now,
 backfill and undoing a cancel; ``approval``: approving a version. Every one takes
 the acting ``user`` (a person, or a system actor from ``scheduler_app.safety.actors``), decides who
@@ -22,15 +23,14 @@ from scheduler_app.services.operator import (
     run_now,
 )
 from scheduler_app.services.replay import replay_occurrence
-from scheduler_app.services.schedules import (
+from scheduler_app.services.schedules import create_schedule, update_schedule
+from scheduler_app.services.status import (
     ResumePreview,
     cancel_schedule,
-    create_schedule,
     delete_schedule,
     pause_schedule,
     preview_resume,
     resume_schedule,
-    update_schedule,
 )
 
 __all__ = [

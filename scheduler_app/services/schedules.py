@@ -1,14 +1,13 @@
 """The service layer: every way of changing a schedule (admin, commands, decorator) goes here.
 
-This module holds the schedule's life: create, update, pause (and its preview), resume, cancel,
-delete. Which fields they take, their defaults and their canonical form are in
+This module holds a definition's life: create and update (pause, resume, cancel and delete are
+in ``status``). Which fields they take, their defaults and their canonical form are in
 ``scheduler_app.services.fields``.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -16,17 +15,14 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.db.locking import update_in_order
 from scheduler_app.definition.schedule import (
     calendar_data_versions,
     is_uuid,
-    misfire_rules,
     timing_for,
     validate_definition,
     version_id,
 )
 from scheduler_app.definition.text import fields_from_text
-from scheduler_app.dispatch.due import due_slots
 from scheduler_app.dispatch.materialize import apply_overlap, insert_occurrences, plan_schedule
 from scheduler_app.errors import (
     DuplicateKey,
@@ -40,8 +36,6 @@ from scheduler_app.handoff.endpoints import check_event_route
 from scheduler_app.models import (
     SEMANTIC_FIELDS,
     Occurrence,
-    OccurrenceState,
-    PauseBehaviour,
     Schedule,
     ScheduleStatus,
     ScheduleVersion,
@@ -49,18 +43,14 @@ from scheduler_app.models import (
 from scheduler_app.models.audit import AuditAction
 from scheduler_app.policies.lateness import apply_class_defaults
 from scheduler_app.policies.limits import check_descriptive
-from scheduler_app.policies.misfire import PlannedSlot, decide_misfire
 from scheduler_app.safety import audit
 from scheduler_app.safety.access import (
     ADD,
     CHANGE,
-    DELETE,
-    PAUSE,
     authorize,
     check_tenant,
 )
-from scheduler_app.safety.actors import actor_name
-from scheduler_app.safety.approval import WHAT_RUNS, check_runner_edit, hold_for_approval
+from scheduler_app.safety.approval import WHAT_RUNS, check_runner_edit
 from scheduler_app.safety.gates import before_write
 from scheduler_app.safety.permissions import check_owner_present, with_owner_rules
 from scheduler_app.safety.routing import check_routing
@@ -78,17 +68,15 @@ from scheduler_app.services.fields import (
 )
 from scheduler_app.timing import (
     Timing,
-    ensure_aware,
     first_slot,
     next_after,
 )
-from scheduler_app.worker.lifecycle import announce_finished
 
 logger = logging.getLogger("scheduler_app.services")
 _TICK = timedelta(microseconds=1)
 
 
-def _clock(clock: Clock | None) -> Clock:
+def clock_of(clock: Clock | None) -> Clock:
     return clock or SystemClock()
 
 
@@ -104,7 +92,7 @@ def create_schedule(
     ``ScheduleValidationError`` and stores nothing when anything is wrong. Everything is
     validated before a transaction opens.
     """
-    now = _clock(clock).now()
+    now = clock_of(clock).now()
     authorize(user, ADD)
     fields = fields_from_text(fields)  # text="every weekday at 9:00" -> kind, rule, timezone
     refuse_unknown(
@@ -198,7 +186,7 @@ def update_schedule(
     only a user allowed to assign owners may change the owner. The new definition is
     validated before the transaction opens (no lock is held while a rule is evaluated).
     """
-    now = _clock(clock).now()
+    now = clock_of(clock).now()
     refuse_unknown(changes, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *OPERATIONAL_FIELDS))
     before = _get(schedule_id, user)
     authorize(user, CHANGE, before)
@@ -227,14 +215,14 @@ def update_schedule(
     check_routing(values.get("options"), tenant)
     check_event_route(values["task"], values.get("options"), tenant)
     first = first_slot(timing, now - _TICK) if timing is not None else None
-    if first is not None and _finished(before, now):  # it would run again
+    if first is not None and finished(before, now):  # it would run again
         check_runner_edit(user, (), owner, restarts=True)
     descriptive = {
         k: v for k, v in descriptive_values(changes).items() if _differs(getattr(before, k), v)
     }
     operational = {k: v for k, v in operational_values(changes).items() if getattr(before, k) != v}
     with transaction.atomic():
-        schedule = _locked(schedule_id)
+        schedule = locked(schedule_id)
         # The same version as validated: nothing it depends on changed in between.
         _check_version(schedule, expected_version)
         if schedule.status == ScheduleStatus.CANCELLED:
@@ -295,12 +283,12 @@ def _flush_due(schedule: Schedule, now: datetime) -> list[Occurrence]:
     return rows
 
 
-def _restart(schedule: Schedule, timing: Timing, now: datetime) -> None:
+def restart(schedule: Schedule, timing: Timing, now: datetime) -> None:
     """Recompute the next slot from now under a new definition."""
     _restart_at(schedule, next_after(timing, now - _TICK))
 
 
-def _finished(schedule: Schedule, now: datetime) -> bool:
+def finished(schedule: Schedule, now: datetime) -> bool:
     """Whether ``schedule``'s stored definition would run no more: completed, or paused with
     no slot after ``now`` (a one-time run whose time passed). New timing makes it run again.
     A definition that cannot be evaluated counts as finished."""
@@ -323,165 +311,6 @@ def _restart_at(schedule: Schedule, first: datetime | None) -> None:
         schedule.status = ScheduleStatus.ACTIVE
 
 
-def pause_schedule(
-    schedule_id: UUID | str,
-    *,
-    clock: Clock | None = None,
-    note: str = "",
-    by: str = "",
-    user: Any = None,
-) -> Schedule:
-    """Stop new occurrences; pending ones are kept or cancelled per ``on_pause``.
-
-    ``note`` (why) and ``by`` (who) are stored on the schedule as ``pause_note``/``paused_by``.
-    With ``user``, their tenants are checked first (``TenantForbidden``), as for every change.
-    """
-    now = _clock(clock).now()
-    with transaction.atomic():
-        schedule = _locked(schedule_id, user)
-        authorize(user, PAUSE, schedule)
-        if schedule.status == ScheduleStatus.PAUSED:
-            return schedule
-        if schedule.status != ScheduleStatus.ACTIVE:
-            raise ScheduleStateError(
-                f"only an active schedule can be paused (it is {schedule.status})"
-            )
-        schedule.status = ScheduleStatus.PAUSED
-        schedule.paused_at = now
-        schedule.pause_note = note
-        schedule.paused_by = (by or actor_name(user))[:150]
-        schedule.updated_at = now
-        schedule.save(
-            update_fields=["status", "paused_at", "pause_note", "paused_by", "updated_at"]
-        )
-        if schedule.on_pause == PauseBehaviour.CANCEL:
-            _cancel_waiting(schedule, "paused", now)
-        audit.record(schedule, AuditAction.PAUSED, user, now, reason=note)
-    return schedule
-
-
-@dataclass(frozen=True)
-class ResumePreview:
-    """What resuming now would do, computed without writing anything."""
-
-    emit: tuple[PlannedSlot, ...]
-    skipped: int
-    next_run_at: datetime | None
-
-    @property
-    def count(self) -> int:
-        return len(self.emit)
-
-    @property
-    def caught_up(self) -> int:
-        """How many are late slots the misfire policy runs (recorded ``trigger=catch_up``);
-        the others are on time (within ``max_lateness``, recorded ``trigger=scheduled``)."""
-        return sum(1 for slot in self.emit if slot.catch_up)
-
-
-def preview_resume(schedule: Schedule, now: datetime | None = None) -> ResumePreview:
-    """How many occurrences resuming at ``now`` (default: the system clock's now) would
-    create, and for which slots."""
-    now = ensure_aware(now, "now") if now is not None else SystemClock().now()
-    timing = timing_for(schedule)
-    if schedule.next_run_at is None or schedule.next_run_at > now:
-        return ResumePreview((), 0, schedule.next_run_at)
-    slots, uncounted = due_slots(schedule, timing, now)
-    decision = decide_misfire(slots, now, misfire_rules(schedule), uncounted_late=uncounted)
-    return ResumePreview(decision.emit, decision.skipped, next_after(timing, now))
-
-
-def resume_schedule(
-    schedule_id: UUID | str,
-    *,
-    clock: Clock | None = None,
-    note: str = "",
-    by: str = "",
-    user: Any = None,
-) -> Schedule:
-    """Reactivate; slots missed while paused go through the misfire policy right away.
-
-    The pause's note is replaced by ``note`` (why it was resumed) and ``paused_by`` by ``by``
-    (who resumed it), so the last person to change the state is on record.
-    """
-    now = _clock(clock).now()
-    with transaction.atomic():
-        schedule = _locked(schedule_id, user)
-        authorize(user, PAUSE, schedule)
-        if schedule.status == ScheduleStatus.ACTIVE:
-            return schedule
-        if schedule.status != ScheduleStatus.PAUSED:
-            raise ScheduleStateError(
-                f"only a paused schedule can be resumed (it is {schedule.status})"
-            )
-        schedule.status = ScheduleStatus.ACTIVE
-        schedule.paused_at = None
-        schedule.pause_note = note
-        schedule.paused_by = (by or actor_name(user))[:150]
-        if schedule.next_run_at is None:
-            _restart(schedule, timing_for(schedule), now)
-        # A version that was never approved (paused, or restored after a cancel, while it
-        # waited) goes back to waiting instead of running.
-        hold_for_approval(schedule)
-        rows: list[Occurrence] = []
-        if (
-            schedule.status == ScheduleStatus.ACTIVE
-            and schedule.next_run_at is not None
-            and schedule.next_run_at <= now
-        ):
-            rows = plan_schedule(schedule, now)
-            # The same overlap rules as the beat (the schedule row is locked here too).
-            apply_overlap([schedule], {schedule.id: rows}, now)
-        schedule.updated_at = now
-        schedule.save()
-        insert_occurrences(rows)
-        audit.record(schedule, AuditAction.RESUMED, user, now, reason=note, created=len(rows))
-    return schedule
-
-
-def cancel_schedule(
-    schedule_id: UUID | str,
-    *,
-    clock: Clock | None = None,
-    user: Any = None,
-    reason: str = "",
-    permission: str = CHANGE,
-) -> Schedule:
-    """No future occurrences; waiting ones are cancelled; history is kept."""
-    now = _clock(clock).now()
-    with transaction.atomic():
-        schedule = _locked(schedule_id, user)
-        authorize(user, permission, schedule)
-        if schedule.status == ScheduleStatus.CANCELLED:
-            return schedule
-        schedule.status = ScheduleStatus.CANCELLED
-        schedule.next_run_at = None
-        schedule.updated_at = now
-        schedule.save(update_fields=["status", "next_run_at", "updated_at"])
-        _cancel_waiting(schedule, "schedule_cancelled", now)
-        audit.record(schedule, AuditAction.CANCELLED, user, now, reason=reason)
-    return schedule
-
-
-def delete_schedule(
-    schedule_id: UUID | str, *, clock: Clock | None = None, user: Any = None, reason: str = ""
-) -> str:
-    """Delete a schedule without history; one with occurrences is cancelled instead.
-
-    Returns ``"deleted"`` or ``"cancelled"``.
-    """
-    now = _clock(clock).now()
-    with transaction.atomic():
-        schedule = _locked(schedule_id, user)
-        authorize(user, DELETE, schedule)
-        if schedule.occurrences.exists():
-            cancel_schedule(schedule.id, clock=clock, user=user, reason=reason, permission=DELETE)
-            return "cancelled"
-        audit.record(schedule, AuditAction.DELETED, user, now, reason=reason)
-        schedule.delete()
-    return "deleted"
-
-
 def _get(schedule_id: UUID | str, user: Any = None) -> Schedule:
     """The schedule as stored, without a lock (validation happens before any lock).
 
@@ -495,7 +324,7 @@ def _get(schedule_id: UUID | str, user: Any = None) -> Schedule:
     return schedule
 
 
-def _locked(schedule_id: UUID | str, user: Any = None) -> Schedule:
+def locked(schedule_id: UUID | str, user: Any = None) -> Schedule:
     try:
         schedule = Schedule.objects.select_for_update().get(pk=schedule_id)
     except (Schedule.DoesNotExist, ValueError):
@@ -504,26 +333,6 @@ def _locked(schedule_id: UUID | str, user: Any = None) -> Schedule:
         ) from None
     check_access(user, schedule)
     return schedule
-
-
-WAITING_STATES = (
-    OccurrenceState.PENDING,
-    OccurrenceState.BUFFERED,
-    OccurrenceState.DISPATCHED,
-    OccurrenceState.RETRYING,
-)
-"""Occurrences not started yet: pause (on_pause=cancel) and cancel stop them; a running one
-finishes normally and its result is recorded."""
-
-
-def _cancel_waiting(schedule: Schedule, reason: str, now: datetime) -> int:
-    waiting = Occurrence.objects.filter(schedule=schedule, state__in=WAITING_STATES)
-    stopped = list(waiting.select_for_update().order_by("pk"))
-    count = update_in_order(
-        waiting, state=OccurrenceState.CANCELLED, reason=reason, finished_at=now
-    )
-    announce_finished(stopped, OccurrenceState.CANCELLED, reason)
-    return count
 
 
 def _snapshot(schedule: Schedule, now: datetime) -> ScheduleVersion:
