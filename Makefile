@@ -12,7 +12,7 @@ BENCH_ARGS ?=
 
 DIST_DIR ?= dist
 
-.PHONY: install dist test-adoption test-matrix test-matrix-ends test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak test-multihost demo bench bench-timing bench-tracing bench-ledger-size docs clean
+.PHONY: install dist test-adoption test-matrix test-matrix-ends test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak test-multihost demo bench bench-events bench-timing bench-tracing bench-ledger-size docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -111,6 +111,12 @@ bench: $(VENV)/.installed-bench
 	# The same burst of 1,000 through both handoff targets (Celery, django.tasks/django-tasks-db).
 	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
 		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.djtasks_burst
+	$(MAKE) bench-events
+
+# Event deliveries to a local receiver that verifies every signature (also run by `make bench`).
+bench-events: $(VENV)/.installed-bench
+	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
+		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.events $(EVENTS_ARGS)
 
 # The burst of 1,000 with and without an OpenTelemetry SDK configured (also run by `make bench`).
 bench-tracing: $(VENV)/.installed-bench

@@ -1,4 +1,4 @@
-"""List filters shared by the schedule and occurrence lists."""
+"""List filters of the schedule and occurrence lists."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from scheduler_app.models import Schedule
-from scheduler_app.safety.tenancy import allowed_tenants
+from scheduler_app.safety.tenancy import allowed_tenants, scope
 
 
 class TenantFilter(admin.SimpleListFilter):
@@ -52,3 +52,32 @@ def short_filter(field: str, choices: list[tuple[str, str]]) -> type[admin.Simpl
 
     ShortChoices.__name__ = f"{field.title().replace('_', '')}Filter"
     return ShortChoices
+
+
+class LastOutcomeFilter(admin.SimpleListFilter):
+    title = "last outcome"
+    parameter_name = "last"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(s, s) for s in ("succeeded", "failed", "expired", "skipped", "running", "none")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value is None:
+            return queryset
+        if value == "none":
+            return queryset.filter(last__isnull=True)
+        return queryset.filter(last__state=value)
+
+
+class TaskFilter(admin.SimpleListFilter):
+    title = "task"
+    parameter_name = "task"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        qs = scope(Schedule.objects.all(), request.user)
+        return [(t, t) for t in qs.order_by("task").values_list("task", flat=True).distinct()[:200]]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(task=value)

@@ -17,9 +17,15 @@ from django.utils.html import format_html
 
 from scheduler_app import services
 from scheduler_app.admin import actions, display, saving, views
-from scheduler_app.admin.filters import TenantFilter, short_filter
+from scheduler_app.admin.fieldsets import (
+    DECLARED_INSTANTS,
+    FIELDSETS_BUILDER,
+    HISTORY_FIELDS,
+    STATE_FIELDS,
+)
+from scheduler_app.admin.filters import LastOutcomeFilter, TaskFilter, TenantFilter, short_filter
 from scheduler_app.admin.forecasting import forecast_page
-from scheduler_app.admin.forms import BUILDER_FIELDS, EDITABLE, ScheduleForm
+from scheduler_app.admin.forms import EDITABLE, ScheduleForm
 from scheduler_app.admin.history import audit_context, recent_occurrences, version_diffs
 from scheduler_app.admin.monitoring import monitoring_page
 from scheduler_app.admin.pages import RefusedSave
@@ -45,107 +51,6 @@ from scheduler_app.timing import Kind
 PREVIEW_COUNT = 10
 _TICK = timedelta(microseconds=1)
 PAUSE_PERMISSION = "scheduler_app.pause_schedule"
-
-FIELDSETS_BUILDER = (
-    (
-        "What",
-        # expected_version is hidden, but a field outside every fieldset is never rendered
-        # (and so never posted back): it rides in the first fieldset.
-        {
-            "fields": (
-                "name",
-                "task",
-                "endpoint",
-                "kwargs",
-                "args",
-                "objective",
-                "tenant",
-                "owner",
-                "expected_version",
-            )
-        },
-    ),
-    (
-        "When",
-        {
-            "fields": (*BUILDER_FIELDS, "kind", "rule", "timezone", "exclude_holidays"),
-            "description": "Build the rule, or choose Advanced to type cron, RRULE, an "
-            "interval, an instant or a solar event ('sunrise 56.9496 24.1052'). The preview "
-            "below follows your changes.",
-        },
-    ),
-    (
-        "If late or overlapping",
-        {
-            "fields": (
-                "misfire_policy",
-                "max_lateness",
-                "catch_up_window",
-                "catch_up_limit",
-                "overlap_policy",
-                "deadline",
-                "max_attempts",
-                "retry_delay",
-                "cancel_grace",
-                "on_pause",
-            )
-        },
-    ),
-    (
-        "Advanced",
-        {
-            "classes": ("collapse",),
-            "fields": (
-                "dst_nonexistent",
-                "dst_ambiguous",
-                "anchor",
-                "starts_at",
-                "ends_at",
-                "max_count",
-                "active_window",
-                "window_policy",
-                "jitter",
-                "mode",
-                "interval_mode",
-                "lateness_class",
-                "expected_every",
-                "max_per_day",
-                "pause_after_failures",
-                "archive_on_completion",
-                "ping_url",
-                "job_type",
-                "payload_ref",
-                "options",
-                "cost_estimate",
-            ),
-        },
-    ),
-)
-STATE_FIELDS = (
-    "id",
-    "key",
-    "origin",
-    "code_location",
-    "status_text",
-    "pause_text",
-    "version",
-    "next_run_text",
-    "last_slot_text",
-    "last_success_text",
-    "health",
-    "health_reason",
-    "missed_count",
-    "skipped_count",
-    "caught_up_count",
-    "occurrence_count",
-    "last_error",
-    "created_text",
-    "updated_text",
-)
-HISTORY_FIELDS = ("preview", "owner_warning", "recent", "versions_diff")
-DECLARED_INSTANTS = {"anchor": "anchor_text", "starts_at": "starts_text", "ends_at": "ends_text"}
-"""A declared schedule's page shows its instants read-only, in the admin's format (Django's
-read-only display would print ``Dec. 1, 2026, 6:49 p.m.``)."""
 
 
 def is_code_declared(schedule: Schedule | None) -> bool:
@@ -184,35 +89,6 @@ def last_outcome_annotation() -> Any:
     of the ledger per row, in the last five weeks' partitions first (``models.latest``); the
     list needs no query per row, nor a scan of every partition."""
     return latest(LAST_OUTCOME, recent=timezone.now() - RECENT)
-
-
-class LastOutcomeFilter(admin.SimpleListFilter):
-    title = "last outcome"
-    parameter_name = "last"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(s, s) for s in ("succeeded", "failed", "expired", "skipped", "running", "none")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        if value is None:
-            return queryset
-        if value == "none":
-            return queryset.filter(last__isnull=True)
-        return queryset.filter(last__state=value)
-
-
-class TaskFilter(admin.SimpleListFilter):
-    title = "task"
-    parameter_name = "task"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        qs = scope(Schedule.objects.all(), request.user)
-        return [(t, t) for t in qs.order_by("task").values_list("task", flat=True).distinct()[:200]]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        return queryset if value is None else queryset.filter(task=value)
 
 
 @admin.register(Schedule)
