@@ -26,7 +26,7 @@ from scheduler_app.admin.pages import TITLE, Page, attempt, confirmed, done, ren
 from scheduler_app.models import OPEN_STATES, Occurrence, Schedule, ScheduleOrigin, ScheduleStatus
 from scheduler_app.safety.approval import PERMISSION as APPROVE_PERMISSION
 from scheduler_app.safety.approval import needs_approval
-from scheduler_app.services.operator import backfill_max
+from scheduler_app.services.backfills import backfill_max
 
 OBJECT_ACTIONS = ("pause", "resume", "run", "backfill", "cancel", "restore", "approve")
 PERMISSION = {

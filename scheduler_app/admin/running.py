@@ -15,7 +15,7 @@ from scheduler_app import services
 from scheduler_app.admin.display import instant_text, zone_of
 from scheduler_app.admin.pages import SERVICE_ERRORS, Page, confirmed, done, error_text, render
 from scheduler_app.models import OPEN_STATES, Occurrence, OverlapPolicy, Schedule
-from scheduler_app.services.operator import backfill_max
+from scheduler_app.services.backfills import backfill_max
 
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
 LATEST = datetime(9000, 1, 1, tzinfo=UTC)

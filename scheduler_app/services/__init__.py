@@ -2,13 +2,14 @@
 
 ``schedules``: create, update; ``status``: pause, resume, cancel, delete; ``replay``;
 ``fields``: the fields
-they take, ``DEFAULTS`` and the canonical form. ``operator``: run now,
-backfill and undoing a cancel; ``approval``: approving a version. Every one takes
+they take, ``DEFAULTS`` and the canonical form. ``operator``: run now and
+undoing a cancel; ``backfills``: backfill; ``approval``: approving a version. Every one takes
 the acting ``user`` (a person, or a system actor from ``scheduler_app.safety.actors``), decides who
 may do it (``scheduler_app.safety.access``), and records it in the audit trail in its transaction.
 """
 
 from scheduler_app.services.approval import approve_schedule
+from scheduler_app.services.backfills import BackfillPlan, backfill
 from scheduler_app.services.fields import (
     CREATE_ONLY_FIELDS,
     DEFAULTS,
@@ -16,9 +17,7 @@ from scheduler_app.services.fields import (
     normalize_definition,
 )
 from scheduler_app.services.operator import (
-    BackfillPlan,
     OperatorPermissionDenied,
-    backfill,
     restore_schedule,
     run_now,
 )

@@ -44,7 +44,7 @@ from scheduler_app.safety.killswitch import set_kill_switch, visible_to
 from scheduler_app.safety.permissions import owner_choices
 from scheduler_app.safety.quotas import may_change
 from scheduler_app.safety.tenancy import TenantForbidden
-from scheduler_app.services import operator
+from scheduler_app.services import backfills
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
 from tests.integration.worker_support import due_one, fetch, run
 
@@ -407,8 +407,8 @@ def test_a_large_backfill_is_written_in_chunks_rechecked_each_time(
     clock = FakeClock(START)
     target = schedule(clock, kind="interval", rule="60s")
     clock.advance(600)
-    monkeypatch.setattr(operator, "BACKFILL_CHUNK", 2)
-    written = operator._insert_chunk
+    monkeypatch.setattr(backfills, "BACKFILL_CHUNK", 2)
+    written = backfills._insert_chunk
     calls: list[int] = []
 
     def then_edit(*args: Any, **kwargs: Any) -> int:
@@ -417,12 +417,12 @@ def test_a_large_backfill_is_written_in_chunks_rechecked_each_time(
             Schedule.objects.filter(pk=target.pk).update(version=9)
         return written(*args, **kwargs)
 
-    monkeypatch.setattr(operator, "_insert_chunk", then_edit)
+    monkeypatch.setattr(backfills, "_insert_chunk", then_edit)
     with pytest.raises(ScheduleStateError, match="2 created before it changed"):
         services.backfill(target, start=START, end=START + timedelta(minutes=5), clock=clock)
     assert len(rows(target)) == 2
     Schedule.objects.filter(pk=target.pk).update(version=1)
-    monkeypatch.setattr(operator, "_insert_chunk", written)
+    monkeypatch.setattr(backfills, "_insert_chunk", written)
     done = services.backfill(target, start=START, end=START + timedelta(minutes=5), clock=clock)
     assert (done.existing, done.created, len(rows(target))) == (2, 4, 6)
 

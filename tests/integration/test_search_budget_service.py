@@ -229,11 +229,11 @@ def test_a_backfill_walk_is_bounded_in_all_not_only_per_slot(
     each take many candidates cost the budget once per slot. The range's walk now stops at the
     budget plus ``BACKFILL_CANDIDATES_PER_SLOT`` for each slot it may hold (here: a budget of
     40 and one candidate for each of 100 slots)."""
-    from scheduler_app.services import operator
+    from scheduler_app.services import backfills
 
     settings.SCHEDULER_SEARCH_CANDIDATES = 40
-    monkeypatch.setattr(operator, "HARD_BACKFILL_LIMIT", 100)
-    monkeypatch.setattr(operator, "BACKFILL_CANDIDATES_PER_SLOT", 1)
+    monkeypatch.setattr(backfills, "HARD_BACKFILL_LIMIT", 100)
+    monkeypatch.setattr(backfills, "BACKFILL_CANDIDATES_PER_SLOT", 1)
     made = schedule(
         FakeClock(NOW),
         kind="cron",
@@ -242,10 +242,10 @@ def test_a_backfill_walk_is_bounded_in_all_not_only_per_slot(
         active_window="MON 00:00-00:01",
         window_policy="skip",
     )
-    assert len(operator.backfill_slots(made, NOW - timedelta(weeks=8), NOW)) == 8
+    assert len(backfills.backfill_slots(made, NOW - timedelta(weeks=8), NOW)) == 8
     candidates[0] = 0
     with pytest.raises(ScheduleValidationError, match="in all for this list of slots"):
-        operator.backfill_slots(made, NOW - timedelta(weeks=90), NOW)  # 90 slots
+        backfills.backfill_slots(made, NOW - timedelta(weeks=90), NOW)  # 90 slots
     assert candidates[0] <= 140 + 5
 
 

@@ -22,7 +22,7 @@ from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._schedule_cli import find_schedule
 from scheduler_app.models import OverlapPolicy, Schedule
 from scheduler_app.safety.actors import COMMAND
-from scheduler_app.services.operator import BackfillPlan, backfill_max, backfill_slots
+from scheduler_app.services.backfills import BackfillPlan, backfill_max, backfill_slots
 
 CHUNK = 500
 """Slots written per transaction (and per step of the progress bar)."""
