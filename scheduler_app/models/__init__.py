@@ -1,26 +1,28 @@
-"""The store. ``core``: schedules, versions, the SQLite lease; ``ledger``: occurrences;
-``history``: attempts; ``operations``: beat heartbeats, kill switches, quotas; ``audit``: the
-operator actions."""
+"""The store. ``choices``: the fields' choices; ``core``: schedules, versions, the SQLite
+lease; ``ledger``: occurrences; ``history``: attempts; ``operations``: beat heartbeats, kill
+switches, quotas; ``audit``: the operator actions."""
 
 from scheduler_app.models.audit import AuditAction, ScheduleAuditEvent
-from scheduler_app.models.core import *  # noqa: F403
-from scheduler_app.models.core import (  # the names used elsewhere, for type checkers
+from scheduler_app.models.choices import (
     RULE_TRIGGERS,
-    SEMANTIC_FIELDS,
     HandoffTarget,
     IntervalMode,
     LatenessClass,
     MisfirePolicy,
     OverlapPolicy,
     PauseBehaviour,
-    Schedule,
     ScheduleHealth,
     ScheduleMode,
     ScheduleOrigin,
-    SchedulerLease,
     ScheduleStatus,
-    ScheduleVersion,
     Trigger,
+)
+from scheduler_app.models.core import *  # noqa: F403
+from scheduler_app.models.core import (  # the names used elsewhere, for type checkers
+    SEMANTIC_FIELDS,
+    Schedule,
+    SchedulerLease,
+    ScheduleVersion,
 )
 from scheduler_app.models.history import AttemptKind, OccurrenceAttempt
 from scheduler_app.models.ledger import *  # noqa: F403

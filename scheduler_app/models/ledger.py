@@ -9,7 +9,8 @@ from django.apps import apps
 from django.db import DatabaseError, models, transaction
 from django.db.models import Q
 
-from scheduler_app.models.core import HandoffTarget, Schedule, ScheduleVersion, Trigger
+from scheduler_app.models.choices import HandoffTarget, Trigger
+from scheduler_app.models.core import Schedule, ScheduleVersion
 
 
 class OccurrenceState(models.TextChoices):
