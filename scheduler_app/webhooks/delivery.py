@@ -303,7 +303,10 @@ class Deliverer:
                     extra_headers=message.headers,
                     timeout=settings.EVENT_TIMEOUT,
                     allowed_hosts=settings.EVENT_ALLOWED_HOSTS,
-                    tenant=attempt.candidate.tenant,
+                    # Not the tenant's share of name resolutions (two at once, then refused at
+                    # once: a ping's URL is the tenant's to choose); an endpoint's host is the
+                    # settings', and its deliveries wait for a resolver within their deadline.
+                    tenant=None,
                 ),
                 None,
             )

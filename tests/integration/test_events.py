@@ -9,6 +9,7 @@ import io
 import json
 import socket
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -40,6 +41,7 @@ from scheduler_app.models import (
 )
 from scheduler_app.observability.pinned import Answer
 from scheduler_app.services.replay import replay_occurrence
+from scheduler_app.webhooks import delivery as webhooks_delivery
 from scheduler_app.webhooks.delivery import Deliverer
 from scheduler_app.webhooks.loop import DeliveryLoop
 from scheduler_app.webhooks.outcomes import retry_after
@@ -709,3 +711,30 @@ def test_a_backlog_of_events_is_never_ended_never_started(configured: Receiver) 
     assert stored(row).state == OccurrenceState.DISPATCHED
     deliver(from_outbox)
     assert stored(row).state == OccurrenceState.SUCCEEDED
+
+
+def test_deliveries_do_not_take_the_tenants_share_of_name_resolutions(
+    configured: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bench found it: a tenant's deliveries took the pings' share of name resolutions
+    (two at once per tenant, the third refused at once as a timeout), so most of a burst of
+    one tenant was retried. An endpoint's host is the settings': no share of a tenant's."""
+    asked: list[object] = []
+    real = webhooks_delivery.exchange
+
+    def spy(url: str, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("tenant", "missing"))
+        return real(url, **kwargs)
+
+    monkeypatch.setattr(webhooks_delivery, "exchange", spy)
+    clock = FakeClock(START)
+    with override_settings(SCHEDULER_EVENT_ENDPOINTS=endpoints(configured.url, concurrency=8)):
+        made = [event_schedule(clock, name=f"e{n}", kwargs={"n": n}) for n in range(8)]
+        clock.set(max(target.next_run_at for target in made if target.next_run_at))
+        beat(clock).tick()
+        loop = DeliveryLoop(clock=clock)
+        deliver(loop)
+        loop.pool.shutdown()
+    states = Counter(Occurrence.objects.values_list("state", flat=True))
+    assert states == {OccurrenceState.SUCCEEDED: 8}
+    assert asked == [None] * 8
