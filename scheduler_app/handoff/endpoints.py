@@ -117,10 +117,21 @@ def _endpoint(name: str, entry: Any) -> Endpoint:
     )
 
 
+_parsed: tuple[object, dict[str, Endpoint]] | None = None
+"""The endpoints read from the settings object they came from (a delivery round asks for
+each row; ``get_settings`` gives a new object when a setting changes)."""
+
+
 def endpoints() -> dict[str, Endpoint]:
-    """Every configured endpoint by name (``EndpointError`` for one that is misconfigured)."""
-    setting = get_settings().EVENT_ENDPOINTS or {}
-    return {str(name): _endpoint(str(name), entry) for name, entry in setting.items()}
+    """Every configured endpoint by name (``EndpointError`` for one that is misconfigured:
+    never remembered, so it is said each time)."""
+    global _parsed
+    settings = get_settings()
+    if _parsed is None or _parsed[0] is not settings:
+        setting = settings.EVENT_ENDPOINTS or {}
+        read = {str(name): _endpoint(str(name), entry) for name, entry in setting.items()}
+        _parsed = (settings, read)
+    return dict(_parsed[1])
 
 
 def usable(tenant: str, event_type: str) -> list[str]:

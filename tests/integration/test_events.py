@@ -677,7 +677,7 @@ def test_an_answer_with_a_nul_byte_is_written_and_the_others_too(receiver: Recei
     assert waiting.last_error.endswith("answered HTTP 502: gateway error")
 
 
-def test_a_task_error_with_a_nul_byte_is_stored() -> None:
+def test_a_stored_error_has_no_nul_nor_lone_surrogate_and_a_bounded_length() -> None:
     assert storable_error("boom\x00here\ud800") == "boom\ufffdhere?"
     assert len(storable_error("x" * 5000)) == 4000
 
