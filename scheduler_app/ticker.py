@@ -29,7 +29,8 @@ from django.db.models import Q
 
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.conf import SchedulerSettings, get_settings
-from scheduler_app.dispatch.materialize import earliest_due, materialize_batch
+from scheduler_app.dispatch.claim import earliest_due
+from scheduler_app.dispatch.materialize import materialize_batch
 from scheduler_app.dispatch.outbox import dispatch_batch, hand_off, has_buffered, has_publishable
 from scheduler_app.dispatch.probe import probe
 from scheduler_app.dispatch.reconcile import reconcile

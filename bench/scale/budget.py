@@ -23,6 +23,7 @@ from bench.scale.workload import set_due
 PHASES: list[tuple[str, str, str]] = [
     ("tick (all)", "scheduler_app.ticker", "Ticker.tick"),
     ("materialize_batch", "scheduler_app.dispatch.materialize", "materialize_batch"),
+    ("claim the due schedules", "scheduler_app.dispatch.claim", "claim_due"),
     ("plan (rules, keys, rows)", "scheduler_app.dispatch.materialize", "plan_schedule"),
     ("insert the occurrences", "scheduler_app.dispatch.bulk", "insert_occurrences"),
     ("advance the schedules", "scheduler_app.dispatch.bulk", "save_advanced"),
@@ -32,9 +33,14 @@ PHASES: list[tuple[str, str, str]] = [
 ]
 """(label, module, function or Class.method) of each timed phase."""
 DERIVED = {
-    "claim, overlap, the rest of materialize_batch": (
+    "overlap, the rest of materialize_batch": (
         "materialize_batch",
-        ("plan (rules, keys, rows)", "insert the occurrences", "advance the schedules"),
+        (
+            "claim the due schedules",
+            "plan (rules, keys, rows)",
+            "insert the occurrences",
+            "advance the schedules",
+        ),
     ),
     "screen, the rest of hand_off": ("hand_off", ("publish (messages, broker)", "mark dispatched")),
 }

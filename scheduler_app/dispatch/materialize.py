@@ -11,19 +11,18 @@ from time import monotonic
 from uuid import UUID
 
 from django.db import DatabaseError, DataError, IntegrityError, transaction
-from django.db.models import JSONField, Min, OuterRef, Subquery
 
 from scheduler_app.conf import get_settings
-from scheduler_app.db.rows import new_row, relate
+from scheduler_app.db.rows import new_row
 from scheduler_app.definition.schedule import (
     idempotency_key,
     jitter_for,
     misfire_rules,
     occurrence_id,
     timing_for,
-    version_id,
 )
 from scheduler_app.dispatch.bulk import insert_occurrences, save_advanced
+from scheduler_app.dispatch.claim import attach, claim_due, version_of
 from scheduler_app.dispatch.due import Due, Walks, due_walk
 from scheduler_app.dispatch.overlapping import apply_overlap
 from scheduler_app.models import (
@@ -33,7 +32,6 @@ from scheduler_app.models import (
     Schedule,
     ScheduleMode,
     ScheduleStatus,
-    ScheduleVersion,
     Trigger,
 )
 from scheduler_app.policies.misfire import MisfireDecision, PlannedSlot, decide_misfire
@@ -50,40 +48,6 @@ class BatchResult:
     """The outbox rows this batch really inserted, leased to this beat (``lease``) and loaded
     with their schedule and version: the caller publishes them from memory after commit,
     without reading them back through the outbox claim."""
-
-
-_CURRENT_VERSION = Subquery(
-    ScheduleVersion.objects.filter(schedule_id=OuterRef("pk"), version=OuterRef("version"))
-    .order_by()
-    .values("pk")[:1]
-)
-"""The claimed schedule's current version row id, read by the claim itself (the unique
-``(schedule, version)`` index): None when the row is missing."""
-
-_CURRENT_DEFINITION = Subquery(
-    ScheduleVersion.objects.filter(schedule_id=OuterRef("pk"), version=OuterRef("version"))
-    .order_by()
-    .values("definition")[:1],
-    output_field=JSONField(),
-)
-"""The stored definition of that version, read by the same claim: what the outbox checks each
-new row against (task, args, kwargs), as it does for rows it reads back from the ledger."""
-VERSION_CHECKED = ("task", "args", "kwargs", "objective")
-"""The parts of a version's definition that publishing reads (``handoff.matches_version``,
-the message's objective)."""
-
-
-def version_of(schedule: Schedule) -> UUID:
-    """The id of ``schedule``'s current version row: as the claim read it, else derived."""
-    found: UUID | None = getattr(schedule, "current_version_id", None)
-    return found if found is not None else version_id(schedule.id, schedule.version)
-
-
-def earliest_due() -> datetime | None:
-    """The earliest ``next_run_at`` of an active schedule (one indexed query)."""
-    result = Schedule.objects.filter(status=ScheduleStatus.ACTIVE).aggregate(Min("next_run_at"))
-    value: datetime | None = result["next_run_at__min"]
-    return value
 
 
 Revoker = Callable[[list[str]], None]
@@ -105,12 +69,7 @@ def materialize_batch(
     first, the outbox publishes them once the lease has run out, as after any crash.
     """
     with transaction.atomic():
-        schedules: list[Schedule] = list(
-            Schedule.objects.select_for_update(skip_locked=True)
-            .filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
-            .annotate(current_version_id=_CURRENT_VERSION, current_definition=_CURRENT_DEFINITION)
-            .order_by("next_run_at")[:batch_size]
-        )
+        schedules = claim_due(now, batch_size)
         if not schedules:
             return BatchResult(0, 0)
         config = get_settings()  # read once per batch, not once per schedule
@@ -133,7 +92,7 @@ def materialize_batch(
                 save_advanced(schedules)
                 _save_parked(schedules)
             fresh = [row for row in leased if row.id in inserted]
-            _attach(fresh, schedules)
+            attach(fresh, schedules)
         except ROW_ERRORS as exc:
             logger.warning(
                 "batch refused by the database; materializing it schedule by schedule",
@@ -158,33 +117,6 @@ def _lease(rows: list[Occurrence], until: datetime | None) -> list[Occurrence]:
     for row in leased:
         row.publish_lease_until = until
     return leased
-
-
-def _attach(rows: list[Occurrence], schedules: list[Schedule]) -> None:
-    """Give each row what publishing reads from its relations, without a query: the
-    (locked) schedule, and its current version as the claim read it (number, and the stored
-    task, args, kwargs and objective). The outbox checks the row against that stored version,
-    so a schedule whose task or payload was changed past the services is refused here, in
-    the tick that made the row, as it is for a row read back from the outbox."""
-    by_id = {schedule.id: schedule for schedule in schedules}
-    versions: dict[UUID, ScheduleVersion] = {}
-    for row in rows:
-        schedule = by_id[row.schedule_id]
-        relate(row, "schedule", schedule)
-        version = versions.get(row.schedule_version_id)
-        if version is None:
-            stored = getattr(schedule, "current_definition", None) or {}
-            definition = {key: stored[key] for key in VERSION_CHECKED if key in stored}
-            definition.setdefault("objective", schedule.objective)
-            version = new_row(
-                ScheduleVersion,
-                id=row.schedule_version_id,
-                schedule_id=schedule.id,
-                version=schedule.version,
-                definition=definition,
-            )
-            versions[row.schedule_version_id] = version
-        relate(row, "schedule_version", version)
 
 
 def _plan_within_budget(

@@ -6,7 +6,7 @@ tick is this one round trip and the Python around it); elsewhere the two ORM que
 ``OPTIONS["prepare_threshold"]`` set, PostgreSQL prepares it as it does the worker's
 statements: planning it costs more than running it (every partition of the ledger and its
 partial indexes are looked at), 0.5-0.6 ms a tick at five partitions. Both answers are the ones
-``materialize.earliest_due()`` and ``outbox.has_publishable()`` give.
+``claim.earliest_due()`` and ``outbox.has_publishable()`` give.
 
 The states, status and targets are written into the text; only ``now`` is a parameter. A
 prepared statement switches to a generic plan after five executions, and a generic plan cannot
@@ -26,7 +26,7 @@ from typing import Any
 from django.db import connection
 
 from scheduler_app.db.cursors import Statement, constant, fetch_one, statement
-from scheduler_app.dispatch.materialize import earliest_due
+from scheduler_app.dispatch.claim import earliest_due
 from scheduler_app.dispatch.outbox import has_publishable, publishable
 from scheduler_app.handoff.protocol import Targets
 from scheduler_app.models import Schedule, ScheduleStatus

@@ -76,7 +76,7 @@ def test_on_postgresql_an_idle_tick_is_one_statement() -> None:
 @pytest.mark.postgres
 def test_the_probe_answers_what_the_two_queries_answer() -> None:
     """Earliest due and outbox work, through the states a row goes through."""
-    from scheduler_app.dispatch.materialize import earliest_due
+    from scheduler_app.dispatch.claim import earliest_due
     from scheduler_app.dispatch.outbox import has_publishable
     from scheduler_app.dispatch.probe import probe
 

@@ -13,7 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.models import OccurrenceState, Schedule
+from scheduler_app.models import OccurrenceState, Schedule, ScheduleVersion
 from scheduler_app.safety.handoff import NOT_ITS_VERSION
 from tests.integration.support import START, MemoryPublisher, rows, schedule, ticker
 
@@ -74,3 +74,40 @@ def test_the_check_costs_no_query_per_row() -> None:
     version_reads = [q for q in large.captured_queries if "schedulever" in q["sql"].lower()]
     assert len(version_reads) <= 1, version_reads
     assert len(large.captured_queries) == len(small.captured_queries)
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        {"task": None},  # a key present with null: checked, not taken for absent
+        {"task": "demo.other"},
+        {"kwargs": {"n": 2}},
+        {"args": [1]},
+    ],
+)
+def test_a_version_changed_past_the_services_refuses_its_rows_in_their_own_tick(
+    stored: dict[str, Any],
+) -> None:
+    """The claim reads only the checked parts of the version's definition (on PostgreSQL);
+    what it reads still decides as the whole document did."""
+    clock, broker = FakeClock(START), MemoryPublisher()
+    target = every_minute(clock)
+    version = ScheduleVersion.objects.get(schedule=target, version=target.version)
+    version.definition = {**version.definition, **stored}
+    version.save(update_fields=["definition"])
+    clock.set(START + MINUTE)
+    assert ticker(broker, clock).tick().published == 0
+    [row] = rows(target)
+    assert (row.state, row.reason) == (OccurrenceState.SKIPPED, NOT_ITS_VERSION)
+
+
+def test_a_version_without_the_checked_keys_publishes_and_keeps_its_objective() -> None:
+    clock, broker = FakeClock(START), MemoryPublisher()
+    target = every_minute(clock)
+    Schedule.objects.filter(pk=target.pk).update(objective="the monthly close")
+    version = ScheduleVersion.objects.get(schedule=target, version=target.version)
+    version.definition = {"rule": "* * * * *", "name": "only the rule"}
+    version.save(update_fields=["definition"])
+    clock.set(START + MINUTE)
+    assert ticker(broker, clock).tick().published == 1
+    assert broker.sent[0].schedule_version.definition == {"objective": "the monthly close"}
