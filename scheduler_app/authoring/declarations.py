@@ -36,6 +36,7 @@ from scheduler_app.authoring.declared_tasks import (
     task_name_of,
 )
 from scheduler_app.authoring.options import Declared, ScheduleOptions, declared
+from scheduler_app.definition.policies import flat_policies
 from scheduler_app.definition.text import declared_text
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.handoff.allowlist import EVENT_PREFIX, check_event_type
@@ -204,8 +205,17 @@ def declare_event(
 
 def checked_options(options: Declared) -> ScheduleOptions:
     """Every option of one declaration checked and in stored form (``ScheduleValidationError``
-    naming the parameter otherwise)."""
-    given = declared(options)
+    naming the parameter otherwise: ``misfire.window`` for ``misfire=CatchUp(window=...)``).
+    Policy values (``definition.policies``) are turned into their flat keywords first, so
+    each value is checked once, by the flat keyword's check."""
+    flattened = flat_policies(options)
+    try:
+        return _checked(declared(flattened.options))
+    except ScheduleValidationError as error:
+        raise flattened.renamed(error) from None
+
+
+def _checked(given: dict[str, Any]) -> ScheduleOptions:
     timezone, window, window_policy = given["timezone"], given["window"], given["window_policy"]
     rule = {name: given[name] for name in ("cron", "rrule", "every", "at", "solar", "anchor")}
     if given["text"] is not None:  # English text: the structured rule it means replaces it here

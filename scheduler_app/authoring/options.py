@@ -16,13 +16,19 @@ from datetime import UTC, datetime, timedelta
 from difflib import get_close_matches
 from typing import Any, TypedDict
 
+from scheduler_app.definition.policies import (
+    CancelPrevious,
+    CatchUp,
+    Duration,
+    FireOnce,
+    Retry,
+    Skip,
+    Window,
+)
 from scheduler_app.errors import InvalidRule, ScheduleValidationError
 from scheduler_app.models import IntervalMode
 from scheduler_app.timing import Kind, build_timing, ensure_aware
 from scheduler_app.timing.durations import parse_duration
-
-Duration = timedelta | int | str
-"""A ``timedelta``, a whole number of seconds or a text such as ``"15m"``, ``"1h30m"``."""
 
 
 class Declared(TypedDict, total=False):
@@ -49,20 +55,21 @@ class Declared(TypedDict, total=False):
     starts_at: datetime | None
     ends_at: datetime | None
     max_count: int | None
-    misfire: str | None
+    misfire: str | Skip | FireOnce | CatchUp | None
     max_lateness: Duration | None
     catch_up_window: Duration | None
     catch_up_limit: int | None
-    overlap: str | None
+    overlap: str | CancelPrevious | None
     on_pause: str | None
     deadline: Duration | None
     jitter: Duration | None
+    retry: Retry | None
     max_attempts: int | None
     retry_delay: Duration | None
     cancel_grace: Duration | None
     mode: str | None
     expect_success_every: Duration | None
-    window: str | None
+    window: str | Window | None
     window_policy: str | None
     lateness_class: str | None
     job_type: str | None

@@ -20,6 +20,15 @@ from scheduler_app.authoring.declarations import (
     task_name_of,
 )
 from scheduler_app.authoring.options import Declared
+from scheduler_app.declarations import (
+    CancelPrevious,
+    CatchUp,
+    FireOnce,
+    Retry,
+    Skip,
+    Window,
+    declare_event,
+)
 from scheduler_app.errors import ScheduleValidationError
 
 app = Celery("declarations-test", set_as_current=False)
@@ -277,4 +286,116 @@ def test_a_misspelled_option_is_refused_with_the_closest_one() -> None:
 def test_the_keywords_are_written_once() -> None:
     """One list (``Declared``) for the signature, the checks and the docs' table."""
     assert set(inspect.signature(scheduled).parameters) == {"task", "options"}
-    assert len(Declared.__annotations__) == 38
+    assert len(Declared.__annotations__) == 39
+
+
+# -- policy values: ``misfire=CatchUp(window="24h", limit=12)`` declares what the flat keywords
+# declare, each value is checked by the flat keyword's own check, an error names what the
+# person wrote (``misfire.window``), and a value given both ways is refused.
+
+
+def stored(**options: Any) -> dict[str, Any]:
+    with isolated_registry() as fresh:
+        scheduled(cron="0 6 * * *", timezone="Europe/Riga", **options)(report)
+        [declaration] = fresh.declarations()
+    return declaration.options.schedule_fields()
+
+
+SAME: list[tuple[dict[str, Any], dict[str, Any]]] = [
+    (
+        {"misfire": CatchUp(window="24h", limit=12)},
+        {"misfire": "catch_up", "catch_up_window": "24h", "catch_up_limit": 12},
+    ),
+    ({"misfire": CatchUp()}, {"misfire": "catch_up"}),
+    ({"misfire": Skip(max_lateness="5m")}, {"misfire": "skip", "max_lateness": 300}),
+    ({"misfire": FireOnce()}, {"misfire": "fire_once"}),
+    (
+        {"overlap": CancelPrevious(grace="2m")},
+        {"overlap": "cancel_previous", "cancel_grace": 120},
+    ),
+    ({"retry": Retry(max_attempts=5, delay="30s")}, {"max_attempts": 5, "retry_delay": 30}),
+    ({"retry": Retry(delay=0)}, {"retry_delay": 0}),
+    (
+        {"window": Window(hours="Mon-Fri 09:00-17:00", policy="skip")},
+        {"window": "Mon-Fri 09:00-17:00", "window_policy": "skip"},
+    ),
+    # the two spellings side by side, each option its own way
+    (
+        {"misfire": CatchUp(limit=3), "max_attempts": 2, "overlap": "skip"},
+        {
+            "misfire": "catch_up",
+            "catch_up_limit": 3,
+            "retry": Retry(max_attempts=2),
+            "overlap": "skip",
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("typed", "flat"), SAME)
+def test_a_policy_value_declares_what_its_flat_keywords_declare(
+    typed: dict[str, Any], flat: dict[str, Any]
+) -> None:
+    assert stored(**typed) == stored(**flat)
+
+
+def test_the_example_of_the_docs_is_stored_in_the_flat_fields() -> None:
+    fields = stored(misfire=CatchUp(window="24h", limit=12), retry=Retry(max_attempts=5))
+    assert (fields["misfire_policy"], fields["catch_up_window"]) == ("catch_up", 86_400)
+    assert (fields["catch_up_limit"], fields["max_attempts"]) == (12, 5)
+
+
+BAD: list[tuple[dict[str, Any], str, str]] = [
+    ({"misfire": CatchUp(window="soon")}, "misfire.window", "is not a duration"),
+    ({"misfire": CatchUp(limit=0)}, "misfire.limit", "whole number >= 1"),
+    ({"misfire": Skip(max_lateness="-5m")}, "misfire.max_lateness", ""),
+    ({"retry": Retry(delay="x")}, "retry.delay", "is not a duration"),
+    ({"retry": Retry(max_attempts=0)}, "retry.max_attempts", "whole number >= 1"),
+    ({"overlap": CancelPrevious(grace="a while")}, "overlap.grace", "is not a duration"),
+    ({"window": Window(hours="Mon-Fri 25:00-26:00")}, "window.hours", "time of day"),
+    ({"window": Window(hours="Mon-Fri 09:00-17:00", policy="later")}, "window.policy", ""),
+    (
+        {"misfire": CatchUp(window="1h"), "catch_up_window": "2h"},
+        "catch_up_window",
+        "given twice, as catch_up_window= and as misfire.window",
+    ),
+    (
+        {"retry": Retry(max_attempts=4), "max_attempts": 4},
+        "max_attempts",
+        "given twice",
+    ),
+    ({"misfire": Retry()}, "misfire", "takes Skip(...), FireOnce(...), CatchUp(...)"),
+    ({"overlap": CatchUp()}, "overlap", "takes CancelPrevious(...)"),
+    ({"retry": 3}, "retry", "retry= takes Retry(...)"),
+    ({"max_attempts": Retry()}, "max_attempts", "is given to retry="),
+    ({"retyr": Retry()}, "retyr", "is given to retry=, not to retyr="),
+    ({"retyr": 3}, "retyr", "did you mean retry=?"),
+]
+
+
+@pytest.mark.parametrize(("options", "field", "message"), BAD)
+def test_a_wrong_policy_value_is_refused_naming_what_was_written(
+    options: dict[str, Any], field: str, message: str
+) -> None:
+    with pytest.raises(ScheduleValidationError) as caught:
+        scheduled(cron="0 6 * * *", **options)(report)
+    assert caught.value.field == field
+    assert message in str(caught.value)
+    assert str(caught.value).startswith(f"{field}: ")
+    assert registry().declarations() == ()
+
+
+def test_an_event_declaration_takes_policy_values_too() -> None:
+    declaration = declare_event(
+        "books.closed", endpoint="ledger", cron="0 6 * * *", retry=Retry(max_attempts=7)
+    )
+    assert declaration.options.max_attempts == 7
+    with pytest.raises(ScheduleValidationError) as caught:
+        declare_event("books.closed", cron="0 6 * * *", misfire=CatchUp(limit=-1))
+    assert caught.value.field == "misfire.limit"
+
+
+def test_policy_values_are_frozen_and_compare_by_value() -> None:
+    assert CatchUp(window="24h", limit=12) == CatchUp(window="24h", limit=12)
+    with pytest.raises(AttributeError):
+        CatchUp().limit = 3  # type: ignore[misc]

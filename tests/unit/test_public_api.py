@@ -12,10 +12,13 @@ from scheduler_app import ticker as ticker_module
 from scheduler_app.authoring import api as api_module
 from scheduler_app.authoring import declarations as declarations_module
 from scheduler_app.conf import SchedulerSettings
+from scheduler_app.definition import policies as policies_module
 
 PUBLIC = [
     ("scheduler_app.declarations", "scheduled", declarations_module.scheduled),
     ("scheduler_app.declarations", "isolated_registry", declarations_module.isolated_registry),
+    ("scheduler_app.declarations", "CatchUp", policies_module.CatchUp),
+    ("scheduler_app.declarations", "Retry", policies_module.Retry),
     ("scheduler_app.api", "run_once", api_module.run_once),
     ("scheduler_app.api", "run_in", api_module.run_in),
     ("scheduler_app.api", "run_after", api_module.run_after),
