@@ -14,9 +14,8 @@ from typing import Any
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
-from scheduler_app.authoring.celery_beat_import import (
+from scheduler_app.authoring.celery_beat_values import (
     CONTENT_ERRORS,
-    PERIODS,
     Mapping,
     Refused,
     aware,
@@ -41,6 +40,7 @@ RULE_TABLES = {
     "solar_id": "django_celery_beat_solarschedule",
 }
 Rules = dict[str, dict[Any, dict[str, Any]]]
+PERIODS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "microseconds": 1e-6}
 
 
 def has_periodic_tasks() -> bool:

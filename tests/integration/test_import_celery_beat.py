@@ -16,14 +16,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from scheduler_app.authoring.celery_beat_import import (
-    EPOCH,
+from scheduler_app.authoring.celery_beat_import import from_beat_schedule
+from scheduler_app.authoring.celery_beat_migration import (
     MigrationPlan,
     apply_migration,
-    from_beat_schedule,
     plan_migration,
 )
 from scheduler_app.authoring.celery_beat_tables import from_django_celery_beat, has_periodic_tasks
+from scheduler_app.authoring.celery_beat_values import EPOCH
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Schedule, ScheduleVersion
 from tests.integration.support import START, TASK

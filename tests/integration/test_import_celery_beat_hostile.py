@@ -20,10 +20,10 @@ from django.db import transaction
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from scheduler_app.authoring.celery_beat_import import (
+from scheduler_app.authoring.celery_beat_import import from_beat_schedule
+from scheduler_app.authoring.celery_beat_migration import (
     MigrationPlan,
     apply_migration,
-    from_beat_schedule,
     plan_migration,
 )
 from scheduler_app.clock import FakeClock

@@ -17,17 +17,14 @@ from typing import Any, TextIO, cast
 from celery import current_app
 from django.core.management.base import CommandError, CommandParser
 
-from scheduler_app.authoring.celery_beat_import import (
-    Mapping,
+from scheduler_app.authoring.celery_beat_import import app_timezone_name, from_beat_schedule
+from scheduler_app.authoring.celery_beat_migration import (
     MigrationPlan,
-    Refused,
-    app_timezone_name,
     apply_migration,
-    from_beat_schedule,
-    one_line,
     plan_migration,
 )
 from scheduler_app.authoring.celery_beat_tables import from_django_celery_beat
+from scheduler_app.authoring.celery_beat_values import Mapping, Refused, one_line
 from scheduler_app.authoring.importing import describe_change
 from scheduler_app.clock import SystemClock
 from scheduler_app.contract.cli import Progress, add_progress_arguments
