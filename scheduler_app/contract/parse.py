@@ -12,10 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from django.contrib.auth import get_user_model
-
-from scheduler_app.authoring import importing
 from scheduler_app.authoring.importing import Desired, Problem
+from scheduler_app.contract import readers
 from scheduler_app.contract.collecting import Collector, shown
 from scheduler_app.contract.export import looks_like_uuid
 from scheduler_app.contract.fields import (
@@ -34,7 +32,6 @@ from scheduler_app.contract.fields import (
     SPEC_TOP_POLICIES,
     TIMING_FIELDS,
     TOP_FIELDS,
-    USER_REF,
     enum_value,
 )
 from scheduler_app.contract.targets import parse_target
@@ -44,7 +41,7 @@ from scheduler_app.models import SEMANTIC_FIELDS, LatenessClass
 from scheduler_app.policies.lateness import apply_class_defaults
 from scheduler_app.policies.limits import check_text
 from scheduler_app.services import DEFAULTS, normalize_definition
-from scheduler_app.timing import Ambiguous, Kind, Nonexistent, get_zone, parse_duration
+from scheduler_app.timing import Ambiguous, Kind, Nonexistent, get_zone
 
 OTHER_CHOICES: dict[str, list[str]] = {
     "kind": [k.value for k in Kind],
@@ -123,7 +120,7 @@ def parse_document(
     _descriptive(doc, out, fields)
     schedule_id = _identity(doc, out, fields)
     expected_version = _informational(doc, out)
-    status = _status(doc.get("status", "active"), out)
+    status = readers.status(doc.get("status", "active"), out)
     if out.problems:
         _check_the_rest(fields, out)
         return None, out.problems
@@ -176,7 +173,7 @@ def _timing(doc: dict[str, Any], out: Collector, fields: dict[str, Any]) -> None
         # required, or "" means none
         nullable = name in ("kind", "rule", "active_window", "exclude_holidays")
         if (value is not None or (name in timing and not nullable)) and not (
-            isinstance(value, str) or (name == "rule" and _is_int(value))
+            isinstance(value, str) or (name == "rule" and readers.is_int(value))
         ):
             out.add(f"timing.{name}", f"must be a string, got {value!r}")
     if isinstance(timing.get("timezone"), str):
@@ -186,9 +183,9 @@ def _timing(doc: dict[str, Any], out: Collector, fields: dict[str, Any]) -> None
             out.add("timing.timezone", exc.message)
     for name in ("anchor", "starts_at", "ends_at"):
         if timing.get(name) is not None:
-            fields[name] = _instant(timing[name], f"timing.{name}", out)
+            fields[name] = readers.instant(timing[name], f"timing.{name}", out)
     max_count = timing.get("max_count")
-    if max_count is not None and (not _is_int(max_count) or max_count < 1):
+    if max_count is not None and (not readers.is_int(max_count) or max_count < 1):
         out.add("timing.max_count", f"must be a whole number >= 1 or null, got {max_count!r}")
     for name, model in TIMING_FIELDS.items():
         if name in timing and model not in fields:
@@ -239,24 +236,18 @@ def _same(inner: Any, top: Any) -> bool | None:
     if isinstance(inner, str) and isinstance(top, str) and enum_value(inner) == enum_value(top):
         return True
     try:
-        return _as_seconds(inner) == _as_seconds(top)
+        return readers.as_seconds(inner) == readers.as_seconds(top)
     except (ScheduleValidationError, TypeError, ValueError):
         return inner == top
 
 
-def _as_seconds(value: Any) -> int:
-    if _is_int(value):
-        return int(value)
-    return int(parse_duration(value, "duration").total_seconds())
-
-
 def _policy(name: str, value: Any, path: str, out: Collector) -> Any:
     if name in SECONDS_POLICIES:
-        return _seconds(value, path, out, nullable=name in NULLABLE_SECONDS)
+        return readers.seconds(value, path, out, nullable=name in NULLABLE_SECONDS)
     if name in COUNT_POLICIES or name in NULLABLE_COUNTS:
         if value is None and name in NULLABLE_COUNTS:
             return None
-        if not _is_int(value) or value < 1:
+        if not readers.is_int(value) or value < 1:
             nullable = " or null" if name in NULLABLE_COUNTS else ""
             out.add(path, f"must be a whole number >= 1{nullable}, got {value!r}")
         return value
@@ -299,33 +290,11 @@ def _descriptive(doc: dict[str, Any], out: Collector, fields: dict[str, Any]) ->
     if not isinstance(objective, str) and objective is not None:
         out.add("objective", "must be a string")
     fields["objective"] = objective or ""
-    fields["owner"] = _owner(doc.get("owner_ref"), out)
+    fields["owner"] = readers.owner(doc.get("owner_ref"), out)
     origin = enum_value(doc.get("origin") or "api")
     if origin not in ORIGINS:
         out.add("origin", f"unknown origin {doc.get('origin')!r}; use one of: {', '.join(ORIGINS)}")
     fields["origin"] = origin
-
-
-def _owner(ref: Any, out: Collector) -> Any:
-    if ref in (None, ""):
-        return None
-    if not isinstance(ref, str):
-        out.add("owner_ref", f"must be 'user://<username>' or a username, got {ref!r}")
-        return None
-    username = ref.removeprefix(USER_REF)
-    try:  # NUL or a lone surrogate: the user lookup itself would fail in the database
-        check_text("owner_ref", username)
-    except ScheduleValidationError as exc:
-        out.add("owner_ref", exc.message)
-        return None
-    if "://" in username:
-        out.add("owner_ref", f"{ref!r}: only user:// references exist; e.g. 'user://alice'")
-        return None
-    user_model = get_user_model()
-    owner = user_model._default_manager.filter(**{user_model.USERNAME_FIELD: username}).first()
-    if owner is None:
-        out.add("owner_ref", f"no user {username!r}; create the user first or drop owner_ref")
-    return owner
 
 
 def _identity(doc: dict[str, Any], out: Collector, fields: dict[str, Any]) -> UUID | None:
@@ -334,7 +303,7 @@ def _identity(doc: dict[str, Any], out: Collector, fields: dict[str, Any]) -> UU
     if key is not None and (not isinstance(key, str) or len(key) > 200):
         out.add("key", "must be a string of at most 200 characters")
         key = None
-    schedule_id = _uuid(doc.get("uuid"), "uuid", out)
+    schedule_id = readers.uuid(doc.get("uuid"), "uuid", out)
     if raw_id not in (None, ""):
         if not isinstance(raw_id, str | int) or isinstance(raw_id, bool) or len(str(raw_id)) > 200:
             out.add("schedule_id", "must be a UUID or an external id of at most 200 characters")
@@ -356,69 +325,14 @@ def _identity(doc: dict[str, Any], out: Collector, fields: dict[str, Any]) -> UU
     return schedule_id
 
 
-def _uuid(value: Any, path: str, out: Collector) -> UUID | None:
-    if value in (None, ""):
-        return None
-    if not isinstance(value, str) or not looks_like_uuid(value):
-        out.add(path, f"{value!r} is not a UUID")
-        return None
-    return UUID(value)
-
-
 def _informational(doc: dict[str, Any], out: Collector) -> int | None:
     """Read-only fields: checked for shape, never stored; ``version`` kept for the
     optional optimistic-concurrency check."""
     version = doc.get("version")
-    if version is not None and (not _is_int(version) or version < 1):
+    if version is not None and (not readers.is_int(version) or version < 1):
         out.add("version", f"must be a whole number >= 1 or null, got {version!r}")
         version = None
     for name in INFORMATIONAL[1:]:
         if doc.get(name) is not None:
-            _instant(doc[name], name, out)
+            readers.instant(doc[name], name, out)
     return version
-
-
-def _status(value: Any, out: Collector) -> str:
-    status = enum_value(value)
-    if status not in (*importing.SETTABLE_STATUSES, *importing.VERDICT_STATUSES):
-        allowed = ", ".join(importing.SETTABLE_STATUSES)
-        out.add("status", f"unknown status {value!r}; use one of: {allowed} (any case)")
-        return "active"
-    return str(status)
-
-
-def _instant(value: Any, path: str, out: Collector) -> datetime | None:
-    text = value.strip() if isinstance(value, str) else None
-    try:
-        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text and text[-1] in "Zz" else text)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        out.add(path, f"{value!r} is not an ISO 8601 instant, e.g. 2026-03-29T02:30:00Z")
-        return None
-    if parsed.tzinfo is None:
-        out.add(path, f"{value!r} has no UTC offset; add one, e.g. Z or +02:00")
-        return None
-    try:
-        parsed.astimezone(UTC)
-    except OverflowError:
-        out.add(path, f"{value!r} is out of range in UTC")
-        return None
-    return parsed
-
-
-def _seconds(value: Any, path: str, out: Collector, *, nullable: bool) -> Any:
-    if value is None and nullable:
-        return None
-    if _is_int(value) and value >= 0:
-        return value
-    if isinstance(value, str):
-        try:
-            return int(parse_duration(value, path).total_seconds())
-        except ScheduleValidationError as exc:
-            out.add(path, exc.message)
-            return None
-    out.add(path, f"must be a whole number of seconds >= 0 or a duration like '15m', got {value!r}")
-    return None
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
