@@ -33,8 +33,7 @@ from scheduler_app.admin.fields import (
 )
 from scheduler_app.admin.words import WORDS_HELP, timing_values
 from scheduler_app.authoring.preview import TICK
-from scheduler_app.definition.schedule import _check_min_interval as check_min_interval
-from scheduler_app.definition.schedule import timing_for, validate_definition
+from scheduler_app.definition.schedule import check_min_interval, timing_for, validate_definition
 from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
 from scheduler_app.handoff.allowlist import allowed_tasks, check_target
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule

@@ -1,22 +1,25 @@
-"""From stored schedule fields to a validated ``Timing``; keys and ids derived from slots."""
+"""From stored schedule fields to a validated ``Timing``; keys and ids derived from slots.
+
+The task, payload and options are checked in ``checks``.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
 from scheduler_app.conf import get_settings
-from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.handoff.allowlist import (
-    EVENT_PREFIX,
-    check_target,
-    is_allowed_name,
-    registered_tasks,
+from scheduler_app.definition.checks import (
+    check_event_args,
+    check_options,
+    check_payload,
+    check_task,
+    holidays_code,
 )
+from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import (
     IntervalMode,
     MisfirePolicy,
@@ -27,15 +30,11 @@ from scheduler_app.models import (
 )
 from scheduler_app.observability.urls import check_ping_url
 from scheduler_app.policies.limits import (
-    MAX_JSON_DEPTH,
-    MAX_OPTIONS_BYTES,
-    check_json,
     check_numbers,
     check_rule,
     check_text,
 )
 from scheduler_app.policies.misfire import MisfireRules
-from scheduler_app.safety.routing import checked_options
 from scheduler_app.timing import Kind, Timing, build_timing, parse_duration
 from scheduler_app.timing.budget import SearchBudget
 from scheduler_app.timing.calendars.public_holidays import (
@@ -205,10 +204,10 @@ def validate_definition(values: dict[str, Any]) -> Timing:
         allow_credentials=get_settings().PING_ALLOW_CREDENTIALS,
         allowed_hosts=get_settings().PING_ALLOWED_HOSTS,
     )
-    _check_task(values.get("task"))
-    _check_payload(values.get("kwargs", {}), values.get("args", []))
-    _check_event_args(values.get("task"), values.get("args"))
-    _check_options(values.get("options"))
+    check_task(values.get("task"))
+    check_payload(values.get("kwargs", {}), values.get("args", []))
+    check_event_args(values.get("task"), values.get("args"))
+    check_options(values.get("options"))
     for field, choices in CHOICE_FIELDS.items():
         if field in values and values[field] not in choices.values:
             allowed = ", ".join(choices.values)
@@ -267,14 +266,14 @@ def validate_definition(values: dict[str, Any]) -> Timing:
         values.get("max_count"),
         str(values.get("active_window") or ""),
         str(values.get("window_policy") or "defer"),
-        _holidays_code(values.get("exclude_holidays")),
+        holidays_code(values.get("exclude_holidays")),
         budget=search_budget(),
     )
-    _check_min_interval(timing)
+    check_min_interval(timing)
     return timing
 
 
-def _check_min_interval(timing: Timing) -> None:
+def check_min_interval(timing: Timing) -> None:
     """Refuse rules whose slots can come closer than ``SCHEDULER_MIN_INTERVAL`` seconds.
 
     Checked here, not in the cached ``_timing``: the setting may change between calls, and
@@ -301,118 +300,9 @@ def _check_min_interval(timing: Timing) -> None:
     )
 
 
-def _check_task(task: object) -> None:
-    """Only allow-listed ``OccurrenceTask`` targets (``targets.check_target``), ``celery.*`` never.
-
-    With ``SCHEDULER_VALIDATE_TASK_NAMES = False`` (a process that cannot import the tasks,
-    such as a beat on another host) a task this process does not know is accepted only when
-    ``SCHEDULER_ALLOWED_TASKS`` names it: without the task its marker cannot be seen.
-    """
-    if not isinstance(task, str) or not task.strip():
-        raise ScheduleValidationError(
-            "task", "a Celery task name is required, e.g. 'reports.daily'"
-        )
-    # An event's type (``event:<type>``) needs no task registered anywhere.
-    if task.startswith(EVENT_PREFIX) or get_settings().VALIDATE_TASK_NAMES:
-        check_target(task)
-        return
-    if task in registered_tasks():
-        check_target(task)
-        return
-    if not is_allowed_name(task):
-        raise ScheduleValidationError(
-            "task",
-            f"task {task!r} is not registered in this process and SCHEDULER_ALLOWED_TASKS does "
-            "not name it; add it (or a pattern such as 'reports.*') to SCHEDULER_ALLOWED_TASKS",
-            code="forbidden_task",
-        )
-
-
-def _check_event_args(task: object, args: object) -> None:
-    """An event's data is its ``kwargs`` (a JSON object): positional arguments mean nothing."""
-    if isinstance(task, str) and task.startswith(EVENT_PREFIX) and args:
-        raise ScheduleValidationError(
-            "args",
-            "an event schedule sends kwargs as the event's data; move these values into kwargs "
-            '(e.g. {"contract_id": 42}) and leave args empty',
-            code="event_args",
-        )
-
-
 def calendar_data_versions(schedule: Schedule) -> dict[str, str]:
     """The calendar data a version's slots depend on (``{"holidays_data": "0.109"}``), stored
     in its definition: an update of the data shows as a difference between versions."""
     if not schedule.exclude_holidays:
         return {}
     return {"holidays_data": holidays_data_version()}
-
-
-def _holidays_code(value: object) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ScheduleValidationError(
-            "exclude_holidays", f"expected a code such as 'LV' or 'US-NY', got {value!r}"
-        )
-    check_text("exclude_holidays", value)
-    return value
-
-
-def _check_args(args: object) -> list[Any]:
-    if not isinstance(args, list | tuple):
-        raise ScheduleValidationError(
-            "args", 'positional arguments must be a JSON list, e.g. [1, "eu"]'
-        )
-    return list(args)
-
-
-def _check_payload(kwargs: object, args: object = ()) -> None:
-    """kwargs (a JSON object) and args (a JSON list): strict JSON, and their size counted
-    together against ``SCHEDULER_MAX_PAYLOAD_BYTES`` (both travel in every message)."""
-    if not isinstance(kwargs, dict):
-        raise ScheduleValidationError(
-            "kwargs", "the payload must be a JSON object of keyword arguments"
-        )
-    positional = _check_args(args)
-    if positional:
-        check_json("args", positional)
-    try:
-        size = len(json.dumps(kwargs, separators=(",", ":")).encode())
-        size += len(json.dumps(positional, separators=(",", ":")).encode()) if positional else 0
-    except RecursionError:
-        raise ScheduleValidationError(
-            "kwargs", f"is nested deeper than {MAX_JSON_DEPTH} levels; flatten it", code="too_deep"
-        ) from None
-    except (TypeError, ValueError, UnicodeEncodeError) as exc:
-        check_json("kwargs", kwargs)  # names the problem when it is one it knows
-        raise ScheduleValidationError(
-            "kwargs", f"the payload is not JSON-serializable ({exc}); pass plain JSON values"
-        ) from None
-    limit = get_settings().MAX_PAYLOAD_BYTES
-    if size > limit:
-        raise ScheduleValidationError(
-            "kwargs",
-            f"the payload (kwargs and args) is {size} bytes, more than the limit of {limit} "
-            "(SCHEDULER_MAX_PAYLOAD_BYTES); store large data elsewhere and pass its id",
-            code="payload_too_large",
-        )
-    check_json("kwargs", kwargs)
-
-
-def _check_options(options: object) -> None:
-    if options is None or options == {}:
-        return
-    if not isinstance(options, dict):
-        raise ScheduleValidationError(
-            "options", 'routing options must be a JSON object, e.g. {"queue": "reports"}'
-        )
-    check_json("options", options)
-    try:
-        size = len(json.dumps(options).encode())
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise ScheduleValidationError("options", f"not JSON-serializable ({exc})") from None
-    if size > MAX_OPTIONS_BYTES:
-        raise ScheduleValidationError(
-            "options", f"is {size} bytes; the limit is {MAX_OPTIONS_BYTES}", code="too_large"
-        )
-    checked_options(options)  # types and ranges of queue, routing_key, exchange, priority
