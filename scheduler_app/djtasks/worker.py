@@ -13,8 +13,9 @@ does for Celery.
   body, and the occurrence keeps (or records) its own outcome. On success the body gets the
   stored payload (never the job's), ``current_occurrence()`` is set and the lease is renewed.
 - ``task_finished``: records ``succeeded``, ``retrying`` (a new job is enqueued by the
-  scheduler at the retry time), ``failed`` or ``cancelled``. It never raises: a receiver that
-  raises there would turn a recorded success into a failure.
+  scheduler at the retry time), ``failed`` or ``cancelled`` (decided and written by
+  ``djtasks.outcome``). It never raises: a receiver that raises there would turn a recorded
+  success into a failure.
 
 A job without the scheduler's keyword (an ordinary ``enqueue`` of the same task) runs unchanged.
 """
@@ -25,13 +26,12 @@ import contextlib
 import logging
 import os
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable
 from contextvars import Token
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Never
 
 from django.db import DatabaseError
@@ -46,10 +46,9 @@ from scheduler_app.context import (
 )
 from scheduler_app.djtasks import compat, giveback
 from scheduler_app.djtasks.errors import HandoffRefused
+from scheduler_app.djtasks.outcome import Outcome, outcome_of, write
 from scheduler_app.djtasks.publisher import SCHEDULER_KWARG, TRACE_KWARG, enqueued, enqueuing
-from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import Occurrence, OccurrenceState
-from scheduler_app.policies.retry import RetryPolicy, decide_retry
 from scheduler_app.safety import killswitch
 from scheduler_app.worker import claiming, lifecycle, outcomes
 from scheduler_app.worker.leases import LeaseKeeper
@@ -137,7 +136,7 @@ def _start(occurrence_id: str, task_result: Any) -> Running:
         reason = killswitch.REASON if stopped else "payload_mismatch"
         state = OccurrenceState.SKIPPED if stopped else OccurrenceState.FAILED
         ended = outcomes.write_retried(
-            lambda: _write(claim, Outcome(state, reason), clock.now()), Settings.pause
+            lambda: write(claim, Outcome(state, reason), clock.now()), Settings.pause
         )
         if ended:
             observability.run_finished(occurrence, state, reason)
@@ -273,7 +272,7 @@ def _finished(running: Running, task_result: Any) -> None:
     locked database), then announce it (span, pings, check-in)."""
     claim = running.claim
     now = Settings.clock.now()
-    outcome = _outcome(claim, task_result, now)
+    outcome = outcome_of(claim, task_result, now)
     failure = outcome.failure
     _close(running.body, failure)  # the body's span ends with its error, as on the Celery path
     with contextlib.suppress(ValueError):  # set in another context (an async backend)
@@ -281,7 +280,7 @@ def _finished(running: Running, task_result: Any) -> None:
     if claim.occurrence is None:
         return
     with observability.step("outcome"):
-        ended = outcomes.write_retried(lambda: _write(claim, outcome, now), Settings.pause)
+        ended = outcomes.write_retried(lambda: write(claim, outcome, now), Settings.pause)
     if not ended:
         logger.warning(
             "outcome not recorded: the attempt lost its lease",
@@ -306,93 +305,6 @@ def _close(spans: contextlib.ExitStack, failure: BaseException | None = None) ->
             exc_info=True,
             extra={"action": "occurrence.spans_not_ended"},
         )
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What an attempt ended in, decided before it is written."""
-
-    state: str
-    reason: str
-    error: str = ""
-    failure: BaseException | None = None
-    retry_at: datetime | None = None
-
-
-def _outcome(claim: claiming.Claim, task_result: Any, now: datetime) -> Outcome:
-    occurrence = claim.occurrence
-    if task_result.status == compat.TaskResultStatus.SUCCESSFUL or occurrence is None:
-        return Outcome(OccurrenceState.SUCCEEDED, "")
-    path, error = _error_of(task_result)
-    failure = _stand_in(path, error)
-    if isinstance(failure, OccurrenceCancelled):
-        return Outcome(OccurrenceState.CANCELLED, "cancel_requested", error, failure)
-    schedule = occurrence.schedule
-    decision = decide_retry(
-        failure,
-        attempt=claim.attempt,
-        now=now,
-        deadline_at=occurrence.deadline_at,
-        policy=RetryPolicy(max_attempts=schedule.max_attempts, base_delay=schedule.retry_delay),
-    )
-    if decision.retry and decision.at is not None:
-        return Outcome(OccurrenceState.RETRYING, decision.reason, error, failure, decision.at)
-    return Outcome(OccurrenceState.FAILED, decision.reason, error, failure)
-
-
-def _write(claim: claiming.Claim, outcome: Outcome, now: datetime) -> bool:
-    """One fenced compare-and-set of the outcome (a no-op once it committed)."""
-    if claim.occurrence is None:
-        return False
-    if outcome.retry_at is not None:
-        return lifecycle.retry_later(
-            claim.occurrence.pk,
-            token=claim.token,
-            at=outcome.retry_at,
-            now=now,
-            error=outcome.error,
-            scheduled_for=claim.occurrence.scheduled_for,
-        )
-    return lifecycle.finish(
-        claim.occurrence.pk,
-        token=claim.token,
-        state=outcome.state,
-        reason=outcome.reason,
-        now=now,
-        error=outcome.error,
-        claimed=claim.occurrence,
-    )
-
-
-def _error_of(task_result: Any) -> tuple[str, str]:
-    """The failure's class path and a one-line error (its traceback's last line)."""
-    if not task_result.errors:
-        return "", "the job failed without an error recorded"
-    last = task_result.errors[-1]
-    lines = [line for line in (last.traceback or "").strip().splitlines() if line.strip()]
-    return last.exception_class_path, (lines[-1] if lines else last.exception_class_path)
-
-
-def _stand_in(path: str, error: str = "") -> BaseException:
-    """An instance of the failure's class carrying its error line, for ``isinstance``
-    decisions and the spans (django.tasks keeps only its class path and traceback). The class
-    is looked up among imported modules, never imported."""
-    module_name, _, name = path.rpartition(".")
-    module = sys.modules.get(module_name)
-    cls = getattr(module, name, None) if module is not None else None
-    if isinstance(cls, type) and issubclass(cls, BaseException):
-        try:
-            failure = cls.__new__(cls)
-        except TypeError:
-            return Exception(error or path)
-        with contextlib.suppress(AttributeError, TypeError):
-            failure.args = (error,) if error else ()
-        try:
-            str(failure)  # a class whose __str__ needs what __init__ sets: describe it plainly
-        except Exception:
-            return Exception(error or path)
-        return failure
-    return Exception(error or path)
 
 
 def connect() -> None:
