@@ -1,6 +1,7 @@
-"""The store. ``choices``: the fields' choices; ``core``: schedules, versions, the SQLite
-lease; ``ledger``: occurrences; ``history``: attempts; ``operations``: beat heartbeats, kill
-switches, quotas; ``audit``: the operator actions."""
+"""The store. ``choices``: the fields' choices; ``bounds``: the whole-number fields' limits as
+validators and check constraints; ``core``: schedules, versions, the SQLite lease; ``ledger``:
+occurrences; ``history``: attempts; ``operations``: beat heartbeats, kill switches, quotas;
+``audit``: the operator actions."""
 
 from scheduler_app.models.audit import AuditAction, ScheduleAuditEvent
 from scheduler_app.models.choices import (

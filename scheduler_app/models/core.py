@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from scheduler_app.models.bounds import bounded, range_constraints
 from scheduler_app.models.choices import (
     HandoffTarget,
     IntervalMode,
@@ -24,30 +24,7 @@ from scheduler_app.models.choices import (
     ScheduleOrigin,
     ScheduleStatus,
 )
-from scheduler_app.policies.limits import NUMBER_LIMITS
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent
-
-
-def bounded(field: str) -> list[Any]:
-    """The validators of a whole-number field, from ``limits.NUMBER_LIMITS`` (forms show them
-    as field errors; ``range_constraints`` makes the database refuse the same values)."""
-    low, high = NUMBER_LIMITS[field]
-    return [MinValueValidator(low), MaxValueValidator(high)]
-
-
-def range_constraints() -> list[models.CheckConstraint]:
-    """One check constraint per bounded field: a stored value out of range is refused even
-    when it bypasses the services (a raw update, a fixture), so no process meets one."""
-    constraints = []
-    for field, (low, high) in NUMBER_LIMITS.items():
-        within = Q(**{f"{field}__gte": low, f"{field}__lte": high})
-        constraints.append(
-            models.CheckConstraint(
-                condition=within | Q(**{f"{field}__isnull": True}), name=f"sched_{field}_range"
-            )
-        )
-    return constraints
-
 
 PARKED_BY = "scheduler"
 """``paused_by`` of a schedule the scheduler paused because it cannot evaluate it."""

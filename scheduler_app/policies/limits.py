@@ -31,7 +31,7 @@ NUMBER_LIMITS: Mapping[str, tuple[int, int]] = {
     "pause_after_failures": (1, 10_000),
 }
 """Inclusive (minimum, maximum) of every whole-number field; seconds unless it is a count.
-The same bounds are database check constraints (``models/core.py``)."""
+The same bounds are database check constraints (``models/bounds.py``)."""
 
 RULE_LENGTHS: Mapping[str, int] = {
     "cron": 200,
