@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
@@ -17,6 +17,11 @@ from django.utils.html import format_html
 
 from scheduler_app import services
 from scheduler_app.admin import actions, display, saving, views
+from scheduler_app.admin.annotations import (
+    kill_switched,
+    kill_switched_annotation,
+    last_outcome_annotation,
+)
 from scheduler_app.admin.fieldsets import (
     DECLARED_INSTANTS,
     FIELDSETS_BUILDER,
@@ -34,8 +39,6 @@ from scheduler_app.authoring.preview import calendar_notes, preview_rows
 from scheduler_app.definition.schedule import timing_for
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import (
-    KillSwitch,
-    KillSwitchScope,
     MisfirePolicy,
     OverlapPolicy,
     Schedule,
@@ -43,7 +46,7 @@ from scheduler_app.models import (
     ScheduleOrigin,
     ScheduleStatus,
 )
-from scheduler_app.models.latest import RECENT, decoded, latest
+from scheduler_app.models.latest import decoded
 from scheduler_app.safety.permissions import RUN_PERMISSION
 from scheduler_app.safety.tenancy import scope
 from scheduler_app.timing import Kind
@@ -56,39 +59,6 @@ PAUSE_PERMISSION = "scheduler_app.pause_schedule"
 def is_code_declared(schedule: Schedule | None) -> bool:
     """Schedules declared with ``@scheduled`` are owned by code: only pause/resume/run here."""
     return schedule is not None and schedule.origin == ScheduleOrigin.CODE
-
-
-def switches_covering(tenant: Any, task: Any) -> QuerySet[KillSwitch]:
-    """The switches that are on and cover a schedule of ``tenant`` running ``task``."""
-    return KillSwitch.objects.filter(enabled=True).filter(
-        Q(scope=KillSwitchScope.GLOBAL)
-        | Q(scope=KillSwitchScope.TENANT, target=tenant)
-        | Q(scope=KillSwitchScope.TASK, target=task)
-    )
-
-
-def kill_switched_annotation() -> Exists:
-    """Whether a switch covers the row: one ``EXISTS`` on the few switch rows, so the list
-    needs no query per row."""
-    return Exists(switches_covering(OuterRef("tenant"), OuterRef("task")))
-
-
-def kill_switched(schedule: Schedule) -> bool:
-    """The list's annotation, or one query on a schedule's own page (not annotated)."""
-    annotated = getattr(schedule, "kill_switched", None)
-    if annotated is not None:
-        return bool(annotated)
-    return switches_covering(schedule.tenant, schedule.task).exists()
-
-
-LAST_OUTCOME = ("scheduled_for", "state", "started_at")
-
-
-def last_outcome_annotation() -> Any:
-    """The latest occurrence's slot, state and start (``last``, one JSON object): one search
-    of the ledger per row, in the last five weeks' partitions first (``models.latest``); the
-    list needs no query per row, nor a scan of every partition."""
-    return latest(LAST_OUTCOME, recent=timezone.now() - RECENT)
 
 
 @admin.register(Schedule)
