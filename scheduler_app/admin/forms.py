@@ -1,14 +1,13 @@
 """The schedule form: a builder for the rule, task and zone as choices, field-level errors
-with the service layer's messages, owner choices limited to what the editor may assign."""
+with the service layer's messages, owner choices limited to what the editor may assign (the
+choices are set in ``choosing``)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from django import forms
-from django.contrib.auth import get_user_model
-from django.db.models import Q
 from django.utils import timezone
 
 from scheduler_app.admin import events
@@ -24,24 +23,18 @@ from scheduler_app.admin.builder import (
     parse_times,
     to_rule,
 )
-from scheduler_app.admin.fields import (
-    DatalistInput,
-    PayloadJSONField,
-    error_message,
-    error_target,
-    zone_names,
-)
+from scheduler_app.admin.choosing import ScheduleChoices
+from scheduler_app.admin.fields import PayloadJSONField, error_message, error_target
 from scheduler_app.admin.words import WORDS_HELP, timing_values
 from scheduler_app.authoring.preview import TICK
 from scheduler_app.definition.schedule import check_min_interval, timing_for, validate_definition
 from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
-from scheduler_app.handoff.allowlist import allowed_tasks, check_target
+from scheduler_app.handoff.allowlist import check_target
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule
 from scheduler_app.safety import permissions
 from scheduler_app.safety.approval import WHAT_RUNS, check_runner_edit
 from scheduler_app.safety.payloads import check_payload
-from scheduler_app.safety.permissions import RUN_PERMISSION, may_assign_owner
-from scheduler_app.safety.tenancy import allowed_tenants, may_access
+from scheduler_app.safety.permissions import RUN_PERMISSION
 from scheduler_app.timing import Kind, Timing, first_slot
 from scheduler_app.timing.phrases import MAX_TEXT_LENGTH, ParsedText, parse_text
 
@@ -87,7 +80,7 @@ def timing_only(values: dict[str, Any]) -> Timing:
     return timing
 
 
-class ScheduleForm(forms.ModelForm):
+class ScheduleForm(ScheduleChoices):
     """Validates the whole definition with the same rules as the API, field by field."""
 
     expected_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
@@ -162,64 +155,6 @@ class ScheduleForm(forms.ModelForm):
         if not adding and not self.is_bound:
             self._builder_initial()
         self.warnings: list[str] = []
-
-    # -- choices -----------------------------------------------------------------------------
-
-    def _choices(self) -> None:
-        if "task" in self.fields:
-            tasks = allowed_tasks()
-            self.fields["task"].widget = DatalistInput(tasks, attrs={"size": 50})
-            self.fields["task"].help_text = events.TASK_HELP
-        events.configure(self, self.instance, getattr(self.request, "user", None))
-        if "timezone" in self.fields:
-            self.fields["timezone"].widget = DatalistInput(zone_names(), attrs={"size": 30})
-            self.fields["timezone"].help_text = "IANA zone, e.g. Europe/Riga (start typing)."
-        user = getattr(self.request, "user", None)
-        if "tenant" in self.fields and user is not None:
-            tenants = allowed_tenants(user)
-            if tenants is not None:
-                options = sorted(tenants)
-                self.fields["tenant"] = forms.ChoiceField(
-                    choices=[(t, t or "(no tenant)") for t in options],
-                    initial=options[0] if options else "",
-                    required=False,
-                )
-        if "owner" in self.fields and user is not None:
-            self._owner_field(user)
-
-    def _owner_field(self, user: Any) -> None:
-        """The owners ``permissions.owner_choices`` allows in the schedule's tenant (and the
-        current owner, which may stay); the add form starts with the editor as the owner. A
-        user who may not assign owners sees the owner without being able to change it (the
-        service refuses another owner anyway)."""
-        field = cast(forms.ModelChoiceField, self.fields["owner"])
-        allowed = permissions.owner_choices(user, self._tenant())
-        keep = Q(pk__in=allowed.values("pk"))
-        if self.instance.owner_id is not None:
-            keep |= Q(pk=self.instance.owner_id)
-        elif not may_assign_owner(user):
-            keep |= Q(pk=user.pk)
-        field.queryset = get_user_model().objects.filter(keep).order_by("username")
-        field.help_text = "Runs are checked against this user's permissions when they start."
-        if self.instance._state.adding:
-            field.initial = user.pk
-            self.initial.setdefault("owner", user.pk)
-        if not may_assign_owner(user):
-            field.disabled = True
-            field.help_text += " Choosing another owner needs the assign_owner permission."
-
-    def _tenant(self) -> str:
-        """The tenant the owner is picked for: the posted one when the editor may use it, else
-        the schedule's (or the first of the editor's). A posted tenant of someone else is
-        refused by the tenant field; the owners offered meanwhile are never its staff."""
-        if self.is_bound and "tenant" in self.fields:
-            posted = str(self.data.get(self.add_prefix("tenant")) or "")
-            user = getattr(self.request, "user", None)
-            if user is not None and may_access(user, posted):
-                return posted
-        if not self.instance._state.adding:
-            return str(self.instance.tenant or "")
-        return str(self.fields["tenant"].initial or "") if "tenant" in self.fields else ""
 
     def _builder_initial(self) -> None:
         spec = from_rule(self.instance.kind, self.instance.rule)
