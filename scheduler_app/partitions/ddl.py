@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from scheduler_app.models import Occurrence, OccurrenceAttempt
 from scheduler_app.partitions.ranges import Range, gaps
@@ -112,23 +112,52 @@ def columns(cursor: Any, parent: str | None = None) -> str:
     return ", ".join(connection.ops.quote_name(name) for (name,) in cursor.fetchall())
 
 
-def lock(cursor: Any, parents: list[str]) -> None:
+def lock(cursor: Any, parents: list[str], *, whole: bool = False) -> None:
     """Each partitioned table (against concurrent partition changes; reads and writes go on),
-    then its DEFAULT (nothing lands there while rows move in or out of it)."""
+    then its DEFAULT (nothing lands there while rows move in or out of it).
+
+    With ``whole``, each partitioned table is held ACCESS EXCLUSIVE as well, for a move of
+    rows out of DEFAULT: a statement that had read the partitions before the new one was
+    attached, and then waited for DEFAULT's lock, would look for a moved row only where it
+    was and write nothing (a worker's outcome, a handoff id: lost). Held whole, the ledger
+    makes such a statement wait before it reads the partitions, and it finds the new one."""
     cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+    mode = "ACCESS EXCLUSIVE" if whole else "SHARE UPDATE EXCLUSIVE"
     for parent in parents:
-        cursor.execute(f"LOCK TABLE ONLY {parent} IN SHARE UPDATE EXCLUSIVE MODE")
+        cursor.execute(f"LOCK TABLE ONLY {parent} IN {mode} MODE")
         cursor.execute(f"LOCK TABLE {default_name(parent)} IN ACCESS EXCLUSIVE MODE")
+
+
+class RowsLanded(DatabaseError):
+    """Rows of a new partition's range landed in DEFAULT between the look that found none and
+    the locks: the partition is made on the next try, with the whole ledger held."""
+
+
+def holds_rows(cursor: Any, parents: list[str], span: Range) -> bool:
+    """Whether any DEFAULT partition holds rows of ``span`` (one indexed look each)."""
+    for parent in parents:
+        cursor.execute(
+            f"SELECT EXISTS (SELECT 1 FROM {default_name(parent)} "
+            f"WHERE {KEY} >= %s AND {KEY} < %s)",
+            [span.start, span.end],
+        )
+        if cursor.fetchone()[0]:
+            return True
+    return False
 
 
 def create(span: Range) -> int:
     """Create the partition of ``span`` of the ledger (and of the attempts) and move into it
     the rows DEFAULT holds for it; return how many occurrences moved. Made apart and attached
     (``ATTACH`` leaves reads and writes of the other partitions alone, where ``CREATE TABLE
-    ... PARTITION OF`` would stop them)."""
+    ... PARTITION OF`` would stop them); when rows are to move, the whole ledger is held for
+    the move (``lock``), which is rare: partitions are made ahead of their rows."""
     parents = tables()
     with connection.cursor() as cursor:
-        lock(cursor, parents)
+        whole = holds_rows(cursor, parents, span)  # before any lock: a look, checked below
+        lock(cursor, parents, whole=whole)
+        if not whole and holds_rows(cursor, parents, span):
+            raise RowsLanded(f"rows of {span.suffix} landed in DEFAULT; made on the next try")
         moved = _create(cursor, table(), span)
         for parent in parents[1:]:
             # The attempts' partitions follow the ledger's; one made by hand is left alone.
