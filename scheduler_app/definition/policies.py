@@ -150,9 +150,16 @@ def flat_policies(options: Mapping[str, Any]) -> Flattened:
     value given to an option that does not take it, is refused."""
     flat = dict(options)
     paths: dict[str, str] = {}
+    for name, value in options.items():
+        if isinstance(value, type) and issubclass(value, Policy):
+            raise ScheduleValidationError(
+                name,
+                f"write {value.__name__}(...) with its settings, not the class {value.__name__}",
+            )
     for keyword, types in POLICY_KEYWORDS.items():
         value = options.get(keyword)
-        if isinstance(value, Policy) and not isinstance(value, types):
+        # Exactly these types: a subclass could carry other fields or route them elsewhere.
+        if isinstance(value, Policy) and type(value) not in types:
             takes = ", ".join(f"{kind.__name__}(...)" for kind in types)
             raise ScheduleValidationError(
                 keyword, f"{keyword}= takes {takes}, not {type(value).__name__}(...)"

@@ -45,10 +45,14 @@ def _current_definition() -> Subquery | RawSQL:
     schedules = Schedule._meta.db_table
     keys = ", ".join(f"'{key}'" for key in VERSION_CHECKED)
     return RawSQL(
-        f'(SELECT jsonb_object_agg(e.key, e.value) FROM "{table}" AS cv,'
-        f" jsonb_each(cv.definition) AS e"
-        f' WHERE cv.schedule_id = "{schedules}".id AND cv.version = "{schedules}".version'
-        f" AND e.key IN ({keys}))",
+        # A definition that is no object (written past the services) is read whole: the
+        # version check refuses it, where jsonb_each of it would fail the whole claim (and
+        # every schedule's tick with it).
+        f"(SELECT CASE WHEN jsonb_typeof(cv.definition) = 'object' THEN"
+        f" (SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each(cv.definition) AS e"
+        f" WHERE e.key IN ({keys})) ELSE cv.definition END"
+        f' FROM "{table}" AS cv'
+        f' WHERE cv.schedule_id = "{schedules}".id AND cv.version = "{schedules}".version)',
         [],
         output_field=JSONField(),
     )
@@ -92,8 +96,10 @@ def attach(rows: list[Occurrence], schedules: list[Schedule]) -> None:
         version = versions.get(row.schedule_version_id)
         if version is None:
             stored = getattr(schedule, "current_definition", None) or {}
-            definition = {key: stored[key] for key in VERSION_CHECKED if key in stored}
-            definition.setdefault("objective", schedule.objective)
+            definition = stored  # no object: ``matches_version`` refuses it
+            if isinstance(stored, dict):
+                definition = {key: stored[key] for key in VERSION_CHECKED if key in stored}
+                definition.setdefault("objective", schedule.objective)
             version = new_row(
                 ScheduleVersion,
                 id=row.schedule_version_id,

@@ -120,8 +120,8 @@ def lock(cursor: Any, parents: list[str], *, whole: bool = False) -> None:
     rows out of DEFAULT: a statement that had read the partitions before the new one was
     attached, and then waited for DEFAULT's lock, would look for a moved row only where it
     was and write nothing (a worker's outcome, a handoff id: lost). Held whole, the ledger
-    makes such a statement wait before it reads the partitions, and it finds the new one."""
-    cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+    makes such a statement wait before it reads the partitions, and it finds the new one.
+    Call it once per transaction (``create`` does), after ``SET LOCAL lock_timeout``."""
     mode = "ACCESS EXCLUSIVE" if whole else "SHARE UPDATE EXCLUSIVE"
     for parent in parents:
         cursor.execute(f"LOCK TABLE ONLY {parent} IN {mode} MODE")
@@ -133,37 +133,43 @@ class RowsLanded(DatabaseError):
     the locks: the partition is made on the next try, with the whole ledger held."""
 
 
-def holds_rows(cursor: Any, parents: list[str], span: Range) -> bool:
-    """Whether any DEFAULT partition holds rows of ``span`` (one indexed look each)."""
+def holds_rows(cursor: Any, parents: list[str], spans: tuple[Range, ...]) -> bool:
+    """Whether any DEFAULT partition holds rows of ``spans`` (one indexed look each)."""
     for parent in parents:
-        cursor.execute(
-            f"SELECT EXISTS (SELECT 1 FROM {default_name(parent)} "
-            f"WHERE {KEY} >= %s AND {KEY} < %s)",
-            [span.start, span.end],
-        )
-        if cursor.fetchone()[0]:
-            return True
+        for span in spans:
+            cursor.execute(
+                f"SELECT EXISTS (SELECT 1 FROM {default_name(parent)} "
+                f"WHERE {KEY} >= %s AND {KEY} < %s)",
+                [span.start, span.end],
+            )
+            if cursor.fetchone()[0]:
+                return True
     return False
 
 
-def create(span: Range) -> int:
-    """Create the partition of ``span`` of the ledger (and of the attempts) and move into it
-    the rows DEFAULT holds for it; return how many occurrences moved. Made apart and attached
-    (``ATTACH`` leaves reads and writes of the other partitions alone, where ``CREATE TABLE
-    ... PARTITION OF`` would stop them); when rows are to move, the whole ledger is held for
-    the move (``lock``), which is rare: partitions are made ahead of their rows."""
+def create(*spans: Range) -> int:
+    """Create the partitions of ``spans`` of the ledger (and of the attempts) and move into
+    them the rows DEFAULT holds for them; return how many occurrences moved. Made apart and
+    attached (``ATTACH`` leaves reads and writes of the other partitions alone, where ``CREATE
+    TABLE ... PARTITION OF`` would stop them). The locks are taken once, for all of them, in
+    the mode the move needs (``lock``): a stronger lock asked for later in the same
+    transaction would wait for statements that wait for the DEFAULT it holds (a deadlock).
+    Holding the whole ledger is rare: partitions are made ahead of their rows."""
     parents = tables()
     with connection.cursor() as cursor:
-        whole = holds_rows(cursor, parents, span)  # before any lock: a look, checked below
+        cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+        whole = holds_rows(cursor, parents, spans)  # before any lock: a look, checked below
         lock(cursor, parents, whole=whole)
-        if not whole and holds_rows(cursor, parents, span):
-            raise RowsLanded(f"rows of {span.suffix} landed in DEFAULT; made on the next try")
-        moved = _create(cursor, table(), span)
-        for parent in parents[1:]:
-            # The attempts' partitions follow the ledger's; one made by hand is left alone.
-            existing = [p.range for p in partitions(parent) if p.range is not None]
-            for part in gaps(span, existing):
-                _create(cursor, parent, part)
+        if not whole and holds_rows(cursor, parents, spans):
+            raise RowsLanded("rows of a new partition landed in DEFAULT; made on the next try")
+        moved = 0
+        for span in spans:
+            moved += _create(cursor, table(), span)
+            for parent in parents[1:]:
+                # The attempts' partitions follow the ledger's; one made by hand is left alone.
+                existing = [p.range for p in partitions(parent) if p.range is not None]
+                for part in gaps(span, existing):
+                    _create(cursor, parent, part)
     return moved
 
 

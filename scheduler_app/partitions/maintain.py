@@ -18,7 +18,7 @@ from django.db import DatabaseError, connection, transaction
 
 from scheduler_app.conf import SchedulerSettings
 from scheduler_app.partitions import ddl
-from scheduler_app.partitions.ranges import Interval, ahead, gaps
+from scheduler_app.partitions.ranges import Interval, Range, ahead, gaps
 
 logger = logging.getLogger("scheduler_app.partitions")
 ADVISORY_LOCK = 0x5C4E_D0CC
@@ -53,13 +53,13 @@ def create_ahead(now: datetime, *, count: int, interval: Interval) -> CreateRepo
         if not locked():
             return CreateReport(busy=True)
         existing = [p.range for p in ddl.partitions() if p.range is not None]
-        created: list[str] = []
-        moved = 0
+        spans: list[Range] = []
         for wanted in ahead(now, interval, count):
             for span in gaps(wanted, existing):
-                moved += ddl.create(span)
-                created.append(f"{ddl.table()}_{span.suffix}")
+                spans.append(span)
                 existing.append(span)
+        moved = ddl.create(*spans) if spans else 0  # one set of locks for all (ddl.create)
+        created = [f"{ddl.table()}_{span.suffix}" for span in spans]
     if created:
         logger.info(
             "partitions created",

@@ -81,8 +81,11 @@ def why_not_runnable(row: Occurrence, asked: dict[str, bool] | None = None) -> s
 
 def matches_version(row: Occurrence) -> bool:
     """The row runs the task and payload of the version it names (a row whose task, kwargs or
-    args were changed past the services does not run under that version's approval)."""
+    args were changed past the services does not run under that version's approval). A stored
+    definition that is no object (written past the services too) matches nothing."""
     definition = row.schedule_version.definition or {}
+    if not isinstance(definition, dict):
+        return False
     if "task" in definition and definition["task"] != row.task:
         return False
     if "args" in definition and definition["args"] != (row.args or []):

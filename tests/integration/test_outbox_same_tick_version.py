@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.models import JSONField, Value
 from django.test.utils import CaptureQueriesContext
 
 from scheduler_app.clock import FakeClock
@@ -111,3 +112,25 @@ def test_a_version_without_the_checked_keys_publishes_and_keeps_its_objective() 
     clock.set(START + MINUTE)
     assert ticker(broker, clock).tick().published == 1
     assert broker.sent[0].schedule_version.definition == {"objective": "the monthly close"}
+
+
+@pytest.mark.parametrize("stored", [[1], ["task"], "task", 7])
+def test_a_version_that_is_no_object_refuses_its_rows_and_stalls_no_other(stored: Any) -> None:
+    """Written past the services, a definition that is no JSON object matches no row: its
+    rows end ``not_its_version``, and the other schedules of the batch publish."""
+    clock, broker = FakeClock(START), MemoryPublisher()
+    odd, healthy = every_minute(clock), every_minute(clock)
+    ScheduleVersion.objects.filter(schedule=odd).update(definition=Value(stored, JSONField()))
+    clock.set(START + MINUTE)
+    assert ticker(broker, clock).tick().published == 1
+    assert [row.schedule_id for row in broker.sent] == [healthy.pk]
+    [row] = rows(odd)
+    assert (row.state, row.reason) == (OccurrenceState.SKIPPED, NOT_ITS_VERSION)
+
+
+def test_a_version_stored_as_json_null_reads_as_one_without_the_checked_keys() -> None:
+    clock, broker = FakeClock(START), MemoryPublisher()
+    target = every_minute(clock)
+    ScheduleVersion.objects.filter(schedule=target).update(definition=Value(None, JSONField()))
+    clock.set(START + MINUTE)
+    assert ticker(broker, clock).tick().published == 1

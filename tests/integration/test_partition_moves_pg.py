@@ -15,7 +15,8 @@ from django.db import connection, transaction
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.partitions import ddl
-from scheduler_app.partitions.ranges import Range
+from scheduler_app.partitions.maintain import create_ahead
+from scheduler_app.partitions.ranges import Interval, Range
 from tests.integration.partition_support import fetch, occurrence, partition_counts
 from tests.integration.support import START, schedule
 
@@ -101,3 +102,29 @@ def test_rows_that_land_between_the_look_and_the_locks_wait_for_the_next_try(
     with transaction.atomic():
         assert ddl.create(JAN) == 1
     assert partition_counts()["p20240101"] == 1
+
+
+@pytest.mark.django_db
+def test_partitions_made_together_take_their_locks_once_in_the_mode_the_move_needs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """January has no row waiting, February has one: one lock, of the whole ledger, for both
+    (a stronger lock asked for after January's would wait for statements that wait for the
+    DEFAULT January's holds: a deadlock)."""
+    target = schedule(FakeClock(START), kind="interval", rule="1d")
+    occurrence(target, datetime(2024, 2, 10, 12, tzinfo=UTC)).save(force_insert=True)
+    taken: list[bool] = []
+    original = ddl.lock
+
+    def recording(cursor: object, parents: list[str], *, whole: bool = False) -> None:
+        taken.append(whole)
+        original(cursor, parents, whole=whole)
+
+    monkeypatch.setattr(ddl, "lock", recording)
+    report = create_ahead(datetime(2024, 1, 10, tzinfo=UTC), count=1, interval=Interval.MONTH)
+    assert (report.created, report.moved) == (
+        ("scheduler_app_occurrence_p20240101", "scheduler_app_occurrence_p20240201"),
+        1,
+    )
+    assert taken == [True]
+    assert partition_counts()["p20240201"] == 1

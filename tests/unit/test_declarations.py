@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -345,6 +346,13 @@ def test_the_example_of_the_docs_is_stored_in_the_flat_fields() -> None:
     assert (fields["catch_up_limit"], fields["max_attempts"]) == (12, 5)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Rerouting(CatchUp):
+    """A subclass that would store its window as a ping URL: refused, as any subclass is."""
+
+    flat = {"window": "ping_url"}
+
+
 BAD: list[tuple[dict[str, Any], str, str]] = [
     ({"misfire": CatchUp(window="soon")}, "misfire.window", "is not a duration"),
     ({"misfire": CatchUp(limit=0)}, "misfire.limit", "whole number >= 1"),
@@ -370,6 +378,9 @@ BAD: list[tuple[dict[str, Any], str, str]] = [
     ({"max_attempts": Retry()}, "max_attempts", "is given to retry="),
     ({"retyr": Retry()}, "retyr", "is given to retry=, not to retyr="),
     ({"retyr": 3}, "retyr", "did you mean retry=?"),
+    ({"misfire": CatchUp}, "misfire", "write CatchUp(...) with its settings, not the class"),
+    ({"retry": Retry}, "retry", "write Retry(...)"),
+    ({"misfire": Rerouting(window="1h")}, "misfire", "not Rerouting(...)"),
 ]
 
 
