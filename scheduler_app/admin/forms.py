@@ -27,7 +27,8 @@ from scheduler_app.admin.choosing import ScheduleChoices
 from scheduler_app.admin.fields import PayloadJSONField, error_message, error_target
 from scheduler_app.admin.words import WORDS_HELP, timing_values
 from scheduler_app.authoring.preview import TICK
-from scheduler_app.definition.schedule import check_min_interval, timing_for, validate_definition
+from scheduler_app.definition.parsed import Definition, parse_definition
+from scheduler_app.definition.schedule import check_min_interval, timing_for
 from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
 from scheduler_app.handoff.allowlist import check_target
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule
@@ -155,6 +156,8 @@ class ScheduleForm(ScheduleChoices):
         if not adding and not self.is_bound:
             self._builder_initial()
         self.warnings: list[str] = []
+        self.definition: Definition | None = None
+        """The definition as checked (set by ``clean`` when it is valid)."""
 
     def _builder_initial(self) -> None:
         spec = from_rule(self.instance.kind, self.instance.rule)
@@ -339,9 +342,10 @@ class ScheduleForm(ScheduleChoices):
         values["args"] = values.get("args") or []
         now = self._now()
         try:
-            timing = validate_definition(
-                {**values, "anchor": values.get("anchor") or now.replace(microsecond=0)}
+            definition = parse_definition(
+                {**values, "anchor": values.get("anchor") or now.replace(microsecond=0)}, now=now
             )
+            timing = definition.timing
             adding = self.instance._state.adding
             # The services' question, asked when they will ask it (a new or changed
             # definition): the first slot and the searches around it, within the settings'
@@ -355,6 +359,7 @@ class ScheduleForm(ScheduleChoices):
                 raise ScheduleValidationError(
                     "rule", "the rule has no slot at or after now; pick a future time"
                 )
+            self.definition = definition  # what a new schedule is created from, parsed once
         except ScheduleValidationError as exc:
             target = error_target(exc.field, self.fields, built=built)
             message = error_message(exc.field, exc.message)

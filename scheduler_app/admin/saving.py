@@ -18,7 +18,7 @@ from django.utils import translation
 from scheduler_app import services
 from scheduler_app.admin.forms import EDITABLE
 from scheduler_app.errors import SchedulerError
-from scheduler_app.models import Schedule
+from scheduler_app.models import SEMANTIC_FIELDS, Schedule
 
 STORED = (*EDITABLE, "cost_estimate")
 """The form's fields that are columns of the schedule (what the History line compares)."""
@@ -48,6 +48,11 @@ def save_schedule(
                 user=request.user,
                 reason=form.cleaned_data.get("reason", ""),
                 **changed,
+            )
+        elif form.definition is not None:  # checked by the form: not parsed again
+            beside = {k: v for k, v in values.items() if k not in SEMANTIC_FIELDS}
+            saved = services.create_schedule(
+                user=request.user, definition=form.definition, **beside
             )
         else:
             saved = services.create_schedule(user=request.user, **values)

@@ -15,18 +15,16 @@ from typing import Any
 from uuid import UUID
 
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.definition.schedule import validate_definition
+from scheduler_app.definition.parsed import Definition, parse_definition
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
 from scheduler_app.handoff.endpoints import check_event_route
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleStatus
-from scheduler_app.policies.lateness import LATENESS_FIELDS, apply_class_defaults
+from scheduler_app.policies.lateness import LATENESS_FIELDS
 from scheduler_app.safety.actors import COMMAND
 from scheduler_app.safety.payloads import check_payload
 from scheduler_app.services import (
-    DEFAULTS,
     cancel_schedule,
     create_schedule,
-    normalize_definition,
     pause_schedule,
     resume_schedule,
     update_schedule,
@@ -79,6 +77,8 @@ class Change:
     desired: Desired
     action: str
     values: dict[str, Any]
+    definition: Definition | None = None
+    """The parsed definition a ``create`` stores as it is (not parsed again)."""
     existing: Schedule | None = None
     changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     status_from: str | None = None
@@ -193,12 +193,9 @@ class _Stored:
 
 def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
     existing = stored.find(item)
-    semantic = apply_class_defaults({k: v for k, v in item.fields.items() if k in SEMANTIC_FIELDS})
-    if existing is not None:
-        for name in item.keep_existing:
-            semantic[name] = getattr(existing, name)
-    values = normalize_definition({**DEFAULTS, **semantic}, now)
-    timing = validate_definition(values)
+    kept = {name: getattr(existing, name) for name in item.keep_existing} if existing else None
+    definition = parse_definition(item.fields, now=now, kept=kept)
+    values, timing = dict(definition.columns), definition.timing
     # The services' write gate refuses secrets in the payload: say so in the plan, on the
     # document's field, not at apply time as a problem of the file.
     check_payload(values.get("kwargs") or {})
@@ -219,7 +216,7 @@ def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
             )
         # ``origin`` (api/code) is set when a schedule is created, never changed afterwards.
         create_only = {k: v for k, v in item.fields.items() if k == "origin" and v}
-        return Change(item, "create", {**values, **descriptive, **create_only})
+        return Change(item, "create", {**values, **descriptive, **create_only}, definition)
     if existing.key and item.fields.get("key") and existing.key != item.fields["key"]:
         _check_key_free(item.fields["key"], existing)
     changed = {
@@ -232,7 +229,14 @@ def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
     _check_status(existing, item.status, bool(changed))
     status_from = existing.status if _wants_status(existing.status, item.status) else None
     action = "update" if changed or status_from else "unchanged"
-    return Change(item, action, {**values, **descriptive}, existing, changed, status_from)
+    return Change(
+        item,
+        action,
+        {**values, **descriptive},
+        existing=existing,
+        changed=changed,
+        status_from=status_from,
+    )
 
 
 def _check_key_free(key: str, existing: Schedule) -> None:
@@ -287,7 +291,10 @@ def _apply_one(change: Change, clock: Clock, user: Any) -> Schedule:
         wanted_id: dict[str, Any] = (
             {"id": change.desired.schedule_id} if change.desired.schedule_id else {}
         )
-        schedule = create_schedule(clock=clock, user=user, **change.values, **wanted_id)
+        beside = {k: v for k, v in change.values.items() if k not in SEMANTIC_FIELDS}
+        schedule = create_schedule(
+            definition=change.definition, clock=clock, user=user, **beside, **wanted_id
+        )
         current = ScheduleStatus.ACTIVE.value
     else:
         existing = change.existing

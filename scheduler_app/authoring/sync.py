@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 
 from scheduler_app.authoring.declarations import Declaration, ScheduleRegistry, registry
 from scheduler_app.clock import Clock, SystemClock
-from scheduler_app.definition.schedule import validate_definition
+from scheduler_app.definition.parsed import Definition, parse_definition
 from scheduler_app.djtasks import registry as djtasks
 from scheduler_app.errors import (
     DuplicateKey,
@@ -32,7 +32,7 @@ from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleOrigin, Sche
 from scheduler_app.policies.lateness import LATENESS_FIELDS, apply_class_defaults
 from scheduler_app.safety.actors import SYNC
 from scheduler_app.services import DEFAULTS, cancel_schedule, create_schedule, update_schedule
-from scheduler_app.timing import Kind, first_slot
+from scheduler_app.timing import first_slot
 
 logger = logging.getLogger("scheduler_app.sync")
 Action = Literal["create", "update", "unchanged", "retire", "error"]
@@ -191,12 +191,13 @@ def _create(
     dry_run: bool,
     detail: str = "",
 ) -> SyncEntry:
+    definition = _check(desired, now, creating=True)
     if dry_run:
-        _check(desired, now, creating=True)
         return _entry("create", declaration, None, version=1, detail=detail)
-    fields = {name: value for name, value in desired.items() if value is not None}
     with transaction.atomic():
-        created = create_schedule(clock=clock, user=SYNC, key=declaration.key, **fields)
+        created = create_schedule(
+            definition=definition, clock=clock, user=SYNC, key=declaration.key
+        )
         Schedule.objects.filter(pk=created.pk).update(origin=ScheduleOrigin.CODE)
         _locate(created.pk, declaration)
     return _entry("create", declaration, created, detail=detail)
@@ -274,19 +275,19 @@ def differences(row: Schedule, desired: dict[str, Any]) -> dict[str, Any]:
     return changes
 
 
-def _check(values: dict[str, Any], now: datetime, *, creating: bool = False) -> None:
-    """What the services would refuse, found without writing (for dry runs): the same
-    ``first_slot`` search under the settings' budget (a rule rarer than it sees is refused)."""
-    values = dict(values)
-    if values.get("anchor") is None and values["kind"] in (Kind.RRULE, Kind.INTERVAL):
-        values["anchor"] = now.replace(microsecond=0)
-    timing = validate_definition(values)
-    if first_slot(timing, now - _TICK) is None and creating:
+def _check(values: dict[str, Any], now: datetime, *, creating: bool = False) -> Definition:
+    """The definition as the services will store it, or what they would refuse, found
+    without writing: the same ``first_slot`` search under the settings' budget (a rule rarer
+    than it sees is refused)."""
+    given = {name: value for name, value in values.items() if value is not None}
+    definition = parse_definition(given, now=now)
+    if first_slot(definition.timing, now - _TICK) is None and creating:
         raise ScheduleValidationError(
             "rule",
             "the rule has no slot at or after now; pick a future time",
             code="no_future_slot",
         )
+    return definition
 
 
 def _entry(

@@ -35,12 +35,12 @@ from scheduler_app.contract.fields import (
     enum_value,
 )
 from scheduler_app.contract.targets import parse_target
-from scheduler_app.definition.schedule import CHOICE_FIELDS, validate_definition
+from scheduler_app.definition.parsed import parse_definition
+from scheduler_app.definition.schedule import CHOICE_FIELDS
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
 from scheduler_app.models import SEMANTIC_FIELDS, LatenessClass
 from scheduler_app.policies.lateness import apply_class_defaults
 from scheduler_app.policies.limits import check_text
-from scheduler_app.services import DEFAULTS, normalize_definition
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent, get_zone
 
 OTHER_CHOICES: dict[str, list[str]] = {
@@ -148,9 +148,8 @@ def _check_the_rest(fields: dict[str, Any], out: Collector) -> None:
     if usable.get("kind") in (None, "") or usable.get("rule") in (None, ""):
         return
     usable.pop("lateness_class", None)
-    values = {**DEFAULTS, **usable}
     try:
-        validate_definition(normalize_definition(values, _PLACEHOLDER_NOW))
+        parse_definition(usable, now=_PLACEHOLDER_NOW)
     except ScheduleValidationError as exc:
         path = paths.get(exc.field.split(".", 1)[0], exc.field)
         if path not in reported:

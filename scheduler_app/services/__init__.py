@@ -2,20 +2,18 @@
 
 ``schedules``: create, update; ``status``: pause, resume, cancel, delete; ``replay``;
 ``fields``: the fields
-they take, ``DEFAULTS`` and the canonical form. ``operator``: run now and
+they take besides the definition (``DEFAULTS``, the canonical form and ``parse_definition``
+are in ``scheduler_app.definition``, re-exported here). ``operator``: run now and
 undoing a cancel; ``backfills``: backfill; ``approval``: approving a version. Every one takes
 the acting ``user`` (a person, or a system actor from ``scheduler_app.safety.actors``), decides who
 may do it (``scheduler_app.safety.access``), and records it in the audit trail in its transaction.
 """
 
+from scheduler_app.definition.canonical import DEFAULTS, normalize_definition
+from scheduler_app.definition.parsed import Definition, parse_definition
 from scheduler_app.services.approval import approve_schedule
 from scheduler_app.services.backfills import BackfillPlan, backfill
-from scheduler_app.services.fields import (
-    CREATE_ONLY_FIELDS,
-    DEFAULTS,
-    DESCRIPTIVE_FIELDS,
-    normalize_definition,
-)
+from scheduler_app.services.fields import CREATE_ONLY_FIELDS, DESCRIPTIVE_FIELDS
 from scheduler_app.services.operator import (
     OperatorPermissionDenied,
     restore_schedule,
@@ -37,6 +35,7 @@ __all__ = [
     "DEFAULTS",
     "DESCRIPTIVE_FIELDS",
     "BackfillPlan",
+    "Definition",
     "OperatorPermissionDenied",
     "ResumePreview",
     "approve_schedule",
@@ -45,6 +44,7 @@ __all__ = [
     "create_schedule",
     "delete_schedule",
     "normalize_definition",
+    "parse_definition",
     "pause_schedule",
     "preview_resume",
     "replay_occurrence",

@@ -15,6 +15,7 @@ from uuid import UUID
 from django.db import IntegrityError, transaction
 
 from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.definition.parsed import Definition, canonical_fields, parse_definition
 from scheduler_app.definition.schedule import (
     calendar_data_versions,
     is_uuid,
@@ -41,7 +42,6 @@ from scheduler_app.models import (
     ScheduleVersion,
 )
 from scheduler_app.models.audit import AuditAction
-from scheduler_app.policies.lateness import apply_class_defaults
 from scheduler_app.policies.limits import check_descriptive
 from scheduler_app.safety import audit
 from scheduler_app.safety.access import (
@@ -57,12 +57,10 @@ from scheduler_app.safety.routing import check_routing
 from scheduler_app.safety.tenancy import check_access
 from scheduler_app.services.fields import (
     CREATE_ONLY_FIELDS,
-    DEFAULTS,
     DESCRIPTIVE_FIELDS,
     OPERATIONAL_FIELDS,
     check_create_only,
     descriptive_values,
-    normalize_definition,
     operational_values,
     refuse_unknown,
 )
@@ -81,19 +79,27 @@ def clock_of(clock: Clock | None) -> Clock:
 
 
 def create_schedule(
-    *, clock: Clock | None = None, user: Any = None, reason: str = "", **fields: Any
+    *,
+    definition: Definition | None = None,
+    clock: Clock | None = None,
+    user: Any = None,
+    reason: str = "",
+    **fields: Any,
 ) -> Schedule:
     """Validate and store a new schedule (version 1); ``next_run_at`` is its first slot >= now.
 
     Required: ``task``, ``kind`` (cron|rrule|interval|once), ``rule``, or instead of the
     timing fields ``text`` (an English phrase, see ``scheduler_app.authoring``). See
-    docs/api.md for the rest. ``user`` is the person creating it: the owner defaults to
-    them, and only a user allowed to assign owners may name another. Raises
-    ``ScheduleValidationError`` and stores nothing when anything is wrong. Everything is
-    validated before a transaction opens.
+    docs/api.md for the rest. Or the definition already parsed: ``definition=`` (built by
+    ``parse_definition``), with only the fields that are not part of it. ``user`` is the
+    person creating it: the owner defaults to them, and only a user allowed to assign owners
+    may name another. Raises ``ScheduleValidationError`` and stores nothing when anything is
+    wrong. Everything is validated before a transaction opens.
     """
     now = clock_of(clock).now()
     authorize(user, ADD)
+    if definition is not None:
+        fields = {**_beside(definition, fields), **definition.columns}
     fields = fields_from_text(fields)  # text="every weekday at 9:00" -> kind, rule, timezone
     refuse_unknown(
         fields, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *OPERATIONAL_FIELDS, *CREATE_ONLY_FIELDS)
@@ -110,9 +116,8 @@ def create_schedule(
     check_runner_edit(user, [name for name in WHAT_RUNS if fields.get(name)], fields.get("owner"))
     check_descriptive(fields)
     operational = operational_values(fields)
-    semantic = apply_class_defaults({k: v for k, v in fields.items() if k in SEMANTIC_FIELDS})
-    values = normalize_definition({**DEFAULTS, **semantic}, now)
-    timing = validate_definition(values)
+    definition = definition or parse_definition(fields, now=now)
+    values, timing = dict(definition.columns), definition.timing
     check_routing(values.get("options"), str(fields.get("tenant") or ""))
     check_event_route(values["task"], values.get("options"), str(fields.get("tenant") or ""))
     first = first_slot(timing, now - _TICK)
@@ -142,6 +147,18 @@ def create_schedule(
         "schedule created", extra={"action": "schedule.created", "schedule_id": str(schedule.id)}
     )
     return schedule
+
+
+def _beside(definition: Definition, fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields given beside a parsed ``definition``: none of them may be part of it."""
+    twice = sorted(set(fields) & {*SEMANTIC_FIELDS, "text"})
+    if twice:
+        raise ScheduleValidationError(
+            twice[0],
+            f"{twice[0]} is part of the definition given; pass it once, in the definition",
+            code="given_twice",
+        )
+    return fields
 
 
 def _insert(schedule: Schedule) -> None:
@@ -198,10 +215,7 @@ def update_schedule(
         check_owner_present(changes["owner"], before.origin)
     check_descriptive(changes)
     current = {name: getattr(before, name) for name in SEMANTIC_FIELDS}
-    requested = apply_class_defaults(
-        {k: v for k, v in changes.items() if k in current}, current=current
-    )
-    values = normalize_definition({**current, **requested}, now)
+    values = canonical_fields(changes, now=now, current=current)
     semantic = {k: v for k, v in values.items() if v != current[k]}
     # Nobody runs their task or arguments, or the owner's task more often, with another
     # person's rights by editing: refused before the rule is evaluated (review 9: an edit
