@@ -19,7 +19,6 @@ from scheduler_app.definition.parsed import Definition, parse_definition
 from scheduler_app.errors import ScheduleStateError, ScheduleValidationError
 from scheduler_app.handoff.endpoints import check_event_route
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleStatus
-from scheduler_app.policies.lateness import LATENESS_FIELDS
 from scheduler_app.safety.actors import COMMAND
 from scheduler_app.safety.payloads import check_payload
 from scheduler_app.services import (
@@ -78,7 +77,7 @@ class Change:
     action: str
     values: dict[str, Any]
     definition: Definition | None = None
-    """The parsed definition a ``create`` stores as it is (not parsed again)."""
+    """The parsed definition the services store as it is (not parsed again)."""
     existing: Schedule | None = None
     changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     status_from: str | None = None
@@ -233,6 +232,7 @@ def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
         item,
         action,
         {**values, **descriptive},
+        definition,
         existing=existing,
         changed=changed,
         status_from=status_from,
@@ -303,11 +303,20 @@ def _apply_one(change: Change, clock: Clock, user: Any) -> Schedule:
         schedule = existing
         current = existing.status
         if change.changed:
-            updates = {name: new for name, (_old, new) in change.changed.items()}
-            if "lateness_class" in updates:  # the document's values, not the class defaults
-                updates.update({name: change.values[name] for name in LATENESS_FIELDS})
+            # The document's whole definition (its lateness policies as written, not the
+            # class defaults applied again), and the other fields that changed.
+            beside = {
+                name: new
+                for name, (_old, new) in change.changed.items()
+                if name not in SEMANTIC_FIELDS
+            }
             schedule = update_schedule(
-                existing.pk, expected_version=existing.version, clock=clock, user=user, **updates
+                existing.pk,
+                expected_version=existing.version,
+                definition=change.definition,
+                clock=clock,
+                user=user,
+                **beside,
             )
     _set_status(schedule.pk, current, change.desired.status, clock, user)
     logger.info(

@@ -29,7 +29,7 @@ from scheduler_app.errors import (
 )
 from scheduler_app.handoff.allowlist import check_target
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleOrigin, ScheduleStatus
-from scheduler_app.policies.lateness import LATENESS_FIELDS, apply_class_defaults
+from scheduler_app.policies.lateness import apply_class_defaults
 from scheduler_app.safety.actors import SYNC
 from scheduler_app.services import DEFAULTS, cancel_schedule, create_schedule, update_schedule
 from scheduler_app.timing import first_slot
@@ -171,14 +171,13 @@ def _apply(
     if not changes:
         return _entry("unchanged", declaration, row)
     detail = f"changed {', '.join(sorted(changes))}"
+    # The whole definition as declared (the stored anchor where none is declared): its
+    # lateness policies are the declared ones, not the class defaults applied again.
+    definition = _check({**{name: getattr(row, name) for name in SEMANTIC_FIELDS}, **changes}, now)
     if dry_run:
-        _check({**{name: getattr(row, name) for name in SEMANTIC_FIELDS}, **changes}, now)
         return _entry("update", declaration, row, version=row.version + 1, detail=detail)
-    updates = dict(changes)
-    if "lateness_class" in changes:  # the declared values, not the class defaults again
-        updates.update({name: desired[name] for name in LATENESS_FIELDS})
     updated = update_schedule(
-        row.id, expected_version=row.version, clock=clock, user=SYNC, **updates
+        row.id, expected_version=row.version, definition=definition, clock=clock, user=SYNC
     )
     return _entry("update", declaration, updated, detail=detail)
 

@@ -8,29 +8,25 @@ in ``status``). Which fields they take, their defaults and their canonical form 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
-from scheduler_app.clock import Clock, SystemClock
+from scheduler_app.clock import Clock
 from scheduler_app.definition.parsed import Definition, canonical_fields, parse_definition
 from scheduler_app.definition.schedule import (
-    calendar_data_versions,
-    is_uuid,
     timing_for,
     validate_definition,
-    version_id,
 )
 from scheduler_app.definition.text import fields_from_text
 from scheduler_app.dispatch.materialize import apply_overlap, insert_occurrences, plan_schedule
 from scheduler_app.errors import (
-    DuplicateKey,
     SchedulerError,
     ScheduleStateError,
     ScheduleValidationError,
-    StaleVersion,
 )
 from scheduler_app.handoff.allowlist import target_of
 from scheduler_app.handoff.endpoints import check_event_route
@@ -39,7 +35,6 @@ from scheduler_app.models import (
     Occurrence,
     Schedule,
     ScheduleStatus,
-    ScheduleVersion,
 )
 from scheduler_app.models.audit import AuditAction
 from scheduler_app.policies.limits import check_descriptive
@@ -54,7 +49,6 @@ from scheduler_app.safety.approval import WHAT_RUNS, check_runner_edit
 from scheduler_app.safety.gates import before_write
 from scheduler_app.safety.permissions import check_owner_present, with_owner_rules
 from scheduler_app.safety.routing import check_routing
-from scheduler_app.safety.tenancy import check_access
 from scheduler_app.services.fields import (
     CREATE_ONLY_FIELDS,
     DESCRIPTIVE_FIELDS,
@@ -64,6 +58,15 @@ from scheduler_app.services.fields import (
     operational_values,
     refuse_unknown,
 )
+from scheduler_app.services.rows import (
+    check_version,
+    clock_of,
+    get_schedule,
+    insert,
+    locked,
+    save_keyed,
+    snapshot,
+)
 from scheduler_app.timing import (
     Timing,
     first_slot,
@@ -72,10 +75,6 @@ from scheduler_app.timing import (
 
 logger = logging.getLogger("scheduler_app.services")
 _TICK = timedelta(microseconds=1)
-
-
-def clock_of(clock: Clock | None) -> Clock:
-    return clock or SystemClock()
 
 
 def create_schedule(
@@ -140,8 +139,8 @@ def create_schedule(
             updated_at=now,
         )
         before_write(schedule, creating=True, now=now)
-        _insert(schedule)
-        _snapshot(schedule, now)
+        insert(schedule)
+        snapshot(schedule, now)
         audit.record(schedule, AuditAction.CREATED, user, now, reason=reason)
     logger.info(
         "schedule created", extra={"action": "schedule.created", "schedule_id": str(schedule.id)}
@@ -161,35 +160,11 @@ def _beside(definition: Definition, fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def _insert(schedule: Schedule) -> None:
-    """Insert, translating a key conflict (checked first, and raced by the constraint)."""
-    _save_keyed(schedule, force_insert=True)
-
-
-def _save_keyed(schedule: Schedule, *, force_insert: bool = False) -> None:
-    """Save, translating a conflict on the unique key into ``DuplicateKey`` (never a raw
-    database error that every surface would answer with a 500)."""
-    key_taken = DuplicateKey(
-        "key",
-        f"a schedule with key {schedule.key!r} exists already; pick another key or update it",
-        code="duplicate_key",
-    )
-    others = Schedule.objects.filter(key=schedule.key).exclude(pk=schedule.pk)
-    if schedule.key and others.exists():
-        raise key_taken
-    try:
-        with transaction.atomic():
-            schedule.save(force_insert=force_insert)
-    except IntegrityError:
-        if schedule.key and others.exists():
-            raise key_taken from None
-        raise
-
-
 def update_schedule(
     schedule_id: UUID | str,
     *,
     expected_version: int,
+    definition: Definition | None = None,
     clock: Clock | None = None,
     user: Any = None,
     reason: str = "",
@@ -202,20 +177,72 @@ def update_schedule(
     since, ``StaleVersion`` is raised and nothing is written. ``user`` is the person editing:
     only a user allowed to assign owners may change the owner. The new definition is
     validated before the transaction opens (no lock is held while a rule is evaluated).
+    ``definition=`` (built by ``parse_definition``) is the whole new definition, already
+    checked: the fields that differ from the stored ones are the change, and only the fields
+    that are not part of a definition may be given beside it.
     """
     now = clock_of(clock).now()
+    if definition is not None:
+        changes = {**_beside(definition, changes), **definition.columns}
     refuse_unknown(changes, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *OPERATIONAL_FIELDS))
-    before = _get(schedule_id, user)
+    before = get_schedule(schedule_id, user)
+    edit = _checked_edit(before, changes, definition, expected_version, user, now)
+    with transaction.atomic():
+        schedule = locked(schedule_id)
+        # The same version as validated: nothing it depends on changed in between.
+        check_version(schedule, expected_version)
+        if schedule.status == ScheduleStatus.CANCELLED:
+            raise ScheduleStateError(f"schedule {schedule.id} is cancelled; create a new one")
+        due_rows: list[Occurrence] = _flush_due(schedule, now) if edit.semantic else []
+        _apply_edit(schedule, edit, now)
+        if edit.changed:
+            audit.record(
+                schedule, AuditAction.EDITED, user, now, reason=reason, fields=edit.changed
+            )
+        insert_occurrences(due_rows)
+    return schedule
+
+
+@dataclass(frozen=True)
+class _Edit:
+    """An edit as checked: the values that differ from the stored ones, by kind."""
+
+    semantic: dict[str, Any]
+    descriptive: dict[str, Any]
+    operational: dict[str, Any]
+    timing: Timing | None
+    """The new timing, when the definition changed."""
+    first: datetime | None
+    """The first slot from now under the new timing."""
+
+    @property
+    def changed(self) -> list[str]:
+        return sorted({**self.semantic, **self.descriptive, **self.operational})
+
+
+def _checked_edit(
+    before: Schedule,
+    changes: dict[str, Any],
+    definition: Definition | None,
+    expected_version: int,
+    user: Any,
+    now: datetime,
+) -> _Edit:
+    """Every check of an edit, before any lock: rights, tenant, version, owner, limits, then
+    the definition (parsed here unless ``definition`` was), routing and the first slot."""
     authorize(user, CHANGE, before)
     if "tenant" in changes:
         check_tenant(user, changes["tenant"])
-    _check_version(before, expected_version)
+    check_version(before, expected_version)
     changes = with_owner_rules(changes, user, current=before)
     if "owner" in changes:
         check_owner_present(changes["owner"], before.origin)
     check_descriptive(changes)
     current = {name: getattr(before, name) for name in SEMANTIC_FIELDS}
-    values = canonical_fields(changes, now=now, current=current)
+    if definition is None:
+        values = canonical_fields(changes, now=now, current=current)
+    else:
+        values = dict(definition.columns)
     semantic = {k: v for k, v in values.items() if v != current[k]}
     # Nobody runs their task or arguments, or the owner's task more often, with another
     # person's rights by editing: refused before the rule is evaluated (review 9: an edit
@@ -225,7 +252,9 @@ def update_schedule(
     tenant = str(changes.get("tenant", before.tenant) or "")
     moved = ["tenant"] if tenant != (before.tenant or "") else []
     check_runner_edit(user, [*semantic, *moved], owner, owner_changed=owner_changed)
-    timing = validate_definition(values) if semantic else None
+    timing = None
+    if semantic:
+        timing = validate_definition(values) if definition is None else definition.timing
     check_routing(values.get("options"), tenant)
     check_event_route(values["task"], values.get("options"), tenant)
     first = first_slot(timing, now - _TICK) if timing is not None else None
@@ -235,45 +264,25 @@ def update_schedule(
         k: v for k, v in descriptive_values(changes).items() if _differs(getattr(before, k), v)
     }
     operational = {k: v for k, v in operational_values(changes).items() if getattr(before, k) != v}
-    with transaction.atomic():
-        schedule = locked(schedule_id)
-        # The same version as validated: nothing it depends on changed in between.
-        _check_version(schedule, expected_version)
-        if schedule.status == ScheduleStatus.CANCELLED:
-            raise ScheduleStateError(f"schedule {schedule.id} is cancelled; create a new one")
-        due_rows: list[Occurrence] = _flush_due(schedule, now) if semantic else []
-        for name, value in {**semantic, **descriptive, **operational}.items():
-            setattr(schedule, name, value)
-        if "task" in semantic:
-            schedule.target = target_of(schedule.task)
-        if semantic or descriptive:
-            schedule.version += 1
-        if timing is not None:
-            _restart_at(schedule, first)
-        schedule.updated_at = now
-        before_write(schedule, creating=False, now=now)
-        _save_keyed(schedule)
-        if semantic or descriptive:
-            _snapshot(schedule, now)
-        if semantic or descriptive or operational:
-            audit.record(
-                schedule,
-                AuditAction.EDITED,
-                user,
-                now,
-                reason=reason,
-                fields=sorted({**semantic, **descriptive, **operational}),
-            )
-        insert_occurrences(due_rows)
-    return schedule
+    return _Edit(semantic, descriptive, operational, timing, first)
 
 
-def _check_version(schedule: Schedule, expected_version: int) -> None:
-    if schedule.version != expected_version:
-        raise StaleVersion(
-            f"schedule {schedule.id} is at version {schedule.version}, your edit was based on "
-            f"version {expected_version}; reload it and apply your change again"
-        )
+def _apply_edit(schedule: Schedule, edit: _Edit, now: datetime) -> None:
+    """Write a checked edit to the locked row: a new version when the definition or a
+    descriptive field changed, the next slot anew when the timing did."""
+    for name, value in {**edit.semantic, **edit.descriptive, **edit.operational}.items():
+        setattr(schedule, name, value)
+    if "task" in edit.semantic:
+        schedule.target = target_of(schedule.task)
+    if edit.semantic or edit.descriptive:
+        schedule.version += 1
+    if edit.timing is not None:
+        _restart_at(schedule, edit.first)
+    schedule.updated_at = now
+    before_write(schedule, creating=False, now=now)
+    save_keyed(schedule)
+    if edit.semantic or edit.descriptive:
+        snapshot(schedule, now)
 
 
 def _differs(old: Any, new: Any) -> bool:
@@ -323,45 +332,3 @@ def _restart_at(schedule: Schedule, first: datetime | None) -> None:
         schedule.status = ScheduleStatus.COMPLETED
     elif schedule.status == ScheduleStatus.COMPLETED:
         schedule.status = ScheduleStatus.ACTIVE
-
-
-def _get(schedule_id: UUID | str, user: Any = None) -> Schedule:
-    """The schedule as stored, without a lock (validation happens before any lock).
-
-    With ``user``, their tenants are checked (``TenantForbidden``)."""
-    schedule = Schedule.objects.filter(pk=schedule_id).first() if is_uuid(schedule_id) else None
-    if schedule is None:
-        raise ScheduleValidationError(
-            "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
-        )
-    check_access(user, schedule)
-    return schedule
-
-
-def locked(schedule_id: UUID | str, user: Any = None) -> Schedule:
-    try:
-        schedule = Schedule.objects.select_for_update().get(pk=schedule_id)
-    except (Schedule.DoesNotExist, ValueError):
-        raise ScheduleValidationError(
-            "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
-        ) from None
-    check_access(user, schedule)
-    return schedule
-
-
-def _snapshot(schedule: Schedule, now: datetime) -> ScheduleVersion:
-    definition = {name: _jsonable(getattr(schedule, name)) for name in SEMANTIC_FIELDS}
-    # Who and what it is called are versioned too: an edit of them is a new version.
-    definition.update(name=schedule.name, tenant=schedule.tenant, owner_id=schedule.owner_id)
-    definition.update(calendar_data_versions(schedule))
-    return ScheduleVersion.objects.create(
-        id=version_id(schedule.id, schedule.version),
-        schedule=schedule,
-        version=schedule.version,
-        definition=definition,
-        created_at=now,
-    )
-
-
-def _jsonable(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value

@@ -41,7 +41,8 @@ from scheduler_app.safety.access import (
 )
 from scheduler_app.safety.actors import actor_name
 from scheduler_app.safety.approval import hold_for_approval
-from scheduler_app.services.schedules import clock_of, locked, restart
+from scheduler_app.services.rows import clock_of, locked
+from scheduler_app.services.schedules import restart
 from scheduler_app.timing import (
     ensure_aware,
     next_after,

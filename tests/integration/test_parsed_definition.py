@@ -25,7 +25,7 @@ from scheduler_app.definition.policies import CatchUp
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule, ScheduleVersion
 from scheduler_app.safety.actors import COMMAND
-from scheduler_app.services import Definition, create_schedule, parse_definition
+from scheduler_app.services import Definition, create_schedule, parse_definition, update_schedule
 from tests.integration.admin.support import (
     A_NEW_SCHEDULE,
     ADD_URL,
@@ -180,3 +180,74 @@ def test_a_schedule_added_from_the_rendered_admin_page_is_parsed_once(
     assert len(checks) == 1  # the form's check; the services store what it parsed
     stored = Schedule.objects.get()
     assert (stored.task, stored.name) == (A_NEW_SCHEDULE["task"], A_NEW_SCHEDULE["name"])
+
+
+def test_an_update_with_a_definition_changes_what_differs_and_checks_nothing_again(
+    checks: list[dict[str, Any]],
+) -> None:
+    clock = FakeClock(START)
+    row = create_schedule(clock=clock, task=TASK, kind="cron", rule="0 9 * * *", name="nine")
+    wanted = parse_definition(
+        {
+            "task": TASK,
+            "kind": "cron",
+            "rule": "0 10 * * *",
+            "lateness_class": "maintenance",
+            "max_lateness": 120,
+        },
+        now=START,
+    )
+    assert len(checks) == 2
+    updated = update_schedule(
+        row.pk, expected_version=1, definition=wanted, clock=clock, name="ten"
+    )
+    assert len(checks) == 2  # not parsed again
+    assert (updated.rule, updated.name, updated.version) == ("0 10 * * *", "ten", 2)
+    # The definition's values, not the class defaults applied again over them.
+    assert (updated.lateness_class, updated.max_lateness) == ("maintenance", 120)
+    assert updated.next_run_at == datetime(2026, 1, 5, 10, tzinfo=UTC)
+    same = update_schedule(row.pk, expected_version=2, definition=wanted, clock=clock)
+    assert same.version == 2  # nothing differs: no new version
+
+
+def test_an_update_refuses_a_field_given_beside_the_definition_and_in_it() -> None:
+    clock = FakeClock(START)
+    row = create_schedule(clock=clock, task=TASK, kind="cron", rule="0 9 * * *")
+    wanted = parse_definition({"task": TASK, "kind": "cron", "rule": "0 10 * * *"}, now=START)
+    with pytest.raises(ScheduleValidationError) as caught:
+        update_schedule(row.pk, expected_version=1, definition=wanted, clock=clock, rule="x")
+    assert caught.value.code == "given_twice"
+    row.refresh_from_db()
+    assert (row.rule, row.version) == ("0 9 * * *", 1)
+
+
+def test_a_changed_declaration_is_parsed_once_on_its_way_to_the_store(
+    declared: ScheduleRegistry, checks: list[dict[str, Any]]
+) -> None:
+    clock = FakeClock(START)
+    scheduled(cron="30 6 * * *", objective="dawn")(echo)
+    sync_schedules(clock=clock, declarations=declared)
+    with isolated_registry() as changed:
+        scheduled(cron="45 6 * * *", objective="dawn", lateness_class="maintenance")(echo)
+        checks.clear()
+        report = sync_schedules(clock=clock, declarations=changed)
+    assert [entry.action for entry in report.entries] == ["update"]
+    assert len(checks) == 1
+    row = Schedule.objects.get(key="demo.echo:dawn")
+    assert (row.rule, row.version, row.misfire_policy) == ("45 6 * * *", 2, "fire_once")
+
+
+def test_a_changed_document_is_parsed_once_on_its_way_to_the_store(
+    checks: list[dict[str, Any]],
+) -> None:
+    now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    fields = {"task": TASK, "kind": "cron", "rule": "0 7 * * 1-5", "key": "weekday-seven"}
+    first = importing.plan([importing.Desired(label="a", fields=fields)], now)
+    importing.apply(first.changes, clock=FakeClock(now))
+    checks.clear()
+    edited = {**fields, "rule": "0 8 * * 1-5", "name": "weekday eight"}
+    plan = importing.plan([importing.Desired(label="b", fields=edited)], now)
+    assert [c.action for c in plan.changes] == ["update"]
+    [row] = importing.apply(plan.changes, clock=FakeClock(now))
+    assert len(checks) == 1
+    assert (row.rule, row.name, row.version) == ("0 8 * * 1-5", "weekday eight", 2)
