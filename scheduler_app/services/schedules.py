@@ -99,6 +99,45 @@ def create_schedule(
     authorize(user, ADD)
     if definition is not None:
         fields = {**_beside(definition, fields), **definition.columns}
+    fields = _checked_new(fields, user)
+    definition = definition or parse_definition(fields, now=now)
+    values = dict(definition.columns)
+    check_routing(values.get("options"), str(fields.get("tenant") or ""))
+    check_event_route(values["task"], values.get("options"), str(fields.get("tenant") or ""))
+    first = first_slot(definition.timing, now - _TICK)
+    if first is None:
+        raise ScheduleValidationError(
+            "rule",
+            "the rule has no slot at or after now; pick a future time",
+            code="no_future_slot",
+        )
+    with transaction.atomic():
+        create_only = {name: fields[name] for name in CREATE_ONLY_FIELDS if fields.get(name)}
+        schedule = Schedule(
+            **values,
+            target=target_of(values["task"]),  # where it is registered: Celery or django.tasks
+            **descriptive_values(fields),
+            **operational_values(fields),
+            **create_only,
+            next_run_at=first,
+            created_at=now,
+            updated_at=now,
+        )
+        before_write(schedule, creating=True, now=now)
+        insert(schedule)
+        snapshot(schedule, now)
+        audit.record(schedule, AuditAction.CREATED, user, now, reason=reason)
+    logger.info(
+        "schedule created", extra={"action": "schedule.created", "schedule_id": str(schedule.id)}
+    )
+    return schedule
+
+
+def _checked_new(fields: dict[str, Any], user: Any) -> dict[str, Any]:
+    """The checks of a new schedule that come before its definition is parsed: the words
+    read, the fields known and present, the tenant, the owner and the runner's rights, the
+    descriptive limits and the operational values. Returns the fields with the words read
+    and the owner's rules applied."""
     fields = fields_from_text(fields)  # text="every weekday at 9:00" -> kind, rule, timezone
     refuse_unknown(
         fields, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *OPERATIONAL_FIELDS, *CREATE_ONLY_FIELDS)
@@ -114,38 +153,8 @@ def create_schedule(
     # edit, that takes run_schedule.
     check_runner_edit(user, [name for name in WHAT_RUNS if fields.get(name)], fields.get("owner"))
     check_descriptive(fields)
-    operational = operational_values(fields)
-    definition = definition or parse_definition(fields, now=now)
-    values, timing = dict(definition.columns), definition.timing
-    check_routing(values.get("options"), str(fields.get("tenant") or ""))
-    check_event_route(values["task"], values.get("options"), str(fields.get("tenant") or ""))
-    first = first_slot(timing, now - _TICK)
-    if first is None:
-        raise ScheduleValidationError(
-            "rule",
-            "the rule has no slot at or after now; pick a future time",
-            code="no_future_slot",
-        )
-    with transaction.atomic():
-        create_only = {name: fields[name] for name in CREATE_ONLY_FIELDS if fields.get(name)}
-        schedule = Schedule(
-            **values,
-            target=target_of(values["task"]),  # where it is registered: Celery or django.tasks
-            **descriptive_values(fields),
-            **operational,
-            **create_only,
-            next_run_at=first,
-            created_at=now,
-            updated_at=now,
-        )
-        before_write(schedule, creating=True, now=now)
-        insert(schedule)
-        snapshot(schedule, now)
-        audit.record(schedule, AuditAction.CREATED, user, now, reason=reason)
-    logger.info(
-        "schedule created", extra={"action": "schedule.created", "schedule_id": str(schedule.id)}
-    )
-    return schedule
+    operational_values(fields)  # a bad cost is refused before the definition is parsed
+    return fields
 
 
 def _beside(definition: Definition, fields: dict[str, Any]) -> dict[str, Any]:
