@@ -10,8 +10,9 @@ as it was given (``ScheduleValidationError.field``).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -22,17 +23,32 @@ from scheduler_app.models import SEMANTIC_FIELDS
 from scheduler_app.policies.lateness import apply_class_defaults
 from scheduler_app.timing import Timing
 
+_PARSED = object()
+"""Held by every ``Definition`` that ``parse_definition`` built (and by no other)."""
+
 
 @dataclass(frozen=True)
 class Definition:
-    """A validated definition: its stored fields in canonical form, and the timing they make.
+    """A checked definition: its stored fields in canonical form, and the timing they make.
 
-    Built by ``parse_definition`` only; ``columns`` is read-only."""
+    Only ``parse_definition`` builds one (built otherwise it raises ``TypeError``: the
+    services store it unchecked), and nothing changes it after the checks: ``columns`` is a
+    copy each time it is read, nested payloads included."""
 
-    columns: Mapping[str, Any]
-    """Every definition field given or defaulted (``SEMANTIC_FIELDS``), as it is stored."""
+    _fields: Mapping[str, Any] = field(repr=False)
     timing: Timing
     """The rule, zone, DST choices, bounds, window and calendar, evaluated."""
+    _token: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self._token is not _PARSED:
+            raise TypeError("a Definition is built by parse_definition(...), which checks it")
+
+    @property
+    def columns(self) -> dict[str, Any]:
+        """Every definition field given or defaulted (``SEMANTIC_FIELDS``), as it is stored:
+        a copy, so that changing it changes nothing that was checked."""
+        return copy.deepcopy(dict(self._fields))
 
 
 def canonical_fields(
@@ -63,4 +79,5 @@ def parse_definition(
     """``canonical_fields``, checked, with its timing; ``ScheduleValidationError`` names the
     first field that is wrong. Fields that are not part of a definition are left out."""
     columns = canonical_fields(given, now=now, current=current, kept=kept)
-    return Definition(MappingProxyType(columns), validate_definition(columns))
+    timing = validate_definition(columns)
+    return Definition(MappingProxyType(copy.deepcopy(columns)), timing, _PARSED)

@@ -68,8 +68,28 @@ def test_a_definition_is_its_canonical_fields_and_their_timing() -> None:
     assert columns["misfire_policy"] == "catch_up"  # the store's default
     assert columns["anchor"] == START.replace(microsecond=0)
     assert definition.timing.kind == "interval"
-    with pytest.raises(TypeError):
-        columns["rule"] = "60"  # type: ignore[index]
+    columns["rule"] = "60"  # a copy: the definition is as it was checked
+    assert definition.columns["rule"] == "900"
+
+
+def test_nothing_changes_a_definition_after_its_checks() -> None:
+    kwargs = {"report": "daily"}
+    definition = parse_definition(
+        {"task": TASK, "kind": "cron", "rule": "0 9 * * *", "kwargs": kwargs}, now=START
+    )
+    kwargs["report"] = "x" * 100_000  # the caller's own dict, changed after parsing
+    definition.columns["kwargs"]["password"] = "hunter2"  # a copy of what was checked
+    definition.columns["rule"] = "* * * * *"
+    row = create_schedule(definition=definition, clock=FakeClock(START))
+    assert (row.kwargs, row.rule) == ({"report": "daily"}, "0 9 * * *")
+
+
+def test_a_definition_is_built_only_by_parsing_it() -> None:
+    checked = parse_definition({"task": TASK, "kind": "cron", "rule": "0 9 * * *"}, now=START)
+    with pytest.raises(TypeError, match="parse_definition"):
+        Definition(
+            {"task": "celery.backend_cleanup", "kind": "cron", "rule": "* * * * *"}, checked.timing
+        )
 
 
 def test_fields_that_are_not_part_of_a_definition_are_left_out() -> None:
