@@ -254,7 +254,7 @@ def test_long_rules_are_kept_in_a_cache_of_their_own() -> None:
     parsed timings; a rule with 1,000 RDATEs and 1,000 EXDATEs weighs ~150 kB, so previews of
     distinct ones could fill gigabytes of a web worker. Long rules now have 256 places."""
     from scheduler_app.definition import schedule as definition
-    from scheduler_app.services.fields import normalize_definition
+    from scheduler_app.definition.canonical import normalize_definition
 
     definition._long_timing.cache_clear()
     first = datetime(2027, 1, 1, 9)
