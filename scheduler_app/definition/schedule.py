@@ -208,6 +208,33 @@ def validate_definition(values: dict[str, Any]) -> Timing:
     check_payload(values.get("kwargs", {}), values.get("args", []))
     check_event_args(values.get("task"), values.get("args"))
     check_options(values.get("options"))
+    _check_choices(values)
+    _check_seconds_and_counts(values)
+    for field in ("kind", "rule"):
+        if values.get(field) in (None, ""):
+            raise ScheduleValidationError(field, f"{field} is required", code="required")
+    max_count = values.get("max_count")
+    if max_count is not None and (not isinstance(max_count, int) or isinstance(max_count, bool)):
+        raise ScheduleValidationError(
+            "max_count", f"must be a whole number >= 1, got {max_count!r}"
+        )
+    for field in ("anchor", "starts_at", "ends_at"):
+        if values.get(field) is not None and not isinstance(values[field], datetime):
+            raise ScheduleValidationError(
+                field, f"expected an aware datetime, got {type(values[field]).__name__}"
+            )
+    check_numbers(values)
+    if values.get("interval_mode", "fixed_rate") != "fixed_rate" and values["kind"] != "interval":
+        raise ScheduleValidationError(
+            "interval_mode", "fixed_delay applies to interval rules only; use kind='interval'"
+        )
+    timing = _cached_timing(values)
+    check_min_interval(timing)
+    return timing
+
+
+def _check_choices(values: dict[str, Any]) -> None:
+    """Refuse a value of a choice field (``CHOICE_FIELDS``) that is none of its choices."""
     for field, choices in CHOICE_FIELDS.items():
         if field in values and values[field] not in choices.values:
             allowed = ", ".join(choices.values)
@@ -216,6 +243,10 @@ def validate_definition(values: dict[str, Any]) -> Timing:
                 f"unknown value {values[field]!r}; use one of: {allowed}",
                 code="invalid_choice",
             )
+
+
+def _check_seconds_and_counts(values: dict[str, Any]) -> None:
+    """Refuse durations that are no whole number of seconds >= 0 and counts below 1."""
     for field in (
         "max_lateness",
         "catch_up_window",
@@ -235,26 +266,12 @@ def validate_definition(values: dict[str, Any]) -> Timing:
         count = values.get(field, 1)
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise ScheduleValidationError(field, f"must be a whole number >= 1, got {count!r}")
-    for field in ("kind", "rule"):
-        if values.get(field) in (None, ""):
-            raise ScheduleValidationError(field, f"{field} is required", code="required")
-    max_count = values.get("max_count")
-    if max_count is not None and (not isinstance(max_count, int) or isinstance(max_count, bool)):
-        raise ScheduleValidationError(
-            "max_count", f"must be a whole number >= 1, got {max_count!r}"
-        )
-    for field in ("anchor", "starts_at", "ends_at"):
-        if values.get(field) is not None and not isinstance(values[field], datetime):
-            raise ScheduleValidationError(
-                field, f"expected an aware datetime, got {type(values[field]).__name__}"
-            )
-    check_numbers(values)
-    if values.get("interval_mode", "fixed_rate") != "fixed_rate" and values["kind"] != "interval":
-        raise ScheduleValidationError(
-            "interval_mode", "fixed_delay applies to interval rules only; use kind='interval'"
-        )
+
+
+def _cached_timing(values: dict[str, Any]) -> Timing:
+    """The ``Timing`` of checked ``values``, from the cache that fits the rule's length."""
     cached = _long_timing if len(str(values["rule"])) > LONG_RULE else _timing
-    timing = cached(
+    return cached(
         str(values["kind"]),
         str(values["rule"]),
         str(values.get("timezone", "UTC")),
@@ -269,8 +286,6 @@ def validate_definition(values: dict[str, Any]) -> Timing:
         holidays_code(values.get("exclude_holidays")),
         budget=search_budget(),
     )
-    check_min_interval(timing)
-    return timing
 
 
 def check_min_interval(timing: Timing) -> None:
