@@ -60,15 +60,7 @@ def approve_schedule(
                 "schedule_id", f"no schedule with id {schedule_id}", code="not_found"
             )
         authorize(user, APPROVE, schedule)
-        if schedule.version != version:
-            raise StaleVersion(
-                f"schedule {schedule.pk} is at version {schedule.version}, you approved version "
-                f"{version}; review the current version and approve that one"
-            )
-        if schedule.status != ScheduleStatus.AWAITING_APPROVAL:
-            raise ScheduleStateError(
-                f"schedule {schedule.pk} is {schedule.status}, not awaiting approval"
-            )
+        _check_awaiting(schedule, version)
         check_other_person(schedule, version, user)
         _activate(schedule, now)
         schedule.approved_version = version
@@ -92,6 +84,20 @@ def approve_schedule(
         },
     )
     return schedule
+
+
+def _check_awaiting(schedule: Schedule, version: int) -> None:
+    """Refuse an approval of another version than the current one, or of a schedule that
+    awaits none."""
+    if schedule.version != version:
+        raise StaleVersion(
+            f"schedule {schedule.pk} is at version {schedule.version}, you approved version "
+            f"{version}; review the current version and approve that one"
+        )
+    if schedule.status != ScheduleStatus.AWAITING_APPROVAL:
+        raise ScheduleStateError(
+            f"schedule {schedule.pk} is {schedule.status}, not awaiting approval"
+        )
 
 
 def _activate(schedule: Schedule, now: datetime) -> None:

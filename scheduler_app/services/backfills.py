@@ -116,25 +116,10 @@ def backfill(
         taken = _existing(seen, keys)
     fresh = [slot for key, slot in keys.items() if key not in taken]
     plan = _plan(seen, start, end, slots, len(slots) - len(fresh), overlap, limit, dry_run)
-    if plan.over_max and not confirm_over_max:
-        raise ScheduleValidationError(
-            "end",
-            f"this backfill creates {plan.new} occurrences, more than the limit of {limit} "
-            "(SCHEDULER_BACKFILL_MAX); narrow the range or confirm a second time "
-            "(confirm_over_max=True, --yes)",
-            code="over_backfill_max",
-        )
+    _check_over_max(plan, limit, confirm_over_max)
     if dry_run or not fresh:
         return plan
-    windows = _windows(seen, fresh)
-    rows = [
-        new_occurrence(
-            seen, idempotency_key(seen.pk, slot), slot, Trigger.BACKFILL, now, user, reason
-        )
-        for slot in fresh
-    ]
-    for row in rows:
-        row.window_start = windows[row.scheduled_for]
+    rows = _backfill_rows(seen, fresh, now, user, reason)
     created = 0
     for index in range(0, len(rows), BACKFILL_CHUNK):
         chunk = rows[index : index + BACKFILL_CHUNK]
@@ -145,6 +130,34 @@ def backfill(
         extra={"action": "schedule.backfilled", "schedule_id": str(seen.pk), "count": created},
     )
     return replace(plan, created=created)
+
+
+def _check_over_max(plan: BackfillPlan, limit: int, confirm_over_max: bool) -> None:
+    """Refuse a plan with more new occurrences than ``limit`` unless confirmed a second time."""
+    if plan.over_max and not confirm_over_max:
+        raise ScheduleValidationError(
+            "end",
+            f"this backfill creates {plan.new} occurrences, more than the limit of {limit} "
+            "(SCHEDULER_BACKFILL_MAX); narrow the range or confirm a second time "
+            "(confirm_over_max=True, --yes)",
+            code="over_backfill_max",
+        )
+
+
+def _backfill_rows(
+    seen: Schedule, fresh: list[datetime], now: datetime, user: Any, reason: str
+) -> list[Occurrence]:
+    """The new occurrences (trigger ``backfill``) of the ``fresh`` slots, with their windows."""
+    windows = _windows(seen, fresh)
+    rows = [
+        new_occurrence(
+            seen, idempotency_key(seen.pk, slot), slot, Trigger.BACKFILL, now, user, reason
+        )
+        for slot in fresh
+    ]
+    for row in rows:
+        row.window_start = windows[row.scheduled_for]
+    return rows
 
 
 BACKFILL_CHUNK = 500

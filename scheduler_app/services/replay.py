@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -63,31 +64,9 @@ def replay_occurrence(
         schedule = Schedule.objects.select_for_update().get(pk=occurrence.schedule_id)
         authorize(user, REPLAY, schedule)
         occurrence.schedule = schedule
-        refused = why_not_runnable(occurrence)
-        if refused:
-            raise ScheduleStateError(
-                f"occurrence {occurrence.pk} cannot run ({refused}): its schedule is "
-                f"{schedule.status}, version {occurrence.schedule_version.version}; approve "
-                "or restore it first"
-            )
-        if occurrence.state not in allowed:
-            hint = " (pass force=True / --force to run a succeeded one again)" * (
-                occurrence.state == OccurrenceState.SUCCEEDED
-            )
-            raise ScheduleStateError(
-                f"occurrence {occurrence.pk} is {occurrence.state}; only failed, expired or "
-                f"cancelled occurrences can be replayed{hint}"
-            )
+        _check_replayable(occurrence, schedule, allowed)
         previous = occurrence.state
-        occurrence.state = OccurrenceState.PENDING
-        occurrence.reason = "replay"
-        occurrence.deadline_at = None
-        occurrence.not_before = now
-        occurrence.finished_at = None
-        occurrence.dispatched_at = None
-        occurrence.publish_lease_until = None
-        occurrence.cancel_requested_at = None
-        occurrence.save()
+        _reset_for_replay(occurrence, now)
         OccurrenceAttempt.objects.create(
             occurrence=occurrence,
             scheduled_for=occurrence.scheduled_for,
@@ -107,3 +86,37 @@ def replay_occurrence(
         extra={"action": "occurrence.replayed", "occurrence_id": str(occurrence.pk)},
     )
     return occurrence
+
+
+def _check_replayable(
+    occurrence: Occurrence, schedule: Schedule, allowed: tuple[OccurrenceState, ...]
+) -> None:
+    """Refuse a replay of an occurrence its schedule may not run, or in a state not ``allowed``."""
+    refused = why_not_runnable(occurrence)
+    if refused:
+        raise ScheduleStateError(
+            f"occurrence {occurrence.pk} cannot run ({refused}): its schedule is "
+            f"{schedule.status}, version {occurrence.schedule_version.version}; approve "
+            "or restore it first"
+        )
+    if occurrence.state not in allowed:
+        hint = " (pass force=True / --force to run a succeeded one again)" * (
+            occurrence.state == OccurrenceState.SUCCEEDED
+        )
+        raise ScheduleStateError(
+            f"occurrence {occurrence.pk} is {occurrence.state}; only failed, expired or "
+            f"cancelled occurrences can be replayed{hint}"
+        )
+
+
+def _reset_for_replay(occurrence: Occurrence, now: datetime) -> None:
+    """Make the occurrence pending again from ``now``: no deadline, no trace of its last run."""
+    occurrence.state = OccurrenceState.PENDING
+    occurrence.reason = "replay"
+    occurrence.deadline_at = None
+    occurrence.not_before = now
+    occurrence.finished_at = None
+    occurrence.dispatched_at = None
+    occurrence.publish_lease_until = None
+    occurrence.cancel_requested_at = None
+    occurrence.save()
