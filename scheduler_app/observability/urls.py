@@ -10,7 +10,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Collection
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.policies.limits import check_text
@@ -37,40 +37,8 @@ def check_ping_url(
     URL, not the operator's), a port other than 80 and 443 needs the host listed there."""
     if value is None or value == "":
         return ""
-    if not isinstance(value, str):
-        raise ScheduleValidationError(
-            field, f"must be a URL string, got {type(value).__name__}", code="invalid"
-        )
-    if len(value) > MAX_LENGTH:
-        raise ScheduleValidationError(
-            field, f"is {len(value)} characters long; at most {MAX_LENGTH}", code="too_long"
-        )
-    check_text(field, value)  # NUL, lone surrogates
-    if any(character.isspace() or unicodedata.category(character) in HIDDEN for character in value):
-        raise ScheduleValidationError(
-            field,
-            "contains spaces, control or invisible formatting characters (such as DEL or "
-            "U+202E); remove them or percent-encode them",
-            code="invalid",
-        )
-    try:
-        parts = urlsplit(value)
-        port = parts.port
-    except ValueError as exc:
-        raise ScheduleValidationError(field, f"is not a URL ({exc})", code="invalid") from exc
-    if parts.scheme.lower() not in SCHEMES:
-        raise ScheduleValidationError(
-            field,
-            f"scheme {parts.scheme or '(none)'!r} is not allowed; use an http:// or https:// URL",
-            code="invalid_scheme",
-        )
-    if not parts.hostname:
-        raise ScheduleValidationError(
-            field, "has no host; write it as https://host/path", code="invalid"
-        )
-    if port == 0:
-        raise ScheduleValidationError(field, "port 0 is not a port", code="invalid")
-    host = parts.hostname.lower()
+    _check_characters(value, field)
+    parts, port, host = _split_url(value, field)
     if (
         allowed_hosts is not None
         and (port or 80) not in PORTS
@@ -98,6 +66,50 @@ def check_ping_url(
             code="invalid",
         )
     return value
+
+
+def _check_characters(value: Any, field: str) -> None:
+    """Refuse a ping URL that is no string, is too long, or holds a space or a hidden character."""
+    if not isinstance(value, str):
+        raise ScheduleValidationError(
+            field, f"must be a URL string, got {type(value).__name__}", code="invalid"
+        )
+    if len(value) > MAX_LENGTH:
+        raise ScheduleValidationError(
+            field, f"is {len(value)} characters long; at most {MAX_LENGTH}", code="too_long"
+        )
+    check_text(field, value)  # NUL, lone surrogates
+    if any(character.isspace() or unicodedata.category(character) in HIDDEN for character in value):
+        raise ScheduleValidationError(
+            field,
+            "contains spaces, control or invisible formatting characters (such as DEL or "
+            "U+202E); remove them or percent-encode them",
+            code="invalid",
+        )
+
+
+def _split_url(value: str, field: str) -> tuple[SplitResult, int | None, str]:
+    """The parts, the port and the host (lower case) of a ping URL; one that is no http(s) URL
+    with a host is refused."""
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:
+        raise ScheduleValidationError(field, f"is not a URL ({exc})", code="invalid") from exc
+    if parts.scheme.lower() not in SCHEMES:
+        raise ScheduleValidationError(
+            field,
+            f"scheme {parts.scheme or '(none)'!r} is not allowed; use an http:// or https:// URL",
+            code="invalid_scheme",
+        )
+    if not parts.hostname:
+        raise ScheduleValidationError(
+            field, "has no host; write it as https://host/path", code="invalid"
+        )
+    if port == 0:
+        raise ScheduleValidationError(field, "port 0 is not a port", code="invalid")
+    host = parts.hostname.lower()
+    return parts, port, host
 
 
 def with_suffix(url: str, suffix: str) -> str:
