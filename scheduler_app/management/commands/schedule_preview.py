@@ -70,93 +70,15 @@ class Command(OneLineErrors):
     requires_system_checks: list[str] = []  # a pure preview: no models (--schedule reads one)
 
     def add_arguments(self, parser: CommandParser) -> None:
-        rule = parser.add_mutually_exclusive_group()  # none: --schedule
-        rule.add_argument("--cron", metavar="EXPR", help="five-field cron expression or @macro")
-        rule.add_argument(
-            "--rrule",
-            metavar="RULE",
-            help="RFC 5545 RRULE, e.g. FREQ=DAILY;BYHOUR=9, or content lines separated by "
-            "newlines: DTSTART;TZID=..., RRULE:..., EXDATE[;TZID=...]:..., RDATE[;TZID=...]:...",
-        )
-        rule.add_argument("--every", metavar="DURATION", help="fixed-rate interval: 90s, 15m, 6h")
-        rule.add_argument(
-            "--at", metavar="ISO", help="one time: with offset an instant, else local"
-        )
-        rule.add_argument(
-            "--text",
-            metavar="WORDS",
-            help="English, e.g. 'every weekday at 9:00 in Europe/Riga': shows the rule it means",
-        )
-        parser.add_argument(
-            "--solar",
-            metavar="EVENT",
-            help="sunrise, sunset, dawn, dusk or noon at --latitude/--longitude, each day",
-        )
-        parser.add_argument("--latitude", metavar="LAT", help="--solar: decimal degrees, north +")
-        parser.add_argument("--longitude", metavar="LON", help="--solar: decimal degrees, east +")
-        parser.add_argument(
-            "--exclude-holidays",
-            dest="exclude_holidays",
-            metavar="CC",
-            help="leave out slots on public holidays there: LV, DE, US-NY ...",
-        )
+        _add_rule_arguments(parser)
         parser.add_argument(
             "--schedule",
             metavar="ID",
             help="a stored schedule: its next slots exactly as the beat computes them",
         )
-        parser.add_argument(
-            "--anchor",
-            metavar="ISO",
-            help="DTSTART of --rrule / grid origin of --every (default: --from or --after)",
-        )
-        parser.add_argument(
-            "--tz",
-            metavar="ZONE",
-            help="IANA zone (default: the zone --text or a DTSTART line names, else UTC)",
-        )
-        parser.add_argument("--nonexistent", default="auto", choices=[c.value for c in Nonexistent])
-        parser.add_argument("--ambiguous", default="auto", choices=[c.value for c in Ambiguous])
-        parser.add_argument(
-            "--starts-at", dest="starts_at", metavar="ISO", help="no slot before this instant"
-        )
-        parser.add_argument(
-            "--ends-at", dest="ends_at", metavar="ISO", help="no slot after this instant"
-        )
-        parser.add_argument(
-            "--max-count",
-            dest="max_count",
-            type=int,
-            metavar="N",
-            help="at most N slots counted from --starts-at (needs --starts-at)",
-        )
-        parser.add_argument(
-            "--window",
-            metavar="TEXT",
-            help="active window in --tz, e.g. 'MON-FRI 09:00-18:00'",
-        )
-        parser.add_argument(
-            "--window-policy",
-            dest="window_policy",
-            default="defer",
-            choices=["defer", "skip"],
-            help="a slot outside --window: defer to the next opening (default) or skip it",
-        )
-        parser.add_argument(
-            "--after",
-            metavar="ISO",
-            help="instant with offset or Z; slots strictly after it "
-            "(default now; with --schedule: just before its next run)",
-        )
-        parser.add_argument(
-            "--from",
-            dest="start",
-            metavar="DATE",
-            help="start at this date or date and time, local in --tz unless it has an offset "
-            "(e.g. 2027-03-20 or 2027-03-20T08:00); slots at or after it",
-        )
-        parser.add_argument("--count", type=int, default=10, help=f"how many slots, 1..{MAX_COUNT}")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        _add_zone_arguments(parser)
+        _add_bound_arguments(parser)
+        _add_range_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -176,6 +98,103 @@ class Command(OneLineErrors):
             table = _as_table(timing, heading, found, options.get("parsed"))
             output = "\n".join([table, *notes])
         self.stdout.write(output)
+
+
+def _add_rule_arguments(parser: CommandParser) -> None:
+    """The rule: one of --cron, --rrule, --every, --at, --text, or --solar at a place; the
+    holidays it leaves out."""
+    rule = parser.add_mutually_exclusive_group()  # none: --schedule
+    rule.add_argument("--cron", metavar="EXPR", help="five-field cron expression or @macro")
+    rule.add_argument(
+        "--rrule",
+        metavar="RULE",
+        help="RFC 5545 RRULE, e.g. FREQ=DAILY;BYHOUR=9, or content lines separated by "
+        "newlines: DTSTART;TZID=..., RRULE:..., EXDATE[;TZID=...]:..., RDATE[;TZID=...]:...",
+    )
+    rule.add_argument("--every", metavar="DURATION", help="fixed-rate interval: 90s, 15m, 6h")
+    rule.add_argument("--at", metavar="ISO", help="one time: with offset an instant, else local")
+    rule.add_argument(
+        "--text",
+        metavar="WORDS",
+        help="English, e.g. 'every weekday at 9:00 in Europe/Riga': shows the rule it means",
+    )
+    parser.add_argument(
+        "--solar",
+        metavar="EVENT",
+        help="sunrise, sunset, dawn, dusk or noon at --latitude/--longitude, each day",
+    )
+    parser.add_argument("--latitude", metavar="LAT", help="--solar: decimal degrees, north +")
+    parser.add_argument("--longitude", metavar="LON", help="--solar: decimal degrees, east +")
+    parser.add_argument(
+        "--exclude-holidays",
+        dest="exclude_holidays",
+        metavar="CC",
+        help="leave out slots on public holidays there: LV, DE, US-NY ...",
+    )
+
+
+def _add_zone_arguments(parser: CommandParser) -> None:
+    """The rule's grid origin, its zone and how a DST gap or fold is resolved."""
+    parser.add_argument(
+        "--anchor",
+        metavar="ISO",
+        help="DTSTART of --rrule / grid origin of --every (default: --from or --after)",
+    )
+    parser.add_argument(
+        "--tz",
+        metavar="ZONE",
+        help="IANA zone (default: the zone --text or a DTSTART line names, else UTC)",
+    )
+    parser.add_argument("--nonexistent", default="auto", choices=[c.value for c in Nonexistent])
+    parser.add_argument("--ambiguous", default="auto", choices=[c.value for c in Ambiguous])
+
+
+def _add_bound_arguments(parser: CommandParser) -> None:
+    """The bounds of the slots: first and last instants, a count, an active window."""
+    parser.add_argument(
+        "--starts-at", dest="starts_at", metavar="ISO", help="no slot before this instant"
+    )
+    parser.add_argument(
+        "--ends-at", dest="ends_at", metavar="ISO", help="no slot after this instant"
+    )
+    parser.add_argument(
+        "--max-count",
+        dest="max_count",
+        type=int,
+        metavar="N",
+        help="at most N slots counted from --starts-at (needs --starts-at)",
+    )
+    parser.add_argument(
+        "--window",
+        metavar="TEXT",
+        help="active window in --tz, e.g. 'MON-FRI 09:00-18:00'",
+    )
+    parser.add_argument(
+        "--window-policy",
+        dest="window_policy",
+        default="defer",
+        choices=["defer", "skip"],
+        help="a slot outside --window: defer to the next opening (default) or skip it",
+    )
+
+
+def _add_range_arguments(parser: CommandParser) -> None:
+    """Where the preview starts, how many slots it shows, and as what."""
+    parser.add_argument(
+        "--after",
+        metavar="ISO",
+        help="instant with offset or Z; slots strictly after it "
+        "(default now; with --schedule: just before its next run)",
+    )
+    parser.add_argument(
+        "--from",
+        dest="start",
+        metavar="DATE",
+        help="start at this date or date and time, local in --tz unless it has an offset "
+        "(e.g. 2027-03-20 or 2027-03-20T08:00); slots at or after it",
+    )
+    parser.add_argument("--count", type=int, default=10, help=f"how many slots, 1..{MAX_COUNT}")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _timing_and_after(options: dict[str, Any]) -> tuple[Timing, datetime]:
