@@ -12,6 +12,7 @@ serve every tenant; their errors may name another tenant's schedule).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -163,7 +164,28 @@ def render_svg(
     def x(at: datetime) -> str:
         return f"{LABEL + plot * max(0.0, min(1.0, (at - since).total_seconds() / span)):.1f}"
 
-    ticks = format_html_join(
+    ticks = _ticks(x, since, height)
+    lane_parts = [
+        _lane(index * ROW, name, pk, marks, x) for index, (name, pk, marks) in enumerate(lanes)
+    ]
+    body = format_html_join("", "{}", ((part,) for part in lane_parts))
+    if not lanes:
+        body = format_html(
+            '<text x="{}" y="14" class="lane">no occurrences in the last 24 h</text>', LABEL
+        )
+    return format_html(
+        '<svg class="sched-timeline" xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" '
+        'role="img" aria-label="occurrences of the last 24 hours by schedule">{}{}</svg>',
+        WIDTH,
+        height,
+        ticks,
+        body,
+    )
+
+
+def _ticks(x: Callable[[datetime], str], since: datetime, height: int) -> SafeString:
+    """The timeline's grid: a line and a label every 3 hours from ``since`` to now."""
+    return format_html_join(
         "",
         '<line x1="{0}" y1="0" x2="{0}" y2="{1}" class="grid"/>'
         '<text x="{0}" y="{2}" class="tick" text-anchor="{4}">{3}</text>',
@@ -178,46 +200,34 @@ def render_svg(
             for h in range(0, 25, 3)
         ),
     )
-    lane_parts = []
-    for index, (name, pk, marks) in enumerate(lanes):
-        y = index * ROW
-        url = reverse("admin:scheduler_app_schedule_change", args=[pk])
-        dots = format_html_join(
-            "",
-            '<rect x="{}" y="{}" width="3" height="{}" fill="{}"><title>{} {}</title></rect>',
+
+
+def _lane(
+    y: int, name: str, pk: Any, marks: list[tuple[datetime, str]], x: Callable[[datetime], str]
+) -> SafeString:
+    """One schedule's row at height ``y``: its name, linked to it, and a mark per occurrence."""
+    url = reverse("admin:scheduler_app_schedule_change", args=[pk])
+    dots = format_html_join(
+        "",
+        '<rect x="{}" y="{}" width="3" height="{}" fill="{}"><title>{} {}</title></rect>',
+        (
             (
-                (
-                    x(at),
-                    y + 3,
-                    ROW - 6,
-                    COLOURS.get(state, "#000"),
-                    at.isoformat(timespec="seconds"),
-                    state,
-                )
-                for at, state in marks
-            ),
-        )
-        lane_parts.append(
-            format_html(
-                '<a href="{}"><text x="0" y="{}" class="lane">{}</text></a>{}',
-                url,
-                y + ROW - 5,
-                name[:28],
-                dots,
+                x(at),
+                y + 3,
+                ROW - 6,
+                COLOURS.get(state, "#000"),
+                at.isoformat(timespec="seconds"),
+                state,
             )
-        )
-    body = format_html_join("", "{}", ((part,) for part in lane_parts))
-    if not lanes:
-        body = format_html(
-            '<text x="{}" y="14" class="lane">no occurrences in the last 24 h</text>', LABEL
-        )
+            for at, state in marks
+        ),
+    )
     return format_html(
-        '<svg class="sched-timeline" xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" '
-        'role="img" aria-label="occurrences of the last 24 hours by schedule">{}{}</svg>',
-        WIDTH,
-        height,
-        ticks,
-        body,
+        '<a href="{}"><text x="0" y="{}" class="lane">{}</text></a>{}',
+        url,
+        y + ROW - 5,
+        name[:28],
+        dots,
     )
 
 
