@@ -18,307 +18,36 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gc
-import importlib
-import pkgutil
 import pstats
 import random
-import statistics
 import sys
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from datetime import time as wall_time
-from itertools import islice
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
-from dateutil import rrule as du
-
-import scheduler_app.timing as engine
 from bench import report
-from scheduler_app.timing import Timing, build_timing, iter_slots, next_after, slots_between
+from bench.timing_cases import (
+    ENUMERATE_EXPECTED,
+    ENUMERATE_RULE,
+    SEED,
+    TARGET_AGE_RATIO,
+    YEAR,
+    ZONE_NAME,
+    Case,
+    anchor_age_pairs,
+    next_after_cases,
+)
+from bench.timing_sampling import (
+    CACHES,
+    OVERHEAD_NS,
+    clear_caches,
+    measure,
+    measure_enumeration,
+    spread_instants,
+)
 
 NAME = "timing"
 HEADING = "Time engine (`make bench-timing`)"
-ZONE_NAME = "Europe/Riga"
-ZONE = ZoneInfo(ZONE_NAME)
-YEAR = 2026
-SEED = 20260329  # the Riga spring-forward day of YEAR
-
-TARGET_NEXT_US = 20.0
-TARGET_AGE_RATIO = 1.5
-TARGET_ENUMERATE_S = 1.0
-ENUMERATE_RULE = "*/5 * * * *"
-ENUMERATE_EXPECTED = 105_120
-TEN_YEARS = timedelta(days=3652)
-YESTERDAY = timedelta(days=1)
-DAILY = "FREQ=DAILY;BYHOUR=9;BYMINUTE=0"
-
-Call = Callable[[Any, datetime], object]
-
-
-@dataclass
-class Case:
-    """One next_after-style measurement: ``call(subject, instant)`` over many instants."""
-
-    label: str
-    make: Callable[[datetime], tuple[Any, datetime]]  # instant -> (subject, argument)
-    call: Call = next_after
-    target_us: float | None = None
-    max_samples: int | None = None  # for slow reference rows
-    result: dict[str, Any] = field(default_factory=dict)
-
-
-# --- the cases ---------------------------------------------------------------------------
-
-
-def fixed(kind: str, rule: Any, **options: Any) -> Callable[[datetime], tuple[Timing, datetime]]:
-    """A single timing built once, asked at each instant."""
-    timing = build_timing(kind=kind, rule=rule, timezone=ZONE_NAME, **options)
-    return lambda instant: (timing, instant)
-
-
-def local_day(instant: datetime, back: timedelta, hour: int = 9) -> datetime:
-    """Naive Riga wall time ``hour``:00 on the day ``back`` before ``instant``'s local date."""
-    day: date = instant.astimezone(ZONE).date() - back
-    return datetime.combine(day, wall_time(hour))
-
-
-def rrule_anchored(back: timedelta) -> Callable[[datetime], tuple[Timing, datetime]]:
-    def make(instant: datetime) -> tuple[Timing, datetime]:
-        anchor = local_day(instant, back)
-        return build_timing(kind="rrule", rule=DAILY, timezone=ZONE_NAME, anchor=anchor), instant
-
-    return make
-
-
-def cron_starting(back: timedelta) -> Callable[[datetime], tuple[Timing, datetime]]:
-    def make(instant: datetime) -> tuple[Timing, datetime]:
-        starts_at = local_day(instant, back, hour=0).replace(tzinfo=ZONE)
-        timing = build_timing(
-            kind="cron", rule="30 9 * * 1-5", timezone=ZONE_NAME, starts_at=starts_at
-        )
-        return timing, instant
-
-    return make
-
-
-def interval_anchored(back: timedelta) -> Callable[[datetime], tuple[Timing, datetime]]:
-    def make(instant: datetime) -> tuple[Timing, datetime]:
-        anchor = (instant - back).replace(microsecond=0)
-        return build_timing(kind="interval", rule="15m", timezone=ZONE_NAME, anchor=anchor), instant
-
-    return make
-
-
-def dateutil_anchored(back: timedelta) -> Callable[[datetime], tuple[du.rrule, datetime]]:
-    """Plain dateutil, no re-anchoring: the cost DESIGN.md section 9 warns about."""
-
-    def make(instant: datetime) -> tuple[du.rrule, datetime]:
-        rule = du.rrule(
-            du.DAILY, dtstart=local_day(instant, back), byhour=9, byminute=0, cache=False
-        )
-        return rule, instant.astimezone(ZONE).replace(tzinfo=None)
-
-    return make
-
-
-def dateutil_after(rule: du.rrule, local: datetime) -> object:
-    return rule.after(local)
-
-
-def next_after_cases() -> list[Case]:
-    once_at = datetime(YEAR, 7, 1, 12, 0, tzinfo=UTC)
-    return [
-        Case("cron `30 9 * * 1-5`", fixed("cron", "30 9 * * 1-5"), target_us=TARGET_NEXT_US),
-        Case("cron `*/15 * * * *`", fixed("cron", "*/15 * * * *"), target_us=TARGET_NEXT_US),
-        Case(
-            f"rrule `{DAILY}` (anchor yesterday)",
-            rrule_anchored(YESTERDAY),
-            target_us=TARGET_NEXT_US,
-        ),
-        Case("interval 15m (anchor yesterday)", interval_anchored(YESTERDAY)),
-        Case("once, aware instant", fixed("once", once_at)),
-        Case("once, local wall time", fixed("once", datetime(YEAR, 7, 1, 15, 0))),  # noqa: DTZ001
-    ]
-
-
-def anchor_age_pairs() -> list[tuple[str, Case, Case]]:
-    pairs = [
-        ("rrule `" + DAILY + "` (anchor)", rrule_anchored, next_after),
-        ("cron `30 9 * * 1-5` (starts_at; cron has no anchor)", cron_starting, next_after),
-        ("interval 15m (anchor)", interval_anchored, next_after),
-        ("reference: raw dateutil `rrule.after()` (DTSTART)", dateutil_anchored, dateutil_after),
-    ]
-    result = []
-    for label, factory, call in pairs:
-        reference = factory is dateutil_anchored
-        limit = 100 if reference else None
-        young = Case(label + " yesterday", factory(YESTERDAY), call, max_samples=limit)
-        old = Case(label + " 10 years ago", factory(TEN_YEARS), call, max_samples=limit)
-        result.append((label, young, old))
-    return result
-
-
-# --- sampling ----------------------------------------------------------------------------
-
-
-# Per-zone data (the loaded zone, its DST transitions per year) is shared by every schedule
-# in that zone and stays warm in a running scheduler: "cold" keeps it.
-ZONE_CACHES = {"_load_zone", "_transition_marks"}
-
-
-def engine_caches() -> list[Any]:
-    """The engine's per-rule ``functools`` caches (cleared for "cold" samples)."""
-    found: dict[int, Any] = {}
-    for info in pkgutil.iter_modules(engine.__path__):
-        module = importlib.import_module(f"{engine.__name__}.{info.name}")
-        for name, value in vars(module).items():
-            if name in ZONE_CACHES:
-                continue
-            if callable(getattr(value, "cache_clear", None)):
-                found[id(value)] = value
-    return list(found.values())
-
-
-CACHES = engine_caches()
-
-
-def clear_caches() -> None:
-    for cache in CACHES:
-        cache.cache_clear()
-
-
-def spread_instants(count: int, rng: random.Random) -> list[datetime]:
-    """``count`` distinct random UTC instants (microsecond resolution) spread over YEAR."""
-    start = datetime(YEAR, 1, 1, tzinfo=ZONE).astimezone(UTC)
-    span_us = int((datetime(YEAR + 1, 1, 1, tzinfo=ZONE) - start) / timedelta(microseconds=1))
-    offsets = rng.sample(range(span_us), count)
-    return [start + timedelta(microseconds=offset) for offset in offsets]
-
-
-def timer_overhead_ns() -> int:
-    samples = []
-    for _ in range(10_000):
-        begin = time.perf_counter_ns()
-        samples.append(time.perf_counter_ns() - begin)
-    return int(statistics.median(samples))
-
-
-OVERHEAD_NS = timer_overhead_ns()
-
-
-def sample(call: Call, calls: Sequence[tuple[Any, datetime]], *, cold: bool) -> list[float]:
-    """Microseconds per call, one sample per (subject, instant) pair.
-
-    ``cold``: the engine's memo caches are cleared before each call. Otherwise ("warm") the
-    same call is made once, untimed, just before: the caches hold what it needs.
-    """
-    clock = time.perf_counter_ns
-    samples: list[float] = []
-    gc_was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        for subject, instant in calls:
-            if cold:
-                clear_caches()
-            else:
-                call(subject, instant)
-            begin = clock()
-            call(subject, instant)
-            elapsed = clock() - begin
-            samples.append(max(elapsed - OVERHEAD_NS, 0) / 1000)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    return samples
-
-
-MODES = ("cold", "warm")
-
-
-def measure(cases: Sequence[Case], warmup: list[datetime], rounds: list[list[datetime]]) -> None:
-    """Sample every case in both modes, interleaved round by round, into ``case.result``.
-
-    Interleaving spreads slow drifts of the machine (shared VMs change speed by tens of
-    percent over seconds) evenly over all cases, so ratios between rows stay meaningful.
-    """
-    samples: dict[tuple[int, str], list[list[float]]] = {}
-    for index, case in enumerate(cases):
-        for mode in MODES:
-            sample(case.call, [case.make(i) for i in _cut(case, warmup)], cold=mode == "cold")
-            samples[index, mode] = []
-    for chunk in rounds:
-        for mode in MODES:
-            for index, case in enumerate(cases):
-                calls = [case.make(i) for i in _cut(case, chunk, len(rounds))]
-                samples[index, mode].append(sample(case.call, calls, cold=mode == "cold"))
-    for index, case in enumerate(cases):
-        case.result = {"label": case.label}
-        for mode in MODES:
-            per_round = samples[index, mode]
-            stats = report.summarize([value for chunk in per_round for value in chunk])
-            stats["round_medians"] = [round(statistics.median(c), 3) for c in per_round]
-            case.result[mode] = stats
-        if case.target_us is not None:
-            case.result["target_us"] = case.target_us
-            case.result["met"] = case.result["cold"]["median"] <= case.target_us
-
-
-def _cut(case: Case, instants: list[datetime], rounds: int = 4) -> list[datetime]:
-    """The first instants of a round, for slow reference cases with ``max_samples``."""
-    if case.max_samples is None:
-        return instants
-    return instants[: max(case.max_samples // rounds, 1)]
-
-
-def measure_enumeration(repeats: int) -> list[dict[str, Any]]:
-    timing = build_timing(kind="cron", rule=ENUMERATE_RULE, timezone=ZONE_NAME)
-    tick = timedelta(microseconds=1)
-    after = datetime(YEAR, 1, 1, tzinfo=ZONE) - tick
-    until = datetime(YEAR + 1, 1, 1, tzinfo=ZONE) - tick
-
-    def with_slots_between() -> int:
-        return len(slots_between(timing, after, until))
-
-    def with_iter_slots() -> int:
-        slots = list(islice(iter_slots(timing, after), ENUMERATE_EXPECTED))
-        if slots[-1] > until:
-            raise AssertionError(f"iter_slots ran past the year: {slots[-1]}")
-        return len(slots)
-
-    results = []
-    for label, run in (
-        ("`slots_between(after, until)`", with_slots_between),
-        (f"`islice(iter_slots(after), {ENUMERATE_EXPECTED})`", with_iter_slots),
-    ):
-        run()  # warm-up
-        seconds = []
-        count = 0
-        for _ in range(repeats):
-            clear_caches()
-            begin = time.perf_counter()
-            count = run()
-            seconds.append(time.perf_counter() - begin)
-        if count != ENUMERATE_EXPECTED:
-            raise AssertionError(f"{label}: {count} slots, expected {ENUMERATE_EXPECTED}")
-        stats = report.summarize(seconds)
-        results.append(
-            {
-                "label": label,
-                "rule": ENUMERATE_RULE,
-                "slots": count,
-                "seconds": stats,
-                "us_per_slot": stats["median"] / count * 1e6,
-                "target_s": TARGET_ENUMERATE_S,
-                "met": stats["median"] <= TARGET_ENUMERATE_S,
-            }
-        )
-    return results
-
 
 # --- report ------------------------------------------------------------------------------
 

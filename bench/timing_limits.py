@@ -19,7 +19,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bench import report
-from bench.timing import clear_caches
+from bench.timing_sampling import clear_caches
 from scheduler_app.errors import InvalidRule
 from scheduler_app.timing import build_timing, first_slot
 from scheduler_app.timing.rrules import parse_rrule
