@@ -13,7 +13,6 @@ import json
 import os
 import random
 import signal
-import statistics
 import sys
 import time
 from collections import Counter
@@ -23,94 +22,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from torture.ledger_figures import _dispatch_delays, _lateness, _outcomes, lateness_windows
+from torture.scenarios import SCENARIOS, SOAK, Event, Scenario, plan_faults
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SPRING = datetime(2027, 3, 28, 1, 0, tzinfo=UTC)  # the EU zones spring forward
-FALL = datetime(2027, 10, 31, 1, 0, tzinfo=UTC)  # and fall back, at 01:00 UTC
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    faults: tuple[str, ...] = ()
-    beats: int = 3
-    dst: datetime | None = None
-    beats_via_proxy: bool = False
-    description: str = ""
-
-
-SCENARIOS = [
-    Scenario("three_beats", (), description="3 beats racing for the whole run, no fault"),
-    Scenario("kill_beats", ("kill_beat",), description="kill -9 a random beat every 3-6 s"),
-    Scenario("kill_workers", ("kill_worker",), description="kill -9 a worker mid-task, 5-9 s"),
-    Scenario("postgres_restart", ("restart_postgres",), description="PostgreSQL down 1-3 s, 2x"),
-    Scenario("redis_restart", ("restart_redis",), description="Redis down 1-3 s, 2x, data lost"),
-    Scenario("clock_steps", ("clock_forward", "clock_back"), description="+2 h, then -5 min"),
-    Scenario(
-        "network_cut",
-        ("cut_network",),
-        beats_via_proxy=True,
-        description="beat-database connections cut for 2-5 s, 2x",
-    ),
-    Scenario("dst_spring", (), dst=SPRING, description="across the EU spring-forward"),
-    Scenario("dst_fall", (), dst=FALL, description="across the EU fall-back"),
-    Scenario(
-        "mixed",
-        (
-            "kill_beat",
-            "kill_worker",
-            "restart_postgres",
-            "restart_redis",
-            "cut_network",
-            "clock_small",
-        ),
-        beats_via_proxy=True,
-        description="all of the above at random (clock steps +60 s / -20 s)",
-    ),
-]
-SOAK = Scenario(
-    "soak",
-    ("kill_beat", "kill_worker", "restart_postgres", "restart_redis", "cut_network"),
-    beats_via_proxy=True,
-    description="one hour, steady load, a fault about every minute",
-)
-
-
-@dataclass
-class Event:
-    at: float
-    fault: str
-    pause: float
-
-
-def plan_faults(
-    rng: random.Random, scenario: Scenario, duration: float, *, soak: bool = False
-) -> list[Event]:
-    """The fault schedule of a run: offsets in seconds from the start, with pauses."""
-    events: list[Event] = []
-    if not scenario.faults:
-        return events
-    if scenario.name == "clock_steps":
-        return [Event(duration * 0.3, "clock_forward", 0), Event(duration * 0.6, "clock_back", 0)]
-    if len(scenario.faults) == 1 and not soak:
-        fault = scenario.faults[0]
-        if fault in ("restart_postgres", "restart_redis", "cut_network"):
-            return [
-                Event(duration * share, fault, rng.uniform(1, 3) if fault != "cut_network"
-                      else rng.uniform(2, 5))
-                for share in (0.3, 0.65)
-            ]  # fmt: skip
-        gap = (3, 6) if fault == "kill_beat" else (5, 9)
-        at = rng.uniform(*gap)
-        while at < duration - 3:
-            events.append(Event(at, fault, rng.uniform(0.5, 3)))
-            at += rng.uniform(*gap)
-        return events
-    gap = (40.0, 80.0) if soak else (2.5, 5.0)
-    at = rng.uniform(*gap)
-    while at < duration - 4:
-        events.append(Event(at, rng.choice(scenario.faults), rng.uniform(0.5, 3)))
-        at += rng.uniform(*gap)
-    return events
 
 
 @dataclass
@@ -360,59 +275,6 @@ class Harness:
             time.sleep(1.0)
         (run_dir / "drain.txt").write_text(f"{time.monotonic() - started:.1f}\n")
         return time.monotonic() - started
-
-
-def _dispatch_delays() -> list[tuple[datetime, float]]:
-    """(slot, dispatch lateness in s) of first attempts whose dispatch no policy holds back on
-    purpose: ``buffer_one``/``buffer_all`` occurrences wait for the previous run to end, and a
-    retry's ``dispatched_at`` is its new attempt's (after the backoff)."""
-    from scheduler_app.models import Occurrence, OverlapPolicy, Trigger
-
-    return [
-        (o.scheduled_for, (o.dispatched_at - o.scheduled_for).total_seconds())
-        for o in Occurrence.objects.filter(
-            trigger=Trigger.SCHEDULED, dispatched_at__isnull=False, attempts__lte=1
-        )
-        .exclude(schedule__overlap_policy__in=(OverlapPolicy.BUFFER_ONE, OverlapPolicy.BUFFER_ALL))
-        .only("dispatched_at", "scheduled_for")
-    ]
-
-
-def percentiles(values: list[float]) -> dict[str, float]:
-    """count, p50, p95, p99 and max of ``values`` (seconds, rounded to ms)."""
-    if not values:
-        return {}
-    values = sorted(values)
-    q = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 else values * 99
-    return {"count": len(values), "p50": round(q[49], 3), "p95": round(q[94], 3),
-            "p99": round(q[98], 3), "max": round(values[-1], 3)}  # fmt: skip
-
-
-def _lateness() -> dict[str, float]:
-    return percentiles([delay for _, delay in _dispatch_delays()])
-
-
-def lateness_windows(
-    delays: list[tuple[datetime, float]], start: datetime, minutes: int = 10
-) -> list[dict[str, float]]:
-    """Lateness percentiles of the slots in each ``minutes`` window from ``start``."""
-    windows: dict[int, list[float]] = {}
-    for slot, delay in delays:
-        index = max(int((slot - start).total_seconds() // (minutes * 60)), 0)
-        windows.setdefault(index, []).append(delay)
-    return [
-        {"from_min": index * minutes, **percentiles(values)}
-        for index, values in sorted(windows.items())
-    ]
-
-
-def _outcomes() -> dict[str, int]:
-    from django.db.models import Count
-
-    from scheduler_app.models import Occurrence
-
-    rows = Occurrence.objects.values("state", "reason").annotate(n=Count("id"))
-    return {f"{r['state']}:{r['reason']}" if r["reason"] else r["state"]: r["n"] for r in rows}
 
 
 def _interrupted(signum: int, _frame: Any) -> None:

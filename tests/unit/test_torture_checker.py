@@ -10,7 +10,7 @@ import random
 from datetime import UTC, datetime, timedelta
 
 from torture.checker import intended_slots
-from torture.run import SCENARIOS, plan_faults
+from torture.scenarios import SCENARIOS, plan_faults
 from torture.workload import PROFILES, Spec, generate
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from torture.ledger_figures import lateness_windows, percentiles
 from torture.report import lateness_table, rss_table
-from torture.run import lateness_windows, percentiles
 
 
 def test_rss_every_ten_minutes_then_the_last_sample_and_the_max() -> None:

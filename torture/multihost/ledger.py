@@ -1,9 +1,9 @@
 """The workload of the multi-host run and what the ledger says of it (Django set up).
 
 The schedules, the checker and the figures are the torture harness's (``torture.workload``,
-``torture.checker``, ``torture.run``); what this adds is the fault plan of the multi-host
-run, the time PgBouncer takes to serve queries again after PostgreSQL restarts, and per-host
-figures read from the logs and the sink table.
+``torture.checker``, ``torture.ledger_figures``); what this adds is the fault plan of the
+multi-host run, the time PgBouncer takes to serve queries again after PostgreSQL restarts, and
+per-host figures read from the logs and the sink table.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from typing import Any
 from django.db import connection
 
 from torture.checker import check
+from torture.ledger_figures import _dispatch_delays, _lateness, _outcomes, percentiles
 from torture.multihost.run import REPO_ROOT, MultiHost, plan
 from torture.processes import Proc
-from torture.run import _dispatch_delays, _lateness, _outcomes, _wait, percentiles
+from torture.run import _wait
 from torture.workload import Profile, create, generate
 
 ERRORS = re.compile(r"OperationalError|InterfaceError|server closed the connection")

@@ -31,7 +31,8 @@ from torture.multihost.netns import Host, Network
 from torture.multihost.pgbouncer import PgBouncer
 from torture.multihost.probes import Probe, run_probes
 from torture.processes import Proc
-from torture.run import Event, Harness, _interrupted
+from torture.run import Harness, _interrupted
+from torture.scenarios import Event
 from torture.workload import PROFILES, Profile
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
