@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from torture.multihost import settings as host_settings
-from torture.multihost.ledger import export_outcome
+from torture.multihost.hosts import HostProc
+from torture.multihost.ledger import export_outcome, plan
 from torture.multihost.netns import SUBNET, Host, NetnsError, Network
 from torture.multihost.pgbouncer import PROBE_POOL_SIZE, render_config
 from torture.multihost.probes import PROBES, Probe
-from torture.multihost.run import PROFILE, HostProc, plan
+from torture.multihost.run import PROFILE
 
 
 def test_each_host_is_a_namespace_with_its_own_address_on_the_bridge() -> None:

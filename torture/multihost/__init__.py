@@ -4,5 +4,6 @@ PostgreSQL restarted and a beat killed under load, then the ledger checked slot 
 
 It reuses the torture harness's servers, processes, workload and checker (``torture``); what
 is new here is the network (``netns``), the pooler (``pgbouncer``), the probes of what stays
-correct behind a transaction-mode pooler (``probes``) and the run itself (``run``).
+correct behind a transaction-mode pooler (``probes``), the hosts' harness (``hosts``) and the
+run itself (``run``, its workload and ledger in ``ledger``).
 """

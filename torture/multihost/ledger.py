@@ -26,12 +26,23 @@ from django.db import connection
 
 from torture.checker import check
 from torture.ledger_figures import _dispatch_delays, _lateness, _outcomes, percentiles
-from torture.multihost.run import REPO_ROOT, MultiHost, plan
+from torture.multihost.hosts import REPO_ROOT, MultiHost
 from torture.processes import Proc
 from torture.run import _wait
+from torture.scenarios import Event
 from torture.workload import Profile, create, generate
 
 ERRORS = re.compile(r"OperationalError|InterfaceError|server closed the connection")
+
+
+def plan(duration: float) -> list[Event]:
+    """PostgreSQL down 2 s at 30 %, a beat killed at 45 % (back 4 s later), PostgreSQL down
+    3 s at 70 % of the run."""
+    return [
+        Event(duration * 0.30, "restart_postgres", 2.0),
+        Event(duration * 0.45, "kill_beat", 4.0),
+        Event(duration * 0.70, "restart_postgres", 3.0),
+    ]
 
 
 def executions_by_worker(procs: list[Proc]) -> dict[str, int]:

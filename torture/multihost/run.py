@@ -20,121 +20,19 @@ import json
 import random
 import signal
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-import psycopg
+from torture.multihost.hosts import REPO_ROOT, MultiHost
+from torture.run import _interrupted
+from torture.workload import PROFILES
 
-from torture.infra import Redis
-from torture.multihost.netns import Host, Network
-from torture.multihost.pgbouncer import PgBouncer
-from torture.multihost.probes import Probe, run_probes
-from torture.processes import Proc
-from torture.run import Harness, _interrupted
-from torture.scenarios import Event
-from torture.workload import PROFILES, Profile
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS = REPO_ROOT / "torture" / "results" / "multihost.json"
 # A few hundred schedules every few seconds; work short enough for 2 x 2 worker threads.
 PROFILE = replace(
     PROFILES["ci"], name="multihost", schedules=300, scenario_seconds=120.0,
     interval_range=(3, 15), work_range=(0.01, 0.05), workers=2, concurrency=2,
 )  # fmt: skip
-
-
-@dataclass
-class HostProc(Proc):
-    """A torture process started inside a test host."""
-
-    host: Host | None = None
-
-    def command(self) -> list[str]:
-        command = super().command()
-        return self.host.wrap(command) if self.host is not None else command
-
-
-def plan(duration: float) -> list[Event]:
-    """PostgreSQL down 2 s at 30 %, a beat killed at 45 % (back 4 s later), PostgreSQL down
-    3 s at 70 % of the run."""
-    return [
-        Event(duration * 0.30, "restart_postgres", 2.0),
-        Event(duration * 0.45, "kill_beat", 4.0),
-        Event(duration * 0.70, "restart_postgres", 3.0),
-    ]
-
-
-class MultiHost(Harness):
-    def __init__(self, directory: Path, seed: int, prefix: str) -> None:
-        super().__init__(directory, "multihost", seed)
-        self.network = Network(prefix, 3)
-        self.redis = Redis(directory / "redis", bind=("127.0.0.1", self.network.gateway))
-        self.pgbouncer: PgBouncer | None = None
-        self.exports: dict[str, dict[str, Any]] = {}  # the export commands' outcomes
-
-    def boot(self) -> None:
-        self.network.setup()  # first: Redis and PgBouncer listen on the bridge's address
-        super().boot()
-        self.pgbouncer = PgBouncer(self.postgres.port, (self.network.gateway, "127.0.0.1"))
-        self.pgbouncer.start()
-
-    def shutdown(self) -> None:
-        try:
-            super().shutdown()
-        finally:
-            if self.pgbouncer is not None:
-                log = self.directory / "pgbouncer.log"
-                self.pgbouncer.destroy(keep_log=log if self.directory.exists() else None)
-            self.network.teardown()
-
-    def host_env(self) -> dict[str, str]:
-        assert self.pgbouncer is not None
-        gateway = self.network.gateway
-        return {
-            "DJANGO_SETTINGS_MODULE": "torture.multihost.settings",
-            "DATABASE_URL": self.pgbouncer.url(gateway),
-            "CELERY_BROKER_URL": f"redis://{gateway}:{self.redis.port}/0",
-        }
-
-    def processes(self, profile: Profile, run_dir: Path) -> list[Proc]:
-        env = self.host_env()
-        one, two, three = self.network.hosts
-        procs: list[Proc] = [
-            HostProc("worker", f"worker{n}", env, run_dir, profile.concurrency, host=host)
-            for n, host in ((1, one), (2, two))
-        ]
-        procs += [
-            HostProc("beat", f"beat{n}", env, run_dir, host=host)
-            for n, host in ((1, one), (2, two), (3, three))
-        ]
-        return procs
-
-    def probe(self) -> list[Probe]:
-        assert self.pgbouncer is not None
-        return run_probes(self.pgbouncer.url("127.0.0.1", "probe"))
-
-    def through_pooler_after_restart(self) -> float:
-        """Seconds from PostgreSQL accepting connections again to a query through PgBouncer
-        succeeding (PgBouncer retries its server login every ``server_login_retry``)."""
-        assert self.pgbouncer is not None
-        began = time.monotonic()
-        if not wait_through(self.pgbouncer.url("127.0.0.1"), 30.0):
-            return -1.0
-        return round(time.monotonic() - began, 2)
-
-
-def wait_through(url: str, timeout: float) -> bool:
-    """Whether a query through ``url`` succeeds within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with psycopg.connect(url, connect_timeout=2) as conn:
-                conn.execute("SELECT 1")
-            return True
-        except psycopg.Error:
-            time.sleep(0.05)
-    return False
 
 
 def main(argv: list[str] | None = None) -> int:
