@@ -342,9 +342,10 @@ class ScheduleForm(ScheduleChoices):
         values["args"] = values.get("args") or []
         now = self._now()
         try:
-            definition = parse_definition(
-                {**values, "anchor": values.get("anchor") or now.replace(microsecond=0)}, now=now
-            )
+            # No stand-in anchor: what is checked here is what a new schedule stores, and an
+            # anchor the person left empty stays empty (``_default_anchor`` gave the rules that
+            # need one a whole minute already).
+            definition = parse_definition(values, now=now)
             timing = definition.timing
             adding = self.instance._state.adding
             # The services' question, asked when they will ask it (a new or changed
