@@ -31,24 +31,51 @@ _PARSED = object()
 class Definition:
     """A checked definition: its stored fields in canonical form, and the timing they make.
 
-    Only ``parse_definition`` builds one (built otherwise it raises ``TypeError``: the
-    services store it unchecked), and nothing changes it after the checks: ``columns`` is a
-    copy each time it is read, nested payloads included."""
+    Only ``parse_definition`` builds one: a call of the class raises ``TypeError``, and so does
+    ``dataclasses.replace`` (which calls it), since the services store a definition unchecked
+    (``stored_as_parsed`` refuses anything else, a look-alike object or a pickled copy
+    included). Nothing changes it after the checks: ``columns`` is a copy each time it is
+    read, nested payloads included."""
 
     _fields: Mapping[str, Any] = field(repr=False)
     timing: Timing
     """The rule, zone, DST choices, bounds, window and calendar, evaluated."""
-    _token: object = field(default=None, repr=False, compare=False)
+    _token: object = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self._token is not _PARSED:
-            raise TypeError("a Definition is built by parse_definition(...), which checks it")
+        raise TypeError("a Definition is built by parse_definition(...), which checks it")
+
+    def __copy__(self) -> Definition:
+        return self  # immutable: a copy is the same checked definition
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Definition:
+        return self
 
     @property
     def columns(self) -> dict[str, Any]:
         """Every definition field given or defaulted (``SEMANTIC_FIELDS``), as it is stored:
         a copy, so that changing it changes nothing that was checked."""
         return copy.deepcopy(dict(self._fields))
+
+
+def _built(columns: Mapping[str, Any], timing: Timing) -> Definition:
+    """The one way a ``Definition`` is made (by ``parse_definition``, after its checks)."""
+    definition = object.__new__(Definition)
+    object.__setattr__(definition, "_fields", columns)
+    object.__setattr__(definition, "timing", timing)
+    object.__setattr__(definition, "_token", _PARSED)
+    return definition
+
+
+def stored_as_parsed(definition: object) -> Definition:
+    """``definition`` when ``parse_definition`` built it; ``TypeError`` otherwise (the services
+    store what it holds without checking it again)."""
+    if type(definition) is not Definition or definition._token is not _PARSED:
+        raise TypeError(
+            "definition= takes what parse_definition(...) returned, unchanged; got "
+            f"{type(definition).__name__}"
+        )
+    return definition
 
 
 def canonical_fields(
@@ -80,4 +107,4 @@ def parse_definition(
     first field that is wrong. Fields that are not part of a definition are left out."""
     columns = canonical_fields(given, now=now, current=current, kept=kept)
     timing = validate_definition(columns)
-    return Definition(MappingProxyType(copy.deepcopy(columns)), timing, _PARSED)
+    return _built(MappingProxyType(copy.deepcopy(columns)), timing)

@@ -16,7 +16,12 @@ from uuid import UUID
 from django.db import transaction
 
 from scheduler_app.clock import Clock
-from scheduler_app.definition.parsed import Definition, canonical_fields, parse_definition
+from scheduler_app.definition.parsed import (
+    Definition,
+    canonical_fields,
+    parse_definition,
+    stored_as_parsed,
+)
 from scheduler_app.definition.schedule import (
     timing_for,
     validate_definition,
@@ -98,6 +103,7 @@ def create_schedule(
     now = clock_of(clock).now()
     authorize(user, ADD)
     if definition is not None:
+        definition = stored_as_parsed(definition)
         fields = {**_beside(definition, fields), **definition.columns}
     fields = _checked_new(fields, user)
     definition = definition or parse_definition(fields, now=now)
@@ -192,6 +198,7 @@ def update_schedule(
     """
     now = clock_of(clock).now()
     if definition is not None:
+        definition = stored_as_parsed(definition)
         changes = {**_beside(definition, changes), **definition.columns}
     refuse_unknown(changes, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *OPERATIONAL_FIELDS))
     before = get_schedule(schedule_id, user)

@@ -96,16 +96,17 @@ def _look_alike(checked: Any) -> Any:
 @pytest.mark.parametrize("forge", [_forged_by_replace, _look_alike], ids=["replace", "duck"])
 @pytest.mark.parametrize("service", ["create", "update"])
 def test_only_a_parsed_definition_is_stored_unchecked(forge: Any, service: str) -> None:
-    """"Only ``parse_definition`` makes one" (docs/scheduling.md): a Definition copied with
+    """Only ``parse_definition`` makes one (docs/scheduling.md): a Definition copied with
     ``dataclasses.replace`` (which carries the parsed token over) or any object with
-    ``columns`` and ``timing`` is refused with ``TypeError`` by ``create_schedule`` and
-    ``update_schedule``, and nothing is stored. Otherwise ``celery.*`` (never schedulable) and a
-    rule whose columns and timing disagree are stored with no check at all."""
+    ``columns`` and ``timing`` is refused with ``TypeError`` (the copy when it is made, the
+    look-alike by ``create_schedule`` and ``update_schedule``), and nothing is stored.
+    Otherwise ``celery.*`` (never schedulable) and a rule whose columns and timing disagree
+    are stored with no check at all."""
     clock = FakeClock(START)
     row = create_schedule(clock=clock, task=TASK, kind="cron", rule="0 9 * * *")
     checked = parse_definition({"task": TASK, "kind": "cron", "rule": "0 10 * * *"}, now=START)
-    forged = forge(checked)
     with pytest.raises(TypeError):
+        forged = forge(checked)  # replace() is refused here already
         if service == "create":
             create_schedule(definition=forged, clock=clock)
         else:
