@@ -19,6 +19,7 @@ from typing import Any
 
 from scheduler_app.definition.canonical import DEFAULTS, normalize_definition
 from scheduler_app.definition.schedule import validate_definition
+from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import SEMANTIC_FIELDS
 from scheduler_app.policies.lateness import apply_class_defaults
 from scheduler_app.timing import Timing
@@ -93,7 +94,11 @@ def canonical_fields(
     an RRULE or interval rule leaves out."""
     semantic = {name: value for name, value in given.items() if name in SEMANTIC_FIELDS}
     requested = {**apply_class_defaults(semantic, current=current), **(kept or {})}
-    return normalize_definition({**(DEFAULTS if current is None else current), **requested}, now)
+    values = {**(DEFAULTS if current is None else current), **requested}
+    for required in ("kind", "rule"):  # named as create_schedule names them, not a KeyError
+        if values.get(required) in (None, ""):
+            raise ScheduleValidationError(required, f"{required} is required", code="required")
+    return normalize_definition(values, now)
 
 
 def parse_definition(
