@@ -19,6 +19,7 @@ from typing import Any
 
 from scheduler_app.definition.canonical import DEFAULTS, normalize_definition
 from scheduler_app.definition.schedule import validate_definition
+from scheduler_app.definition.text import fields_from_text
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import SEMANTIC_FIELDS
 from scheduler_app.policies.lateness import apply_class_defaults
@@ -108,8 +109,10 @@ def parse_definition(
     current: Mapping[str, Any] | None = None,
     kept: Mapping[str, Any] | None = None,
 ) -> Definition:
-    """``canonical_fields``, checked, with its timing; ``ScheduleValidationError`` names the
-    first field that is wrong. Fields that are not part of a definition are left out."""
-    columns = canonical_fields(given, now=now, current=current, kept=kept)
+    """What a person gave, read as ``create_schedule`` reads it (``text=`` in words, the zone
+    of an RRULE's ``DTSTART;TZID`` when no ``timezone`` is given), then ``canonical_fields``,
+    checked, with its timing; ``ScheduleValidationError`` names the first field that is wrong.
+    Fields that are not part of a definition are left out."""
+    columns = canonical_fields(fields_from_text(dict(given)), now=now, current=current, kept=kept)
     timing = validate_definition(columns)
     return _built(MappingProxyType(copy.deepcopy(columns)), timing)

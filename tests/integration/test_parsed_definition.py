@@ -271,3 +271,17 @@ def test_a_changed_document_is_parsed_once_on_its_way_to_the_store(
     [row] = importing.apply(plan.changes, clock=FakeClock(now))
     assert len(checks) == 1
     assert (row.rule, row.name, row.version) == ("0 8 * * 1-5", "weekday eight", 2)
+
+
+def test_an_imported_rrule_takes_its_dtstart_zone_when_the_document_gives_none() -> None:
+    """docs/timing.md: "when you give no timezone, the schedule takes it from here" (the
+    DTSTART's TZID), on every way in: a schedule.v1 file was refused until its definition was
+    parsed as the services parse it."""
+    rule = "DTSTART;TZID=Europe/Paris:20260105T090000\nRRULE:FREQ=DAILY"
+    wanted = importing.Desired(
+        label="paris.json#0", fields={"task": TASK, "kind": "rrule", "rule": rule, "key": "p"}
+    )
+    plan = importing.plan([wanted], START)
+    assert not plan.problems
+    [row] = importing.apply(plan.changes, clock=FakeClock(START))
+    assert (row.timezone, row.next_run_at) == ("Europe/Paris", datetime(2026, 1, 5, 8, tzinfo=UTC))
