@@ -12,7 +12,7 @@ BENCH_ARGS ?=
 
 DIST_DIR ?= dist
 
-.PHONY: install dist test-adoption test-matrix test-matrix-ends test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak test-multihost demo bench bench-events bench-timing bench-tracing bench-ledger-size docs clean
+.PHONY: install dist test-adoption test-matrix test-matrix-ends test lint typecheck migrations-check test-sqlite test-postgres torture-ci torture soak test-multihost demo bench bench-events bench-handoff bench-timing bench-tracing bench-ledger-size docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -112,6 +112,13 @@ bench: $(VENV)/.installed-bench
 	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
 		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.djtasks_burst
 	$(MAKE) bench-events
+	$(MAKE) bench-handoff
+
+# What PostgreSQL writes to create and hand off 1,000 occurrences: today's ledger row against
+# a narrow outbox (issue 39), on copies of the ledger table (also run by `make bench`).
+bench-handoff: $(VENV)/.installed-bench
+	DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=$(BENCH_PG_URL) \
+		CELERY_BROKER_URL=$(BENCH_REDIS_URL) $(PY) -m bench.handoff_writes $(HANDOFF_ARGS)
 
 # Event deliveries to a local receiver that verifies every signature (also run by `make bench`).
 bench-events: $(VENV)/.installed-bench

@@ -1,0 +1,286 @@
+"""What PostgreSQL writes to create and hand off 1,000 occurrences: today's ledger row, and the
+narrow outbox the hot-path issue asks for, measured side by side (``make bench-handoff``).
+
+    DJANGO_SETTINGS_MODULE=bench.settings DATABASE_URL=... \\
+        python -m bench.handoff_writes [--size 1000] [--rounds 15]
+
+Each design gets its own copy of the ledger table (``LIKE ... INCLUDING ALL``: every column,
+index and check; its foreign keys to the schedule and its version added back), rows generated
+in SQL so that only the database's work differs:
+
+- ``today``: the row is inserted ``pending``; the hand-off sets ``state = dispatched`` (and
+  ``dispatched_at``, ``emitted_at``, the publish count and lease), as ``mark_dispatched``
+  does. ``state`` is in the partial indexes' predicates, so the update is never HOT.
+- ``outbox``: the row is inserted ``pending`` with a narrow outbox row beside it (one
+  statement); the hand-off deletes the outbox row and sets only columns no index holds
+  (``dispatched_at``, ``emitted_at``, the publish count) in one statement, the
+  ``dispatched_at`` index dropped (``pending`` then means "not started"; a published row is
+  one with ``dispatched_at`` set). HOT is possible where the page has room.
+- ``outbox, fillfactor 85`` and ``50``: the same with 15% or half of every ledger page left
+  free, room for the hand-off's new row versions on their pages (a table that much larger).
+- ``outbox, ledger untouched``: the hand-off only deletes the outbox rows (the ledger row is
+  written once; when it was published would have to live elsewhere).
+
+Per round, designs interleaved: the time of the insert and of the hand-off statements, the
+write-ahead log they made (``pg_current_wal_insert_lsn``) and the updates that were HOT
+(``pg_stat_xact_user_tables``, read in the round's transaction). Writes
+``bench/results/handoff_writes.json`` and its section of docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from bench import report
+
+NAME = "handoff_writes"
+HEADING = "Hand-off writes (`make bench-handoff`)"
+LEDGER = "scheduler_app_occurrence"
+DESIGNS: dict[str, dict[str, Any]] = {
+    "today": {"table": "bench_hw_today", "handoff": "state", "fillfactor": 100},
+    "outbox": {"table": "bench_hw_outbox", "handoff": "columns", "fillfactor": 100},
+    "outbox, fillfactor 85": {"table": "bench_hw_ff85", "handoff": "columns", "fillfactor": 85},
+    "outbox, fillfactor 50": {"table": "bench_hw_ff50", "handoff": "columns", "fillfactor": 50},
+    "outbox, ledger untouched": {"table": "bench_hw_once", "handoff": "delete", "fillfactor": 100},
+}
+"""How each design hands off: ``state`` (today's update), ``columns`` (the outbox row deleted
+and the unindexed columns set), ``delete`` (the outbox row deleted, the ledger row untouched:
+written once)."""
+COLUMNS = (
+    "id, trigger, scheduled_for, window_start, window_end, timezone, idempotency_key, task, "
+    "kwargs, not_before, state, reason, last_error, attempts, publish_count, lease_owner, "
+    "fencing_token, created_at, schedule_id, schedule_version_id, note, received_by, "
+    "requested_by, args, handoff_id, target"
+)
+ROWS = """SELECT gen_random_uuid(), 'scheduled', s, s, s, 'Europe/Riga',
+    %(schedule)s || ':' || to_char(s AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+    'bench.noop', '{"report": "daily", "format": "pdf", "n": 1}'::jsonb, s, 'pending', '', '',
+    0, 0, '', 0, now(), %(schedule)s::uuid, %(version)s::uuid, '', '', '', '[]'::jsonb, '',
+    'celery'
+    FROM generate_series(%(first)s::timestamptz, %(first)s::timestamptz
+        + (%(size)s - 1) * interval '1 second', interval '1 second') AS s"""
+
+
+def prepare(cursor: Any, schedule: str, version: str) -> None:
+    """Each design's table, empty, with the ledger's columns, indexes, checks and keys."""
+    for design in DESIGNS.values():
+        table = design["table"]
+        cursor.execute(f"DROP TABLE IF EXISTS {table}, {table}_outbox")
+        cursor.execute(
+            f"CREATE TABLE {table} (LIKE {LEDGER} INCLUDING ALL) "
+            f"WITH (fillfactor = {design['fillfactor']})"
+        )
+        cursor.execute(
+            f"ALTER TABLE {table} ADD FOREIGN KEY (schedule_id) "
+            f"REFERENCES scheduler_app_schedule (id), ADD FOREIGN KEY (schedule_version_id) "
+            f"REFERENCES scheduler_app_scheduleversion (id)"
+        )
+        if design["handoff"] != "state":
+            dispatched = _index_named(cursor, table, "dispatched_at")
+            cursor.execute(f'DROP INDEX "{dispatched}"')
+            cursor.execute(
+                f"CREATE TABLE {table}_outbox (id uuid PRIMARY KEY, scheduled_for timestamptz "
+                "NOT NULL, target varchar(20) NOT NULL, created_at timestamptz NOT NULL, "
+                "publish_lease_until timestamptz)"
+            )
+            cursor.execute(f"CREATE INDEX ON {table}_outbox (created_at)")
+
+
+def _index_named(cursor: Any, table: str, column: str) -> str:
+    cursor.execute(
+        "SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexdef LIKE %s",
+        [table, f"%({column})%"],
+    )
+    return str(cursor.fetchone()[0])
+
+
+def _wal(cursor: Any) -> int:
+    cursor.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
+    return int(cursor.fetchone()[0])
+
+
+def _hot(cursor: Any, table: str) -> tuple[int, int]:
+    cursor.execute(
+        "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relname = %s",
+        [table],
+    )
+    updated, hot = cursor.fetchone()
+    return int(updated), int(hot)
+
+
+def one_round(cursor: Any, name: str, params: dict[str, Any]) -> dict[str, float]:
+    """Insert ``size`` rows, then hand them off, in one transaction each; what each made."""
+    design = DESIGNS[name]
+    table = design["table"]
+    insert = f"INSERT INTO {table} ({COLUMNS}) {ROWS}"
+    if design["handoff"] != "state":
+        insert = (
+            f"WITH made AS ({insert} RETURNING id, scheduled_for, target, created_at) "
+            f"INSERT INTO {table}_outbox (id, scheduled_for, target, created_at) "
+            "SELECT * FROM made"
+        )
+        handoff = (
+            f"WITH gone AS (DELETE FROM {table}_outbox RETURNING id, scheduled_for) "
+            f"UPDATE {table} o SET dispatched_at = now(), emitted_at = coalesce(emitted_at, "
+            "now()), publish_count = publish_count + 1 FROM gone "
+            "WHERE o.id = gone.id AND o.scheduled_for = gone.scheduled_for"
+        )
+        if design["handoff"] == "delete":
+            handoff = f"DELETE FROM {table}_outbox"
+    else:
+        handoff = (
+            f"UPDATE {table} SET state = 'dispatched', dispatched_at = now(), emitted_at = "
+            "coalesce(emitted_at, now()), publish_lease_until = NULL, publish_count = "
+            "publish_count + 1 WHERE state = 'pending'"
+        )
+    figures: dict[str, float] = {}
+    for phase, statement in (("insert", insert), ("handoff", handoff)):
+        cursor.execute("BEGIN")
+        wal = _wal(cursor)
+        began = time.perf_counter()
+        cursor.execute(statement, params)
+        figures[f"{phase}_ms"] = (time.perf_counter() - began) * 1000
+        figures[f"{phase}_wal_kb"] = (_wal(cursor) - wal) / 1024
+        if phase == "handoff":
+            updated, hot = _hot(cursor, table)
+            figures["hot_share"] = hot / updated if updated else 0.0
+        cursor.execute("COMMIT")
+    return figures
+
+
+def measure(size: int, rounds: int) -> dict[str, dict[str, Any]]:
+    from django.db import connection
+
+    schedule, version = _a_schedule()
+    samples: dict[str, list[dict[str, float]]] = {name: [] for name in DESIGNS}
+    with connection.cursor() as cursor:
+        prepare(cursor, schedule, version)
+        for number in range(rounds):
+            first = "2026-06-01T00:00:00Z"
+            params = {"schedule": schedule, "version": version, "size": size}
+            order = list(DESIGNS) if number % 2 == 0 else list(reversed(DESIGNS))
+            for name in order:
+                params["first"] = _first(first, number, size)
+                samples[name].append(one_round(cursor, name, params))
+        for design in DESIGNS.values():
+            cursor.execute(f"DROP TABLE IF EXISTS {design['table']}, {design['table']}_outbox")
+    return {name: _medians(found, size) for name, found in samples.items()}
+
+
+def _a_schedule() -> tuple[str, str]:
+    """One schedule (and its version) the rows belong to, made through the services once."""
+    from bench.scale.env import TASK, celery_app
+    from scheduler_app.definition.schedule import version_id
+    from scheduler_app.models import Schedule
+    from scheduler_app.services import create_schedule
+
+    celery_app()
+    row = Schedule.objects.filter(key="bench-handoff-writes").first() or create_schedule(
+        task=TASK, kind="interval", rule="1h", key="bench-handoff-writes"
+    )
+    return str(row.pk), str(version_id(row.pk, row.version))
+
+
+def _first(base: str, number: int, size: int) -> str:
+    from datetime import datetime, timedelta
+
+    start = datetime.fromisoformat(base.replace("Z", "+00:00"))
+    return (start + timedelta(seconds=number * size)).isoformat()
+
+
+def _medians(found: list[dict[str, float]], size: int) -> dict[str, Any]:
+    def median(key: str) -> float:
+        return statistics.median(sample[key] for sample in found)
+
+    return {
+        "insert_ms": round(median("insert_ms"), 2),
+        "handoff_ms": round(median("handoff_ms"), 2),
+        "insert_wal_kb": round(median("insert_wal_kb"), 1),
+        "handoff_wal_kb": round(median("handoff_wal_kb"), 1),
+        "per_slot_us": round((median("insert_ms") + median("handoff_ms")) * 1000 / size, 1),
+        "hot_share": round(median("hot_share"), 3),
+    }
+
+
+def render(results: dict[str, Any], facts: dict[str, Any], command: str) -> str:
+    size = results["size"]
+    table = report.markdown_table(
+        [
+            "design",
+            f"insert {size:,}, ms",
+            "its WAL, kB",
+            f"hand-off {size:,}, ms",
+            "its WAL, kB",
+            "hand-off updates HOT",
+            "both, µs a slot",
+        ],
+        [
+            [
+                name,
+                f"{row['insert_ms']:.1f}",
+                f"{row['insert_wal_kb']:.0f}",
+                f"{row['handoff_ms']:.1f}",
+                f"{row['handoff_wal_kb']:.0f}",
+                f"{row['hot_share']:.0%}",
+                f"{row['per_slot_us']:.0f}",
+            ]
+            for name, row in results["figures"].items()
+        ],
+    )
+    load = report.describe_load(results["load_before"], results["load_after"])
+    return f"""Run: {report.describe_run(facts, command)}
+
+{_described()}
+
+{table}
+
+Medians of {results["rounds"]} rounds, the designs interleaved (the order alternates round by
+round); each round adds {size:,} rows to every table, so the later rounds write into a table of
+up to {size * results["rounds"]:,} rows. {load}"""
+
+
+def _described() -> str:
+    """The module's docstring for the page: the command lines out, Markdown's backticks."""
+    lines = [line for line in (__doc__ or "").splitlines() if not line.startswith("    ")]
+    text = "\n".join(lines).replace("``", "`").strip()
+    return text.replace("\n\n\n", "\n\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.handoff_writes", description=__doc__)
+    parser.add_argument("--size", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--no-write", action="store_true", help="print only; write no files")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv)
+    command = (
+        " ".join(["python -m bench.handoff_writes", *argv]) if argv else ("make bench-handoff")
+    )
+
+    from bench.scale.env import setup_django
+
+    setup_django(migrate=True)
+    facts = report.machine()
+    load_before = report.load_average()
+    results = {
+        "size": args.size,
+        "rounds": args.rounds,
+        "figures": measure(args.size, args.rounds),
+        "load_before": load_before,
+        "load_after": report.load_average(),
+    }
+    text = render(results, facts, command)
+    print(text)
+    if not args.no_write:
+        report.write_json(NAME, {"facts": facts, "command": command, **results})
+        report.write_section(HEADING, text, facts)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
