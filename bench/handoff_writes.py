@@ -265,21 +265,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench.scale.env import setup_django
 
     setup_django(migrate=True)
-    facts = report.machine()
-    load_before = report.load_average()
-    results = {
-        "size": args.size,
-        "rounds": args.rounds,
-        "figures": measure(args.size, args.rounds),
-        "load_before": load_before,
-        "load_after": report.load_average(),
-    }
-    text = render(results, facts, command)
-    print(text)
-    if not args.no_write:
-        report.write_json(NAME, {"facts": facts, "command": command, **results})
-        report.write_section(HEADING, text, facts)
-    return 0
+    return report.measured_and_written(
+        NAME,
+        HEADING,
+        command,
+        lambda: measure(args.size, args.rounds),
+        render,
+        write=not args.no_write,
+        size=args.size,
+        rounds=args.rounds,
+    )
 
 
 if __name__ == "__main__":

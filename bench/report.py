@@ -16,6 +16,7 @@ import platform
 import re
 import statistics
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,31 @@ def write_json(name: str, payload: dict[str, Any]) -> Path:
     path = RESULTS_DIR / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
     return path
+
+
+def measured_and_written(
+    name: str,
+    heading: str,
+    command: str,
+    measure: Callable[[], Any],
+    render: Callable[[dict[str, Any], dict[str, Any], str], str],
+    *,
+    write: bool,
+    **settings: Any,
+) -> int:
+    """Run ``measure`` between two looks at the load, print what ``render`` makes of it and,
+    with ``write``, keep it: ``bench/results/<name>.json`` and the page's ``## heading``."""
+    facts = machine()
+    load_before = load_average()
+    results = {
+        **settings,
+        "figures": measure(),
+        "load_before": load_before,
+        "load_after": load_average(),
+    }
+    text = render(results, facts, command)
+    print(text)
+    if write:
+        write_json(name, {"facts": facts, "command": command, **results})
+        write_section(heading, text, facts)
+    return 0

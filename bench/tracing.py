@@ -184,21 +184,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     use_broker("redis")
     setup_django(migrate=True)
-    facts = report.machine()
-    load_before = report.load_average()
-    results = {
-        "burst": args.burst,
-        "repeats": args.repeats,
-        "figures": measure(args.burst, args.repeats, args.budget),
-        "load_before": load_before,
-        "load_after": report.load_average(),
-    }
-    text = render(results, facts, command)
-    print(text)
-    if not args.no_write:
-        report.write_json(NAME, {"facts": facts, "command": command, **results})
-        report.write_section(HEADING, text, facts)
-    return 0
+    return report.measured_and_written(
+        NAME,
+        HEADING,
+        command,
+        lambda: measure(args.burst, args.repeats, args.budget),
+        render,
+        write=not args.no_write,
+        burst=args.burst,
+        repeats=args.repeats,
+    )
 
 
 if __name__ == "__main__":
