@@ -194,7 +194,7 @@ def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
     existing = stored.find(item)
     kept = {name: getattr(existing, name) for name in item.keep_existing} if existing else None
     definition = parse_definition(item.fields, now=now, kept=kept)
-    values, timing = dict(definition.columns), definition.timing
+    values, timing = definition.columns, definition.timing
     # The services' write gate refuses secrets in the payload: say so in the plan, on the
     # document's field, not at apply time as a problem of the file.
     check_payload(values.get("kwargs") or {})

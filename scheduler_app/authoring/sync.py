@@ -173,7 +173,9 @@ def _apply(
     detail = f"changed {', '.join(sorted(changes))}"
     # The whole definition as declared (the stored anchor where none is declared): its
     # lateness policies are the declared ones, not the class defaults applied again.
-    definition = _check({**{name: getattr(row, name) for name in SEMANTIC_FIELDS}, **changes}, now)
+    definition = _definition_to_store(
+        {**{name: getattr(row, name) for name in SEMANTIC_FIELDS}, **changes}, now
+    )
     if dry_run:
         return _entry("update", declaration, row, version=row.version + 1, detail=detail)
     updated = update_schedule(
@@ -190,7 +192,7 @@ def _create(
     dry_run: bool,
     detail: str = "",
 ) -> SyncEntry:
-    definition = _check(desired, now, creating=True)
+    definition = _definition_to_store(desired, now, creating=True)
     if dry_run:
         return _entry("create", declaration, None, version=1, detail=detail)
     with transaction.atomic():
@@ -274,7 +276,9 @@ def differences(row: Schedule, desired: dict[str, Any]) -> dict[str, Any]:
     return changes
 
 
-def _check(values: dict[str, Any], now: datetime, *, creating: bool = False) -> Definition:
+def _definition_to_store(
+    values: dict[str, Any], now: datetime, *, creating: bool = False
+) -> Definition:
     """The definition as the services will store it, or what they would refuse, found
     without writing: the same ``first_slot`` search under the settings' budget (a rule rarer
     than it sees is refused)."""

@@ -107,7 +107,7 @@ def create_schedule(
         fields = {**_beside(definition, fields), **definition.columns}
     fields = _checked_new(fields, user)
     definition = definition or parse_definition(fields, now=now)
-    values = dict(definition.columns)
+    values = definition.columns
     check_routing(values.get("options"), str(fields.get("tenant") or ""))
     check_event_route(values["task"], values.get("options"), str(fields.get("tenant") or ""))
     first = first_slot(definition.timing, now - _TICK)
@@ -258,7 +258,7 @@ def _checked_edit(
     if definition is None:
         values = canonical_fields(changes, now=now, current=current)
     else:
-        values = dict(definition.columns)
+        values = definition.columns
     semantic = {k: v for k, v in values.items() if v != current[k]}
     # Nobody runs their task or arguments, or the owner's task more often, with another
     # person's rights by editing: refused before the rule is evaluated (review 9: an edit
