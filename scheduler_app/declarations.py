@@ -15,7 +15,9 @@ from scheduler_app.authoring.declarations import (
 from scheduler_app.definition.policies import (
     CancelPrevious,
     CatchUp,
+    Deadline,
     FireOnce,
+    Overlap,
     Retry,
     Skip,
     Window,
@@ -24,8 +26,10 @@ from scheduler_app.definition.policies import (
 __all__ = [
     "CancelPrevious",
     "CatchUp",
+    "Deadline",
     "Declaration",
     "FireOnce",
+    "Overlap",
     "Retry",
     "ScheduleRegistry",
     "Skip",

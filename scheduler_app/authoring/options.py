@@ -19,8 +19,10 @@ from typing import Any, TypedDict
 from scheduler_app.definition.policies import (
     CancelPrevious,
     CatchUp,
+    Deadline,
     Duration,
     FireOnce,
+    Overlap,
     Retry,
     Skip,
     Window,
@@ -59,9 +61,9 @@ class Declared(TypedDict, total=False):
     max_lateness: Duration | None
     catch_up_window: Duration | None
     catch_up_limit: int | None
-    overlap: str | CancelPrevious | None
+    overlap: str | Overlap | CancelPrevious | None
     on_pause: str | None
-    deadline: Duration | None
+    deadline: Duration | Deadline | None
     jitter: Duration | None
     retry: Retry | None
     max_attempts: int | None

@@ -20,6 +20,7 @@ from typing import Any
 from scheduler_app.definition.canonical import DEFAULTS, normalize_definition
 from scheduler_app.definition.schedule import validate_definition
 from scheduler_app.definition.text import fields_from_text
+from scheduler_app.definition.typed import Policies, policies_of
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import SEMANTIC_FIELDS
 from scheduler_app.policies.lateness import apply_class_defaults
@@ -31,7 +32,8 @@ _PARSED = object()
 
 @dataclass(frozen=True)
 class Definition:
-    """A checked definition: its stored fields in canonical form, and the timing they make.
+    """A checked definition: its stored fields in canonical form, the timing they make and
+    its policies, each typed (``policies.misfire``, ``policies.retry``, ...).
 
     Only ``parse_definition`` builds one: a call of the class raises ``TypeError``, and so does
     ``dataclasses.replace`` (which calls it), since the services store a definition unchecked
@@ -42,6 +44,8 @@ class Definition:
     _fields: Mapping[str, Any] = field(repr=False)
     timing: Timing
     """The rule, zone, DST choices, bounds, window and calendar, evaluated."""
+    policies: Policies
+    """Misfire, overlap, retry, deadline, window, DST, routing, payload and safety, typed."""
     _token: object = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -65,6 +69,7 @@ def _built(columns: Mapping[str, Any], timing: Timing) -> Definition:
     definition = object.__new__(Definition)
     object.__setattr__(definition, "_fields", columns)
     object.__setattr__(definition, "timing", timing)
+    object.__setattr__(definition, "policies", policies_of(columns))
     object.__setattr__(definition, "_token", _PARSED)
     return definition
 

@@ -87,6 +87,16 @@ class CatchUp(Misfire):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Overlap(Policy):
+    """Overlap: what a slot does while the previous run is active (``allow``, ``skip``,
+    ``buffer_one``, ``buffer_all``); ``CancelPrevious`` stops the running one instead."""
+
+    keyword = "overlap"
+    flat = {"policy": "overlap"}
+    policy: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class CancelPrevious(Policy):
     """Overlap: a new slot asks the running one to stop, and ends it after ``grace``."""
 
@@ -108,6 +118,15 @@ class Retry(Policy):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Deadline(Policy):
+    """An occurrence not started within ``after`` of its slot ends ``expired``."""
+
+    keyword = "deadline"
+    flat = {"after": "deadline"}
+    after: Duration | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Window(Policy):
     """An active window (``"Mon-Fri 09:00-17:00"``) and what a slot outside it does."""
 
@@ -119,8 +138,9 @@ class Window(Policy):
 
 POLICY_KEYWORDS: dict[str, tuple[type[Policy], ...]] = {
     "misfire": (Skip, FireOnce, CatchUp),
-    "overlap": (CancelPrevious,),
+    "overlap": (CancelPrevious, Overlap),
     "retry": (Retry,),
+    "deadline": (Deadline,),
     "window": (Window,),
 }
 """The options that take a policy value, and the types each one takes."""

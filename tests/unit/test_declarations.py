@@ -24,7 +24,9 @@ from scheduler_app.authoring.options import Declared
 from scheduler_app.declarations import (
     CancelPrevious,
     CatchUp,
+    Deadline,
     FireOnce,
+    Overlap,
     Retry,
     Skip,
     Window,
@@ -314,6 +316,8 @@ SAME: list[tuple[dict[str, Any], dict[str, Any]]] = [
         {"overlap": CancelPrevious(grace="2m")},
         {"overlap": "cancel_previous", "cancel_grace": 120},
     ),
+    ({"overlap": Overlap(policy="buffer_all")}, {"overlap": "buffer_all"}),
+    ({"deadline": Deadline(after="1h")}, {"deadline": 3600}),
     ({"retry": Retry(max_attempts=5, delay="30s")}, {"max_attempts": 5, "retry_delay": 30}),
     ({"retry": Retry(delay=0)}, {"retry_delay": 0}),
     (
@@ -360,6 +364,9 @@ BAD: list[tuple[dict[str, Any], str, str]] = [
     ({"retry": Retry(delay="x")}, "retry.delay", "is not a duration"),
     ({"retry": Retry(max_attempts=0)}, "retry.max_attempts", "whole number >= 1"),
     ({"overlap": CancelPrevious(grace="a while")}, "overlap.grace", "is not a duration"),
+    ({"overlap": Overlap(policy="sometimes")}, "overlap.policy", "allow"),
+    ({"deadline": Deadline(after="later")}, "deadline.after", "is not a duration"),
+    ({"deadline": Skip()}, "deadline", "takes Deadline(...)"),
     ({"window": Window(hours="Mon-Fri 25:00-26:00")}, "window.hours", "time of day"),
     ({"window": Window(hours="Mon-Fri 09:00-17:00", policy="later")}, "window.policy", ""),
     (
