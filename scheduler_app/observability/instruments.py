@@ -9,6 +9,7 @@ serves the sum over all of them; without it each process serves its own.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import datetime
 
 from prometheus_client import Counter, Histogram
@@ -87,15 +88,22 @@ TICK_BATCH = Histogram(
 
 
 def observe_handoff(occurrences: list[Occurrence], dispatched_at: datetime) -> None:
-    """First handoffs only (a republish or a retry is not a new emission)."""
+    """First handoffs only (a republish or a retry is not a new emission). Each label set is
+    looked up once per batch: prometheus_client's ``labels`` costs more than what it counts."""
+    lateness: defaultdict[tuple[str, str], list[float]] = defaultdict(list)
+    emitted: defaultdict[tuple[str, str, str], int] = defaultdict(int)
     for row in occurrences:
         if row.emitted_at is not None or row.state != OccurrenceState.PENDING:
             continue
-        tenant = _tenant_of(row)
-        DISPATCH_LATENESS.labels(row.trigger, _class_of(row)).observe(
-            max((dispatched_at - row.scheduled_for).total_seconds(), 0.0)
-        )
-        OCCURRENCES_EMITTED.labels(row.trigger, tenant, row.task).inc()
+        late = max((dispatched_at - row.scheduled_for).total_seconds(), 0.0)
+        lateness[row.trigger, _class_of(row)].append(late)
+        emitted[row.trigger, _tenant_of(row), row.task] += 1
+    for (trigger, lateness_class), seconds in lateness.items():
+        histogram = DISPATCH_LATENESS.labels(trigger, lateness_class)
+        for value in seconds:
+            histogram.observe(value)
+    for (trigger, tenant, task), count in emitted.items():
+        OCCURRENCES_EMITTED.labels(trigger, tenant, task).inc(count)
 
 
 def observe_finished(occurrence: Occurrence, state: str, reason: str) -> None:

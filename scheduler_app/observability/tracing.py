@@ -174,6 +174,8 @@ class Handoff:
 
     def end(self, published: Iterable[Any]) -> None:
         """End every span: the published ones OK, the others with an error status."""
+        if not self.spans:  # no tracer configured: nothing was started
+            return
         done = {str(row.pk) for row in published}
         for occurrence_id, span in self.spans.items():
             if occurrence_id in done:
