@@ -26,9 +26,11 @@ from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule, ScheduleVersion
 from scheduler_app.safety.actors import COMMAND
 from scheduler_app.services import Definition, create_schedule, parse_definition, update_schedule
+from scheduler_app.services import schedules as schedule_services
 from tests.integration.admin.support import (
     A_NEW_SCHEDULE,
     ADD_URL,
+    change_url,
     page_errors,
     schedule_form,
     submit,
@@ -40,8 +42,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def checks(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """Every definition ``validate_definition`` checks, in order (the one place it is called
-    from when a definition is parsed)."""
+    """Every definition ``validate_definition`` checks, in order: where a definition is parsed,
+    and where ``update_schedule`` checks the changes it was given as keywords."""
     seen: list[dict[str, Any]] = []
     real = parsed.validate_definition
 
@@ -50,6 +52,7 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         return real(values)
 
     monkeypatch.setattr(parsed, "validate_definition", counted)
+    monkeypatch.setattr(schedule_services, "validate_definition", counted)
     return seen
 
 
@@ -200,6 +203,20 @@ def test_a_schedule_added_from_the_rendered_admin_page_is_parsed_once(
     assert len(checks) == 1  # the form's check; the services store what it parsed
     stored = Schedule.objects.get()
     assert (stored.task, stored.name) == (A_NEW_SCHEDULE["task"], A_NEW_SCHEDULE["name"])
+
+
+def test_a_schedule_changed_from_the_rendered_admin_page_is_parsed_twice(
+    django_app: DjangoTestApp, checks: list[dict[str, Any]]
+) -> None:
+    admin = User.objects.create_superuser("admin", "admin@example.com", "pw")
+    schedule = create_schedule(clock=FakeClock(START), task=TASK, kind="cron", rule="0 9 * * *")
+    form = schedule_form(django_app, change_url(schedule), admin)
+    checks.clear()
+    response = submit(form, "_save", repeat="advanced", rule="30 9 * * *", max_attempts="5")
+    assert response.status_code == 302, page_errors(response)
+    assert len(checks) == 2  # the form's check, then the services' check of the changes
+    schedule.refresh_from_db()
+    assert (schedule.rule, schedule.max_attempts, schedule.version) == ("30 9 * * *", 5, 2)
 
 
 def test_an_update_with_a_definition_changes_what_differs_and_checks_nothing_again(
