@@ -32,6 +32,7 @@ from scheduler_app.definition.schedule import check_min_interval, timing_for
 from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
 from scheduler_app.handoff.allowlist import check_target
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule
+from scheduler_app.policies.lateness import LATENESS_FIELDS
 from scheduler_app.safety import permissions
 from scheduler_app.safety.approval import WHAT_RUNS, check_runner_edit
 from scheduler_app.safety.payloads import check_payload
@@ -79,6 +80,22 @@ def timing_only(values: dict[str, Any]) -> Timing:
     timing = timing_for(Schedule(**fields))
     check_min_interval(timing)
     return timing
+
+
+def stored_definition(schedule: Schedule) -> dict[str, Any]:
+    """The definition a change page starts from, as stored."""
+    return {name: getattr(schedule, name) for name in SEMANTIC_FIELDS}
+
+
+def given_on_page(values: dict[str, Any], stored: dict[str, Any] | None) -> dict[str, Any]:
+    """The definition the page posted, as the person gave it. On a change page the lateness
+    policies left as the page showed them are not given: a new lateness class resets them,
+    as it resets those an edit through ``update_schedule`` leaves out, and a policy typed or
+    cleared wins. Every other field is given, the zone shown too (an RRULE's ``DTSTART``
+    zone does not replace it)."""
+    if stored is None:
+        return values
+    return {k: v for k, v in values.items() if k not in LATENESS_FIELDS or v != stored[k]}
 
 
 class ScheduleForm(ScheduleChoices):
@@ -341,11 +358,13 @@ class ScheduleForm(ScheduleChoices):
         values["kwargs"] = values.get("kwargs") or {}
         values["args"] = values.get("args") or []
         now = self._now()
+        stored = None if self.instance._state.adding else stored_definition(self.instance)
         try:
-            # No stand-in anchor: what is checked here is what a new schedule stores, and an
-            # anchor the person left empty stays empty (``_default_anchor`` gave the rules that
-            # need one a whole minute already).
-            definition = parse_definition(values, now=now)
+            # No stand-in anchor: what is checked here is what is stored, and an anchor the
+            # person left empty stays empty (``_default_anchor`` gave the rules that need one
+            # a whole minute already).
+            given = given_on_page(values, stored)
+            definition = parse_definition(given, now=now, current=stored)
             timing = definition.timing
             adding = self.instance._state.adding
             # The services' question, asked when they will ask it (a new or changed
@@ -360,7 +379,7 @@ class ScheduleForm(ScheduleChoices):
                 raise ScheduleValidationError(
                     "rule", "the rule has no slot at or after now; pick a future time"
                 )
-            self.definition = definition  # what a new schedule is created from, parsed once
+            self.definition = definition  # what the services store, parsed once
         except ScheduleValidationError as exc:
             target = error_target(exc.field, self.fields, built=built)
             message = error_message(exc.field, exc.message)

@@ -38,21 +38,10 @@ def save_schedule(
     before = stored_values(obj.pk) if change else {}
     try:
         if change:
-            changed = {name: value for name, value in values.items() if before.get(name) != value}
-            changed.pop("owner", None)
-            if "owner" in values and getattr(values["owner"], "pk", None) != before.get("owner"):
-                changed["owner"] = values["owner"]
-            saved = services.update_schedule(
-                obj.pk,
-                expected_version=form.cleaned_data["expected_version"],
-                user=request.user,
-                reason=form.cleaned_data.get("reason", ""),
-                **changed,
-            )
+            saved = _updated(obj.pk, request, form, _changed(values, before))
         elif form.definition is not None:  # checked by the form: not parsed again
-            beside = {k: v for k, v in values.items() if k not in SEMANTIC_FIELDS}
             saved = services.create_schedule(
-                user=request.user, definition=form.definition, **beside
+                user=request.user, definition=form.definition, **_beside(values)
             )
         else:
             saved = services.create_schedule(user=request.user, **values)
@@ -66,6 +55,36 @@ def save_schedule(
     obj.refresh_from_db()
     for warning in getattr(form, "warnings", []):
         model_admin.message_user(request, warning, messages.WARNING)
+
+
+def _changed(values: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """The form's values that differ from the stored ones (an owner by primary key)."""
+    changed = {name: value for name, value in values.items() if before.get(name) != value}
+    changed.pop("owner", None)
+    if "owner" in values and getattr(values["owner"], "pk", None) != before.get("owner"):
+        changed["owner"] = values["owner"]
+    return changed
+
+
+def _beside(values: dict[str, Any]) -> dict[str, Any]:
+    """The values that are not part of a definition (name, tenant, owner, cost estimate)."""
+    return {name: value for name, value in values.items() if name not in SEMANTIC_FIELDS}
+
+
+def _updated(pk: Any, request: HttpRequest, form: Any, changed: dict[str, Any]) -> Schedule:
+    """The edit through ``update_schedule``: the whole definition as the form checked it (not
+    parsed again; the services store the fields of it that differ, a new version when any
+    does), with the other fields that changed."""
+    if form.definition is not None:
+        changed = _beside(changed)
+    return services.update_schedule(
+        pk,
+        expected_version=form.cleaned_data["expected_version"],
+        definition=form.definition,
+        user=request.user,
+        reason=form.cleaned_data.get("reason", ""),
+        **changed,
+    )
 
 
 def change_message(form: Any, add: bool) -> list[dict[str, Any]]:
