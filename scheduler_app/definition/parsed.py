@@ -44,7 +44,7 @@ class Definition:
     _fields: Mapping[str, Any] = field(repr=False)
     timing: Timing
     """The rule, zone, DST choices, bounds, window and calendar, evaluated."""
-    policies: Policies
+    policies: Policies = field(init=False)
     """Misfire, overlap, retry, deadline, window, DST, routing, payload and safety, typed."""
     _token: object = field(default=None, init=False, repr=False, compare=False)
 
