@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -28,7 +28,7 @@ from scheduler_app.services import (
     resume_schedule,
     update_schedule,
 )
-from scheduler_app.timing import first_slot
+from scheduler_app.timing import first_slot_from
 
 logger = logging.getLogger("scheduler_app.importing")
 DESCRIPTIVE = ("name", "key", "tenant", "owner")
@@ -37,7 +37,6 @@ VERDICT_STATUSES = ("completed", "awaiting_approval")
 """Statuses the engine (or the approval gate) decides: accepted in a document, never applied."""
 Progress = Callable[[int], None]
 """Called with how many more items were handled (a progress bar's ``update``)."""
-_TICK = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,12 +206,7 @@ def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
             "status", f"unknown status {item.status!r}; use one of: {', '.join(SETTABLE_STATUSES)}"
         )
     if existing is None:
-        if first_slot(timing, now - _TICK) is None:
-            raise ScheduleValidationError(
-                "rule",
-                "the rule has no slot at or after now; pick a future time",
-                code="no_future_slot",
-            )
+        first_slot_from(timing, now)
         # ``origin`` (api/code) is set when a schedule is created, never changed afterwards.
         create_only = {k: v for k, v in item.fields.items() if k == "origin" and v}
         return Change(item, "create", {**values, **descriptive, **create_only}, definition)
@@ -224,7 +218,7 @@ def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
         if getattr(existing, name) != value
     }
     if any(name in values for name in changed):
-        first_slot(timing, now - _TICK)  # as the services will: within the search budget
+        first_slot_from(timing, now, required=False)  # as the services will: within the budget
     _check_status(existing, item.status, bool(changed))
     status_from = existing.status if _wants_status(existing.status, item.status) else None
     action = "update" if changed or status_from else "unchanged"

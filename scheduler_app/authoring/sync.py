@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -32,11 +32,10 @@ from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleOrigin, Sche
 from scheduler_app.policies.lateness import apply_class_defaults
 from scheduler_app.safety.actors import SYNC
 from scheduler_app.services import DEFAULTS, cancel_schedule, create_schedule, update_schedule
-from scheduler_app.timing import first_slot
+from scheduler_app.timing import first_slot_from
 
 logger = logging.getLogger("scheduler_app.sync")
 Action = Literal["create", "update", "unchanged", "retire", "error"]
-_TICK = timedelta(microseconds=1)
 _LABELS: tuple[tuple[Action, str], ...] = (
     ("create", "created"),
     ("update", "updated"),
@@ -280,16 +279,11 @@ def _definition_to_store(
     values: dict[str, Any], now: datetime, *, creating: bool = False
 ) -> Definition:
     """The definition as the services will store it, or what they would refuse, found
-    without writing: the same ``first_slot`` search under the settings' budget (a rule rarer
-    than it sees is refused)."""
+    without writing: the same ``first_slot_from`` search under the settings' budget (a rule
+    rarer than it sees is refused)."""
     given = {name: value for name, value in values.items() if value is not None}
     definition = parse_definition(given, now=now)
-    if first_slot(definition.timing, now - _TICK) is None and creating:
-        raise ScheduleValidationError(
-            "rule",
-            "the rule has no slot at or after now; pick a future time",
-            code="no_future_slot",
-        )
+    first_slot_from(definition.timing, now, required=creating)
     return definition
 
 

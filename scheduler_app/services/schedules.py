@@ -74,7 +74,7 @@ from scheduler_app.services.rows import (
 )
 from scheduler_app.timing import (
     Timing,
-    first_slot,
+    first_slot_from,
     next_after,
 )
 
@@ -110,13 +110,7 @@ def create_schedule(
     values = definition.columns
     check_routing(values.get("options"), str(fields.get("tenant") or ""))
     check_event_route(values["task"], values.get("options"), str(fields.get("tenant") or ""))
-    first = first_slot(definition.timing, now - _TICK)
-    if first is None:
-        raise ScheduleValidationError(
-            "rule",
-            "the rule has no slot at or after now; pick a future time",
-            code="no_future_slot",
-        )
+    first = first_slot_from(definition.timing, now)
     with transaction.atomic():
         create_only = {name: fields[name] for name in CREATE_ONLY_FIELDS if fields.get(name)}
         schedule = Schedule(
@@ -273,7 +267,7 @@ def _checked_edit(
         timing = validate_definition(values) if definition is None else definition.timing
     check_routing(values.get("options"), tenant)
     check_event_route(values["task"], values.get("options"), tenant)
-    first = first_slot(timing, now - _TICK) if timing is not None else None
+    first = first_slot_from(timing, now, required=False) if timing is not None else None
     if first is not None and finished(before, now):  # it would run again
         check_runner_edit(user, (), owner, restarts=True)
     descriptive = {

@@ -8,7 +8,7 @@ Imports neither Django nor Celery and never reads the clock: every instant is pa
     datetime.datetime(2026, 3, 30, 6, 30, tzinfo=datetime.timezone.utc)
 """
 
-from scheduler_app.timing.backward import first_slot, previous_slot
+from scheduler_app.timing.backward import first_slot, first_slot_from, previous_slot
 from scheduler_app.timing.cron import CronExpr, parse_cron
 from scheduler_app.timing.describe import describe
 from scheduler_app.timing.durations import format_duration, parse_duration
@@ -37,6 +37,7 @@ __all__ = [
     "describe",
     "ensure_aware",
     "first_slot",
+    "first_slot_from",
     "format_duration",
     "get_zone",
     "iter_annotated",

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.timing.budget import Meter, SearchBudget
 from scheduler_app.timing.engine import _annotated, _until, next_after
 from scheduler_app.timing.rules import (
@@ -75,6 +76,20 @@ def first_slot(
                 break
             later = following
     return slot
+
+
+def first_slot_from(timing: Timing, now: datetime, *, required: bool = True) -> datetime | None:
+    """``first_slot`` at or after ``now``: where a new or redefined schedule starts. A rule
+    with no such slot is refused on ``rule`` (``no_future_slot``) when a slot is ``required``
+    (a new schedule must run; an edit may end one, and is answered None)."""
+    first = first_slot(timing, now - _TICK)
+    if first is None and required:
+        raise ScheduleValidationError(
+            "rule",
+            "the rule has no slot at or after now; pick a future time",
+            code="no_future_slot",
+        )
+    return first
 
 
 def previous_slot(timing: Timing, instant: datetime, *, inclusive: bool = True) -> datetime | None:

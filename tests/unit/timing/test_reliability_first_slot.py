@@ -7,7 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler_app.timing import SearchExhausted, build_timing, first_slot, next_after
+from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.timing import (
+    SearchExhausted,
+    build_timing,
+    first_slot,
+    first_slot_from,
+    next_after,
+)
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -50,3 +57,14 @@ def test_the_budget_and_the_horizon_bound_the_search() -> None:
     with pytest.raises(SearchExhausted):
         first_slot(far, START, horizon=timedelta(days=365))
     assert first_slot(far, START) == datetime(2090, 1, 1, tzinfo=UTC)
+
+
+def test_first_slot_from_keeps_a_slot_at_now_and_refuses_a_rule_with_none() -> None:
+    at_start = build_timing(kind="once", rule=START.isoformat(), timezone="UTC")
+    assert first_slot_from(at_start, START) == START
+    past = build_timing(kind="once", rule="2020-01-01T00:00:00+00:00", timezone="UTC")
+    assert first_slot_from(past, START, required=False) is None
+    with pytest.raises(ScheduleValidationError) as caught:
+        first_slot_from(past, START)
+    assert (caught.value.field, caught.value.code) == ("rule", "no_future_slot")
+    assert caught.value.message == "the rule has no slot at or after now; pick a future time"
