@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 from time import monotonic
+from typing import Any
 from uuid import UUID
 
 from django.db import DatabaseError, DataError, IntegrityError, transaction
@@ -257,38 +258,49 @@ def build_occurrences(
     now: datetime,
 ) -> list[Occurrence]:
     previous = _previous_slots(schedule, timing, slots)
-    shadow = schedule.mode == ScheduleMode.SHADOW
     rows = []
     for planned in decision.emit:
         slot = planned.scheduled_for
         key = idempotency_key(schedule.id, slot)
-        window_start = _window_start(schedule, timing, slot, previous)
         rows.append(
             new_row(
                 Occurrence,
-                id=occurrence_id(key),
-                schedule_id=schedule.id,
-                schedule_version_id=version_of(schedule),
+                **occurrence_fields(schedule, key, slot, now),
                 trigger=Trigger.CATCH_UP if planned.catch_up else Trigger.SCHEDULED,
-                scheduled_for=slot,
-                window_start=window_start,
-                window_end=slot,
-                timezone=schedule.timezone,
-                idempotency_key=key,
-                task=schedule.task,
-                args=schedule.args,
-                target=schedule.target,
-                kwargs=schedule.kwargs,
+                window_start=_window_start(schedule, timing, slot, previous),
                 not_before=slot + jitter_for(key, schedule.jitter),
                 deadline_at=slot + timedelta(seconds=schedule.deadline)
                 if schedule.deadline is not None
                 else None,
-                state=OccurrenceState.SKIPPED if shadow else OccurrenceState.PENDING,
-                reason="shadow" if shadow else "",
-                created_at=now,
             )
         )
     return rows
+
+
+def occurrence_fields(
+    schedule: Schedule, key: str, slot: datetime, now: datetime
+) -> dict[str, Any]:
+    """What every occurrence of ``schedule`` for ``slot`` holds, whatever its trigger: its
+    ids, the slot (also the window's end), the schedule's current version, task, payload,
+    target and zone, and its state: ``pending``, or ``skipped`` (``shadow``) for a shadow
+    schedule, which runs nothing."""
+    shadow = schedule.mode == ScheduleMode.SHADOW
+    return {
+        "id": occurrence_id(key),
+        "schedule_id": schedule.pk,
+        "schedule_version_id": version_of(schedule),
+        "scheduled_for": slot,
+        "window_end": slot,
+        "timezone": schedule.timezone,
+        "idempotency_key": key,
+        "task": schedule.task,
+        "args": schedule.args,
+        "target": schedule.target,
+        "kwargs": schedule.kwargs,
+        "state": OccurrenceState.SKIPPED if shadow else OccurrenceState.PENDING,
+        "reason": "shadow" if shadow else "",
+        "created_at": now,
+    }
 
 
 def _window_start(

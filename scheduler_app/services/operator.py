@@ -20,11 +20,9 @@ from django.db import transaction
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definition.schedule import (
     jitter_for,
-    occurrence_id,
     timing_for,
-    version_id,
 )
-from scheduler_app.dispatch.materialize import apply_overlap
+from scheduler_app.dispatch.materialize import apply_overlap, occurrence_fields
 from scheduler_app.errors import (
     OperatorPermissionDenied,
     ScheduleStateError,
@@ -36,7 +34,6 @@ from scheduler_app.models import (
     OccurrenceAttempt,
     OccurrenceState,
     Schedule,
-    ScheduleMode,
     ScheduleStatus,
     Trigger,
 )
@@ -145,31 +142,17 @@ def new_occurrence(
     user: Any,
     reason: str,
 ) -> Occurrence:
-    shadow = schedule.mode == ScheduleMode.SHADOW
     deadline = (
         slot + timedelta(seconds=schedule.deadline)
         if schedule.deadline is not None and trigger == Trigger.MANUAL
         else None
     )
     return Occurrence(
-        id=occurrence_id(key),
-        schedule_id=schedule.pk,
-        schedule_version_id=version_id(schedule.pk, schedule.version),
+        **occurrence_fields(schedule, key, slot, now),
         trigger=trigger,
-        scheduled_for=slot,
         window_start=slot,
-        window_end=slot,
-        timezone=schedule.timezone,
-        idempotency_key=key,
-        task=schedule.task,
-        args=schedule.args,
-        target=schedule.target,
-        kwargs=schedule.kwargs,
         not_before=now if trigger == Trigger.MANUAL else slot + jitter_for(key, schedule.jitter),
         deadline_at=deadline,
-        state=OccurrenceState.SKIPPED if shadow else OccurrenceState.PENDING,
-        reason="shadow" if shadow else "",
-        created_at=now,
         requested_by=_who(user),
         note=reason[:2000],
     )
