@@ -67,15 +67,6 @@ TARGET_FIELDS = {  # document name under "target" -> model field
     "options": "options",
     "args": "args",
 }
-SECONDS_POLICIES = (
-    "max_lateness",
-    "catch_up_window",
-    "deadline",
-    "jitter",
-    "retry_delay",
-    "cancel_grace",
-    "expected_every",
-)
 NULLABLE_SECONDS = ("deadline", "expected_every")
 COUNT_POLICIES = ("catch_up_limit", "max_attempts")
 NULLABLE_COUNTS = ("pause_after_failures", "max_per_day")

@@ -28,13 +28,13 @@ from scheduler_app.contract.fields import (
     NULLABLE_SECONDS,
     ORIGINS,
     POLICY_FIELDS,
-    SECONDS_POLICIES,
     SPEC_TOP_POLICIES,
     TIMING_FIELDS,
     TOP_FIELDS,
     enum_value,
 )
 from scheduler_app.contract.targets import parse_target
+from scheduler_app.definition.canonical import SECONDS_FIELDS
 from scheduler_app.definition.parsed import parse_definition
 from scheduler_app.definition.schedule import CHOICE_FIELDS
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
@@ -241,7 +241,7 @@ def _same(inner: Any, top: Any) -> bool | None:
 
 
 def _policy(name: str, value: Any, path: str, out: Collector) -> Any:
-    if name in SECONDS_POLICIES:
+    if name in SECONDS_FIELDS:
         return readers.seconds(value, path, out, nullable=name in NULLABLE_SECONDS)
     if name in COUNT_POLICIES or name in NULLABLE_COUNTS:
         if value is None and name in NULLABLE_COUNTS:

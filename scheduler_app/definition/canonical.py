@@ -13,6 +13,17 @@ from typing import Any
 from scheduler_app.policies.limits import check_rule
 from scheduler_app.timing import Kind, canonical_zone, ensure_aware, parse_duration
 
+SECONDS_FIELDS = (
+    "max_lateness",
+    "catch_up_window",
+    "deadline",
+    "jitter",
+    "retry_delay",
+    "cancel_grace",
+    "expected_every",
+)
+"""The fields that hold a duration, stored in whole seconds (a ``timedelta`` given for one is
+stored as its seconds; a schedule.v1 document gives them in seconds)."""
 DEFAULTS: dict[str, Any] = {
     "kwargs": {},
     "objective": "",
@@ -76,15 +87,7 @@ def normalize_definition(values: dict[str, Any], now: datetime) -> dict[str, Any
         # Browsers post a textarea's line breaks as CRLF (HTML's rule): RFC 5545 lines are
         # stored with LF, so an edit of something else never reads as a new rule.
         result["rule"] = result["rule"].replace("\r\n", "\n").replace("\r", "\n").strip()
-    for name in (
-        "max_lateness",
-        "catch_up_window",
-        "deadline",
-        "jitter",
-        "retry_delay",
-        "cancel_grace",
-        "expected_every",
-    ):
+    for name in SECONDS_FIELDS:
         value = result.get(name)
         if isinstance(value, timedelta):
             result[name] = int(value.total_seconds())
