@@ -7,11 +7,14 @@ without an offset) is one line on stderr and exit status 2, never a traceback.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, OutputWrapper
+
+from scheduler_app.contract.export import write_atomically, write_to
 
 BAD_ARGUMENT = 2
 """Exit status for bad arguments and invalid input files (nothing was written)."""
@@ -33,6 +36,20 @@ def output_path(name: str) -> Path:
             returncode=BAD_ARGUMENT,
         )
     return path
+
+
+def write_output(stdout: OutputWrapper, target: Path | None, pieces: Iterable[str]) -> None:
+    """``pieces`` to ``target`` (from ``output_path``) atomically, else to the command's
+    stdout; a file that cannot be written is one line and exit 2."""
+    try:
+        if target is None:
+            write_to(getattr(stdout, "_out", sys.stdout), pieces)
+        else:
+            write_atomically(target, pieces)
+    except OSError as exc:
+        raise CommandError(
+            f"cannot write {target}: {exc.strerror}", returncode=BAD_ARGUMENT
+        ) from None
 
 
 def read_input(name: str) -> str:

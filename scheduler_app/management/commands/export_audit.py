@@ -12,7 +12,6 @@ from __future__ import annotations
 import heapq
 import io
 import json
-import sys
 import uuid
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -21,8 +20,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import QuerySet
 
-from scheduler_app.contract.cli import BAD_ARGUMENT, instant_argument, output_path
-from scheduler_app.contract.export import write_atomically, write_to
+from scheduler_app.contract.cli import BAD_ARGUMENT, instant_argument, output_path, write_output
 from scheduler_app.management.commands._schedule_cli import find_schedule
 from scheduler_app.models import KillSwitchEvent, Schedule, ScheduleAuditEvent
 from scheduler_app.safety import audit
@@ -70,13 +68,7 @@ class Command(BaseCommand):
             key=lambda record: datetime.fromisoformat(record["at"]),
         )
         pieces = csv_lines(records) if options["format"] == "csv" else json_lines(records)
-        try:
-            if target is None:
-                write_to(getattr(self.stdout, "_out", sys.stdout), pieces)
-            else:
-                write_atomically(target, pieces)
-        except OSError as exc:
-            raise CommandError(f"cannot write {target}: {exc.strerror}", returncode=2) from None
+        write_output(self.stdout, target, pieces)
 
 
 def selected(

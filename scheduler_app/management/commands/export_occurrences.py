@@ -21,8 +21,8 @@ from scheduler_app.contract.cli import (
     add_progress_arguments,
     instant_argument,
     output_path,
+    write_output,
 )
-from scheduler_app.contract.export import write_atomically, write_to
 from scheduler_app.contract.occurrence import (
     find_schedule,
     occurrence_contract,
@@ -77,12 +77,7 @@ class Command(BaseCommand):
                 bar.update(1)
 
         try:
-            if target is None:
-                write_to(getattr(self.stdout, "_out", sys.stdout), lines())
-            else:
-                write_atomically(target, lines())
-        except OSError as exc:
-            raise CommandError(f"cannot write {target}: {exc.strerror}", returncode=2) from None
+            write_output(self.stdout, target, lines())
         finally:
             bar.close()
         if options["json"]:

@@ -19,8 +19,8 @@ from scheduler_app.contract.cli import (
     Progress,
     add_progress_arguments,
     output_path,
+    write_output,
 )
-from scheduler_app.contract.export import write_atomically, write_to
 from scheduler_app.models import Schedule
 
 
@@ -57,12 +57,7 @@ class Command(BaseCommand):
 
         pieces = render_file(ordered_schedules(), options["style"], refused, progress=step)
         try:
-            if target is None:
-                write_to(getattr(self.stdout, "_out", sys.stdout), pieces)
-            else:
-                write_atomically(target, pieces)
-        except OSError as exc:
-            raise CommandError(f"cannot write {target}: {exc.strerror}", returncode=2) from None
+            write_output(self.stdout, target, pieces)
         finally:
             bar.close()
         exported = seen[0] - len(refused)
