@@ -13,14 +13,12 @@ from itertools import islice
 from zoneinfo import ZoneInfo
 
 from scheduler_app.errors import SearchExhausted
-from scheduler_app.timing import Ambiguous, Timing, describe, iter_annotated
+from scheduler_app.timing import TICK, Ambiguous, Timing, describe, iter_annotated
 from scheduler_app.timing.calendars.solar import SolarRule, missing_days
 from scheduler_app.timing.engine import holiday_skips
 from scheduler_app.timing.rules import EARLIEST, LATEST, IntervalRule, OnceRule
 from scheduler_app.timing.windows import ActiveWindows, WindowPolicy
 from scheduler_app.timing.zones import FOLD_FIRST, FOLD_LAST, GAP_NEXT_VALID, GAP_SHIFT
-
-_TICK = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,10 +225,6 @@ def parse_from(text: str, zone: ZoneInfo, option: str = "from") -> datetime:
     return instant
 
 
-TICK = _TICK
-"""One microsecond: ``parse_from(...) - TICK`` is the ``after`` that keeps a slot at the start."""
-
-
 def first_slot_after(timing: Timing, instant: datetime) -> datetime:
     """``after`` for a stored schedule: just before its next slot, as the beat sees it."""
-    return instant - _TICK
+    return instant - TICK

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -22,10 +22,9 @@ from scheduler_app.safety import audit
 from scheduler_app.safety.access import APPROVE, authorize
 from scheduler_app.safety.actors import actor_name
 from scheduler_app.safety.approval import PERMISSION, check_other_person
-from scheduler_app.timing import next_after
+from scheduler_app.timing import TICK, next_after
 
 logger = logging.getLogger("scheduler_app.safety")
-_TICK = timedelta(microseconds=1)
 
 
 def approve_schedule(
@@ -101,7 +100,7 @@ def _check_awaiting(schedule: Schedule, version: int) -> None:
 
 
 def _activate(schedule: Schedule, now: datetime) -> None:
-    schedule.next_run_at = next_after(timing_for(schedule), now - _TICK)
+    schedule.next_run_at = next_after(timing_for(schedule), now - TICK)
     schedule.status = (
         ScheduleStatus.ACTIVE if schedule.next_run_at is not None else ScheduleStatus.COMPLETED
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -41,13 +41,12 @@ from scheduler_app.models.audit import AuditAction
 from scheduler_app.safety import audit
 from scheduler_app.safety.access import RUN, authorize
 from scheduler_app.services.operator import check_runnable, locked, new_occurrence, valid_pk
-from scheduler_app.timing import ensure_aware, iter_between, previous_slot
+from scheduler_app.timing import TICK, ensure_aware, iter_between, previous_slot
 
 __all__ = ["BackfillPlan", "backfill", "backfill_max", "backfill_slots"]
 logger = logging.getLogger("scheduler_app.services")
 
 HARD_BACKFILL_LIMIT = 100_000
-_TICK = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -263,7 +262,7 @@ def backfill_slots(schedule: Schedule, start: datetime, end: datetime) -> list[d
     timing = timing_for(schedule)
     ceiling = timing.budget.candidates + BACKFILL_CANDIDATES_PER_SLOT * HARD_BACKFILL_LIMIT
     slots: list[datetime] = []
-    for slot in iter_between(timing, start - _TICK, end, ceiling=ceiling):
+    for slot in iter_between(timing, start - TICK, end, ceiling=ceiling):
         slots.append(slot)
         if len(slots) > HARD_BACKFILL_LIMIT:
             raise ScheduleValidationError(

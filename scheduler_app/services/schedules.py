@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -73,13 +73,13 @@ from scheduler_app.services.rows import (
     snapshot,
 )
 from scheduler_app.timing import (
+    TICK,
     Timing,
     first_slot_from,
     next_after,
 )
 
 logger = logging.getLogger("scheduler_app.services")
-_TICK = timedelta(microseconds=1)
 
 
 def create_schedule(
@@ -318,7 +318,7 @@ def _flush_due(schedule: Schedule, now: datetime) -> list[Occurrence]:
 
 def restart(schedule: Schedule, timing: Timing, now: datetime) -> None:
     """Recompute the next slot from now under a new definition."""
-    _restart_at(schedule, next_after(timing, now - _TICK))
+    _restart_at(schedule, next_after(timing, now - TICK))
 
 
 def finished(schedule: Schedule, now: datetime) -> bool:

@@ -22,9 +22,17 @@ from scheduler_app.timing.engine import (
 )
 from scheduler_app.timing.legacy import canonical_zone
 from scheduler_app.timing.rules import Kind, Timing, build_timing
-from scheduler_app.timing.zones import Ambiguous, DstPolicy, Nonexistent, ensure_aware, get_zone
+from scheduler_app.timing.zones import (
+    TICK,
+    Ambiguous,
+    DstPolicy,
+    Nonexistent,
+    ensure_aware,
+    get_zone,
+)
 
 __all__ = [
+    "TICK",
     "Ambiguous",
     "CronExpr",
     "DstPolicy",

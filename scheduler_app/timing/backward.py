@@ -25,9 +25,8 @@ from scheduler_app.timing.rules import (
     Timing,
 )
 from scheduler_app.timing.walks import DST_REACH
-from scheduler_app.timing.zones import ensure_aware
+from scheduler_app.timing.zones import TICK, ensure_aware
 
-_TICK = timedelta(microseconds=1)
 _EARLIEST = EARLIEST
 _FIRST_SEARCH = timedelta(hours=1)
 FOLLOWING_CHECKED = 2
@@ -82,7 +81,7 @@ def first_slot_from(timing: Timing, now: datetime, *, required: bool = True) -> 
     """``first_slot`` at or after ``now``: where a new or redefined schedule starts. A rule
     with no such slot is refused on ``rule`` (``no_future_slot``) when a slot is ``required``
     (a new schedule must run; an edit may end one, and is answered None)."""
-    first = first_slot(timing, now - _TICK)
+    first = first_slot(timing, now - TICK)
     if first is None and required:
         raise ScheduleValidationError(
             "rule",
@@ -98,7 +97,7 @@ def previous_slot(timing: Timing, instant: datetime, *, inclusive: bool = True) 
     Looks back over spans that double from an hour up to the budget's span, all the spans
     under one meter: ``SearchExhausted`` when the candidates or the span run out first."""
     instant = ensure_aware(instant, "instant")
-    end = instant if inclusive else instant - _TICK
+    end = instant if inclusive else instant - TICK
     last = _search_ceiling(timing)
     if last is not None and end > last:
         end = last  # nothing later can be a slot; do not walk the years after it
@@ -194,8 +193,8 @@ def _search_floor(timing: Timing) -> datetime:
     """An instant before which ``timing`` has no slot (searches look strictly after it)."""
     floor = _rule_floor(timing)
     start = timing.origin if timing.max_count is not None else timing.starts_at
-    if start is not None and start - _TICK > floor:
-        return start - _TICK
+    if start is not None and start - TICK > floor:
+        return start - TICK
     return floor
 
 
@@ -207,9 +206,9 @@ def _rule_floor(timing: Timing) -> datetime:
     schedule's first occurrence asks for the slot before it)."""
     rule = timing.rule
     if isinstance(rule, IntervalRule):  # the searches look strictly after the floor
-        return max(rule.anchor - _TICK, _EARLIEST)
+        return max(rule.anchor - TICK, _EARLIEST)
     if isinstance(rule, OnceRule) and rule.at.tzinfo is not None:
-        return max(rule.at - _TICK, _EARLIEST)
+        return max(rule.at - TICK, _EARLIEST)
     if isinstance(rule, OnceRule):
         first = rule.at.replace(tzinfo=UTC)
     elif isinstance(rule, RRuleRule):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import partial
 from itertools import islice
 from zoneinfo import ZoneInfo
@@ -24,7 +24,7 @@ from scheduler_app.timing.checkpoints import COUNTED, NO_MARKS, Walk
 from scheduler_app.timing.rules import RRuleRule, Timing
 from scheduler_app.timing.walks import merge_locals, rule_items
 from scheduler_app.timing.windows import MAX_CLOSED, ActiveWindows, apply_windows
-from scheduler_app.timing.zones import Resolved, ensure_aware
+from scheduler_app.timing.zones import TICK, Resolved, ensure_aware
 
 __all__ = [
     "SearchExhausted",
@@ -35,7 +35,6 @@ __all__ = [
     "next_after",
     "slots_between",
 ]
-_TICK = timedelta(microseconds=1)
 
 
 def next_after(timing: Timing, instant: datetime) -> datetime | None:
@@ -89,7 +88,7 @@ def iter_annotated(
 
 def _annotated(timing: Timing, after: datetime, meter: Meter) -> Iterator[Resolved]:
     if timing.starts_at is not None and timing.starts_at > after:
-        after = timing.starts_at - _TICK
+        after = timing.starts_at - TICK
         meter.origin = max(meter.origin, after)  # the search starts where the rule does
     items = (
         _counted(timing, after, meter)
@@ -129,7 +128,7 @@ def _counted(timing: Timing, after: datetime, meter: Meter) -> Iterator[Resolved
     heavy = isinstance(rule, RRuleRule) and len(rule.spec.rdates) + len(rule.spec.exdates) > 64
     # A timing that holds many dates is not kept as a key (memory); it walks from its start.
     walk, since = Walk.resume(NO_MARKS if heavy else COUNTED, timing, after, inclusive=True)
-    start = min(after, origin - _TICK) if since is None else since
+    start = min(after, origin - TICK) if since is None else since
     for item in _effective(timing, start, meter):
         if walk.used == timing.max_count:
             return
@@ -203,10 +202,10 @@ def _windowed(
         try:
             since = windows.closed_since(wall).replace(tzinfo=timing.zone).astimezone(UTC)
         except OverflowError:  # a closed period that began before year 1: start at ``after``
-            since = after + _TICK
-        start = min(after, since - _TICK)
+            since = after + TICK
+        start = min(after, since - TICK)
         if timing.starts_at is not None:
-            start = max(start, timing.starts_at - _TICK)
+            start = max(start, timing.starts_at - TICK)
     items = apply_windows(
         _raw(timing, start, meter),
         windows,

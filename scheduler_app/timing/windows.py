@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 from scheduler_app.errors import InvalidRule
 from scheduler_app.timing.cron import DAY_NAMES
-from scheduler_app.timing.zones import ZERO, Resolved, near_transition
+from scheduler_app.timing.zones import TICK, ZERO, Resolved, near_transition
 
 _WINDOW = re.compile(
     r"^(?P<days>[A-Za-z0-9,\-*]+)\s+(?P<start>\d{1,2}:\d{2})-(?P<end>\d{1,2}:\d{2})$"
@@ -26,7 +26,6 @@ MAX_CLOSED = 1_000
 its closed period) before the rule counts as ended. This bounds the cost of one question to
 about 1,000 rule evaluations (a few tens of milliseconds); a window that opens once a week
 allows 19 years without a slot in it, a daily one 2.7 years."""
-_TICK = timedelta(microseconds=1)
 _PROBE_STEP = timedelta(hours=96)
 _SAMPLE = timedelta(hours=6)  # no zone has two offset changes that cancel within 6 hours
 Restart: TypeAlias = Callable[[datetime], Iterable[Resolved]]
@@ -177,7 +176,7 @@ def apply_windows(
     closed_until: datetime | None = None  # every slot before this instant is outside
     while (item := next(source, None)) is not None:
         if restart is not None and closed_until is not None and item[0] < closed_until:
-            source = iter(restart(closed_until - _TICK))
+            source = iter(restart(closed_until - TICK))
             closed_until = None
             continue
         closed_until = None
@@ -242,7 +241,7 @@ def _first_change(
     while low < end:
         high = min(low + _SAMPLE, end)
         if high.astimezone(zone).utcoffset() != offset:
-            while high - low > _TICK:  # the exact instant: the jump may not pass it
+            while high - low > TICK:  # the exact instant: the jump may not pass it
                 middle = low + (high - low) // 2
                 if middle.astimezone(zone).utcoffset() == offset:
                     low = middle

@@ -14,6 +14,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from scheduler_app.errors import NaiveDatetime, ScheduleValidationError, UnknownTimezone
 
 ZERO = timedelta(0)
+TICK = timedelta(microseconds=1)
+"""One microsecond, a datetime's smallest step: ``after=instant - TICK`` keeps a slot at
+``instant`` (every question of the engine asks for the slots after ``after``)."""
 
 
 class Nonexistent(enum.StrEnum):

@@ -12,7 +12,7 @@ preview ends there and says why.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -62,7 +62,6 @@ OPTION_OF_FIELD = {
     "exclude_holidays": "--exclude-holidays",
     "solar": "--solar/--latitude/--longitude",
 }
-_TICK = timedelta(microseconds=1)
 
 
 class Command(OneLineErrors):
@@ -235,7 +234,7 @@ def _stored(options: dict[str, Any]) -> tuple[Timing, datetime]:
     if options["after"] is not None:
         return timing, _parse_after(options["after"])
     if schedule.next_run_at is not None:
-        return timing, schedule.next_run_at - _TICK
+        return timing, schedule.next_run_at - TICK
     return timing, django_timezone.now().replace(microsecond=0)
 
 
