@@ -214,12 +214,7 @@ def parse_until(text: str | None, zone: ZoneInfo) -> tuple[datetime | None, date
         # An instant (RFC 5545: inclusive, compared with the slots' instants). The wall-time
         # bound only stops the walk; the engine compares each resolved slot with the instant.
         instant = value.replace(tzinfo=UTC)
-        try:
-            wall = instant.astimezone(zone).replace(tzinfo=None)
-        except OverflowError:
-            raise InvalidRule(
-                "rrule.UNTIL", f"{text!r} is outside the years 1-9999 in this time zone"
-            ) from None
+        wall = _wall(instant, zone, "rrule.UNTIL", repr(text))
         latest = _LATEST_WALL
         bound = wall + UNTIL_SLACK if wall < latest - UNTIL_SLACK else latest
         return bound, instant
@@ -230,10 +225,14 @@ def wall_anchor(anchor: datetime, zone: ZoneInfo) -> datetime:
     if not isinstance(anchor, datetime):
         raise InvalidRule("rrule.anchor", "an anchor (DTSTART) datetime is required")
     if anchor.tzinfo is not None:
-        try:
-            anchor = anchor.astimezone(zone).replace(tzinfo=None)
-        except OverflowError:
-            raise InvalidRule(
-                "anchor", f"{anchor.isoformat()} is outside the years 1-9999 in this time zone"
-            ) from None
+        anchor = _wall(anchor, zone, "anchor", anchor.isoformat())
     return anchor.replace(microsecond=0)
+
+
+def _wall(instant: datetime, zone: ZoneInfo, field: str, shown: str) -> datetime:
+    """``instant``'s wall time in ``zone`` (naive); refused on ``field``, naming it as
+    ``shown``, when that falls outside the years datetime holds."""
+    try:
+        return instant.astimezone(zone).replace(tzinfo=None)
+    except OverflowError:
+        raise InvalidRule(field, f"{shown} is outside the years 1-9999 in this time zone") from None
