@@ -1,11 +1,10 @@
 """The end of a django.tasks job's attempt: what it ended in (``outcome_of``, from the job's
-status and its recorded error) and the fenced write of that on the occurrence (``write``)."""
+status and its recorded error; ``worker.outcomes.write`` writes it)."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -13,18 +12,8 @@ from scheduler_app.djtasks import compat
 from scheduler_app.errors import OccurrenceCancelled
 from scheduler_app.models import OccurrenceState
 from scheduler_app.policies.retry import RetryPolicy, decide_retry
-from scheduler_app.worker import claiming, lifecycle
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What an attempt ended in, decided before it is written."""
-
-    state: str
-    reason: str
-    error: str = ""
-    failure: BaseException | None = None
-    retry_at: datetime | None = None
+from scheduler_app.worker import claiming
+from scheduler_app.worker.outcomes import Outcome
 
 
 def outcome_of(claim: claiming.Claim, task_result: Any, now: datetime) -> Outcome:
@@ -46,30 +35,6 @@ def outcome_of(claim: claiming.Claim, task_result: Any, now: datetime) -> Outcom
     if decision.retry and decision.at is not None:
         return Outcome(OccurrenceState.RETRYING, decision.reason, error, failure, decision.at)
     return Outcome(OccurrenceState.FAILED, decision.reason, error, failure)
-
-
-def write(claim: claiming.Claim, outcome: Outcome, now: datetime) -> bool:
-    """One fenced compare-and-set of the outcome (a no-op once it committed)."""
-    if claim.occurrence is None:
-        return False
-    if outcome.retry_at is not None:
-        return lifecycle.retry_later(
-            claim.occurrence.pk,
-            token=claim.token,
-            at=outcome.retry_at,
-            now=now,
-            error=outcome.error,
-            scheduled_for=claim.occurrence.scheduled_for,
-        )
-    return lifecycle.finish(
-        claim.occurrence.pk,
-        token=claim.token,
-        state=outcome.state,
-        reason=outcome.reason,
-        now=now,
-        error=outcome.error,
-        claimed=claim.occurrence,
-    )
 
 
 def _error_of(task_result: Any) -> tuple[str, str]:

@@ -46,12 +46,13 @@ from scheduler_app.context import (
 )
 from scheduler_app.djtasks import compat, giveback
 from scheduler_app.djtasks.errors import HandoffRefused
-from scheduler_app.djtasks.outcome import Outcome, outcome_of, write
+from scheduler_app.djtasks.outcome import outcome_of
 from scheduler_app.djtasks.publisher import SCHEDULER_KWARG, TRACE_KWARG, enqueued, enqueuing
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.safety import killswitch
 from scheduler_app.worker import claiming, lifecycle, outcomes
 from scheduler_app.worker.leases import LeaseKeeper
+from scheduler_app.worker.outcomes import Outcome, write
 
 logger = logging.getLogger("scheduler_app.djtasks")
 

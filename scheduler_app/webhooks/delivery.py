@@ -49,13 +49,9 @@ from scheduler_app.observability.addresses import PingRefused
 from scheduler_app.observability.pinned import Answer, exchange
 from scheduler_app.safety import killswitch
 from scheduler_app.webhooks.message import build
-from scheduler_app.webhooks.outcomes import (
-    DeliveryRejected,
-    Outcome,
-    decide,
-    failure_of,
-)
-from scheduler_app.worker import claiming, lifecycle, outcomes
+from scheduler_app.webhooks.outcomes import DeliveryRejected, decide, failure_of
+from scheduler_app.worker import claiming, outcomes
+from scheduler_app.worker.outcomes import Outcome
 
 logger = logging.getLogger("scheduler_app.events")
 
@@ -318,32 +314,7 @@ class Deliverer:
         (pings, check-ins, signals)."""
         claim, occurrence = attempt.claim, _row(attempt)
         now = self.clock.now()
-        if outcome.retry_at is not None:
-            at = outcome.retry_at
-
-            def write() -> bool:
-                return lifecycle.retry_later(
-                    occurrence.pk,
-                    token=claim.token,
-                    at=at,
-                    now=now,
-                    error=outcome.error,
-                    scheduled_for=occurrence.scheduled_for,
-                )
-        else:
-
-            def write() -> bool:
-                return lifecycle.finish(
-                    occurrence.pk,
-                    token=claim.token,
-                    state=outcome.state,
-                    reason=outcome.reason,
-                    now=now,
-                    error=outcome.error,
-                    claimed=occurrence,
-                )
-
-        if not outcomes.write_retried(write, self.pause):
+        if not outcomes.write_retried(lambda: outcomes.write(claim, outcome, now), self.pause):
             report.outcomes["fenced"] += 1
             logger.warning(
                 "outcome not recorded: the attempt lost its lease",

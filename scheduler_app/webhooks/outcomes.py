@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import email.utils
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from scheduler_app.errors import PermanentTaskError, ScheduleValidationError
@@ -21,6 +20,7 @@ from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.observability.addresses import PingRefused
 from scheduler_app.observability.pinned import Answer
 from scheduler_app.policies.retry import RetryPolicy, decide_retry
+from scheduler_app.worker.outcomes import Outcome
 
 RETRIED = frozenset({408, 429})
 """Statuses below 500 that are retried (with every 5xx)."""
@@ -41,15 +41,6 @@ class DeliveryRejected(PermanentTaskError):
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
-
-
-@dataclass(frozen=True)
-class Outcome:
-    state: str
-    reason: str = ""
-    error: str = ""
-    failure: BaseException | None = None
-    retry_at: datetime | None = None
 
 
 def retry_after(answer: Answer, now: datetime) -> datetime | None:

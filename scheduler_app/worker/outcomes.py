@@ -1,5 +1,6 @@
-"""Outcome writes that survive a dropped connection or a locked database, for every worker
-path (Celery's ``OccurrenceTask``, the django.tasks receivers).
+"""What an attempt ended in (``Outcome``), its fenced write (``write``), and outcome writes
+that survive a dropped connection or a locked database (``write_retried``), for every worker
+path (Celery's ``OccurrenceTask``, the django.tasks receivers, the event deliveries).
 
 Each write is a fenced compare-and-set, so a try that committed before its connection dropped
 makes the next one a no-op: retrying is always safe.
@@ -9,9 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeVar
 
 from django.db import InterfaceError, OperationalError, connection
+
+from scheduler_app.worker import claiming, lifecycle
 
 logger = logging.getLogger("scheduler_app.tasks")
 
@@ -20,6 +25,42 @@ T = TypeVar("T")
 RECORD_ATTEMPTS = 4
 """Tries to record an outcome through a dropped connection or a locked database (0.5, 1, 2 s
 apart) before giving up: then the lease runs out and the reconciler retries the run."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an attempt ended in, decided before it is written."""
+
+    state: str
+    reason: str = ""
+    error: str = ""
+    failure: BaseException | None = None
+    retry_at: datetime | None = None
+
+
+def write(claim: claiming.Claim, outcome: Outcome, now: datetime) -> bool:
+    """One fenced compare-and-set of the outcome (a no-op once it committed): ``retrying``
+    until ``retry_at`` when it is set, else the end state; False when the lease was lost."""
+    if claim.occurrence is None:
+        return False
+    if outcome.retry_at is not None:
+        return lifecycle.retry_later(
+            claim.occurrence.pk,
+            token=claim.token,
+            at=outcome.retry_at,
+            now=now,
+            error=outcome.error,
+            scheduled_for=claim.occurrence.scheduled_for,
+        )
+    return lifecycle.finish(
+        claim.occurrence.pk,
+        token=claim.token,
+        state=outcome.state,
+        reason=outcome.reason,
+        now=now,
+        error=outcome.error,
+        claimed=claim.occurrence,
+    )
 
 
 def delays(attempts: int = RECORD_ATTEMPTS) -> list[float]:
