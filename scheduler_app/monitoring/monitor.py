@@ -27,7 +27,7 @@ from django.db.models.functions import Coalesce, Greatest
 from scheduler_app import events
 from scheduler_app.conf import get_settings
 from scheduler_app.models import (
-    OccurrenceState,
+    FINAL_STATES,
     Schedule,
     ScheduleHealth,
     ScheduleStatus,
@@ -38,13 +38,6 @@ from scheduler_app.monitoring.sql import ShiftSeconds
 logger = logging.getLogger("scheduler_app.monitoring")
 LIMIT = 5000
 """Rows one pass looks at; beyond that the report says it is incomplete."""
-TERMINAL = (
-    OccurrenceState.SUCCEEDED,
-    OccurrenceState.FAILED,
-    OccurrenceState.EXPIRED,
-    OccurrenceState.SKIPPED,
-    OccurrenceState.CANCELLED,
-)
 LAST_ATTEMPT = ("scheduled_for", "state", "last_error", "reason")
 NO_SUCCESS = "no_success"
 OVERDUE = "overdue"
@@ -116,7 +109,7 @@ def _annotated(rows: QuerySet[Schedule], now: datetime) -> QuerySet[Schedule]:
     ``models.latest``: the last five weeks' partitions first, all of them only for a schedule
     with no ended occurrence there)."""
     return rows.annotate(
-        last_attempt=latest(LAST_ATTEMPT, recent=now - RECENT, state__in=TERMINAL),
+        last_attempt=latest(LAST_ATTEMPT, recent=now - RECENT, state__in=FINAL_STATES),
         success_due=ShiftSeconds(
             Greatest(Coalesce("last_success_at", "created_at"), F("created_at")),
             F("expected_every"),

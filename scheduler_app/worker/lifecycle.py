@@ -27,6 +27,7 @@ from scheduler_app.dispatch.fixed_delay import after_fixed_delay_run
 from scheduler_app.errors import storable_error
 from scheduler_app.models import (
     ACTIVE_STATES,
+    FINAL_STATES,
     AttemptKind,
     IntervalMode,
     Occurrence,
@@ -55,17 +56,6 @@ def close_attempt(
     ).update(finished_at=now, outcome=outcome, error=storable_error(error))
 
 
-TERMINAL_STATES = frozenset(
-    {
-        OccurrenceState.SUCCEEDED,
-        OccurrenceState.FAILED,
-        OccurrenceState.EXPIRED,
-        OccurrenceState.SKIPPED,
-        OccurrenceState.CANCELLED,
-    }
-)
-
-
 def announce_finished(
     occurrences: list[Occurrence], state: str, reason: str, *, schedule: Schedule | None = None
 ) -> None:
@@ -75,7 +65,7 @@ def announce_finished(
     ``schedule``: the schedule row as the write that ended them read it under its lock, when
     the sender has it; sent along (``schedule=``) so receivers need not read it again.
     """
-    if not occurrences or state not in TERMINAL_STATES:
+    if not occurrences or state not in FINAL_STATES:
         return
     extra = {} if schedule is None else {"schedule": schedule}
 
