@@ -8,13 +8,13 @@ only counted past the catch-up horizon) and advancing (``following``: the first 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from scheduler_app.conf import get_settings
 from scheduler_app.models import Schedule
 from scheduler_app.timing import Timing, iter_slots, previous_slot
+from scheduler_app.timing.engine import up_to
 
 TICK = timedelta(microseconds=1)
 
@@ -81,7 +81,7 @@ def _walk(timing: Timing, start: datetime, cut: datetime, now: datetime, cap: in
     if start > cut:
         return _recent(timing, start - TICK, now, cap)
     older = 0
-    for older, _ in enumerate(_until(iter_slots(timing, start - TICK), cut), start=1):
+    for older, _ in enumerate(up_to(iter_slots(timing, start - TICK), cut), start=1):
         if older >= cap:
             break
     last_old = previous_slot(timing, cut) if older else None
@@ -108,10 +108,3 @@ def _recent(timing: Timing, after: datetime, until: datetime, cap: int) -> Due:
         kept.append(slot)
         seen += 1
     return Due(list(kept), seen - len(kept), following, knows_following=after <= until)
-
-
-def _until(slots: Iterable[datetime], until: datetime) -> Iterator[datetime]:
-    for slot in slots:
-        if slot > until:
-            return
-        yield slot

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.timing.budget import Meter, SearchBudget
-from scheduler_app.timing.engine import _annotated, _until, next_after
+from scheduler_app.timing.engine import _annotated, next_after, up_to
 from scheduler_app.timing.rules import (
     EARLIEST,
     LATEST,
@@ -151,7 +151,7 @@ def previous_slot(timing: Timing, instant: datetime, *, inclusive: bool = True) 
 def _slots_in(timing: Timing, after: datetime, until: datetime, meter: Meter) -> Iterator[datetime]:
     """The slots in ``(after, until]``; the walk stops at ``until``, charged to ``meter``."""
     meter.stop_at = until
-    return _until((slot for slot, _, _ in _annotated(timing, after, meter)), until)
+    return up_to((slot for slot, _, _ in _annotated(timing, after, meter)), until)
 
 
 def _last_slot(timing: Timing, slot: datetime, until: datetime, meter: Meter) -> datetime:

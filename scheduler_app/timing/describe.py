@@ -7,7 +7,7 @@ import calendar
 from scheduler_app.timing.calendars.solar import SolarEvent, SolarRule
 from scheduler_app.timing.cron import CronExpr
 from scheduler_app.timing.durations import format_duration
-from scheduler_app.timing.rrule_words import describe_rrule
+from scheduler_app.timing.rrule_words import and_list, describe_rrule
 from scheduler_app.timing.rules import CronRule, IntervalRule, OnceRule, RRuleRule, Timing
 
 _DAY_NAMES = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
@@ -63,7 +63,7 @@ def describe_cron(expr: CronExpr) -> str:
     if day_text:
         parts.append(day_text)
     if fields[3] != "*":
-        parts.append("in " + _list([calendar.month_name[m] for m in expr.months]))
+        parts.append("in " + and_list([calendar.month_name[m] for m in expr.months]))
     return ", ".join(parts)
 
 
@@ -73,22 +73,22 @@ def _cron_time(expr: CronExpr, fields: list[str]) -> str:
         return "Every minute"
     if expr.fixed_time and len(expr.minutes) * len(expr.hours) <= 6:
         times = [f"{h:02d}:{m:02d}" for h in expr.hours for m in expr.minutes]
-        return "At " + _list(times)
+        return "At " + and_list(times)
     if minute.startswith("*/") and hour == "*":
         return f"Every {minute[2:]} minutes"
     if minute == "0" and hour.startswith("*/"):
         return f"Every {hour[2:]} hours"
     minute_text = (
-        "every minute" if minute == "*" else f"at minute {_list([str(m) for m in expr.minutes])}"
+        "every minute" if minute == "*" else f"at minute {and_list([str(m) for m in expr.minutes])}"
     )
     if hour == "*":
         return minute_text[0].upper() + minute_text[1:] + " of every hour"
-    hours = _list([f"{h:02d}" for h in expr.hours])
+    hours = and_list([f"{h:02d}" for h in expr.hours])
     return f"{minute_text[0].upper()}{minute_text[1:]} past hour {hours}"
 
 
 def _cron_days(expr: CronExpr, fields: list[str]) -> str:
-    dom = "on day " + _list([str(d) for d in expr.days]) + " of the month"
+    dom = "on day " + and_list([str(d) for d in expr.days]) + " of the month"
     if not expr.dom_star and not expr.dow_star:
         return f"{dom} or {_weekdays(expr.weekdays)}"  # Vixie: either day field matches
     # Otherwise both must match; mention each field that restricts anything.
@@ -112,12 +112,4 @@ def _weekdays(days: tuple[int, ...]) -> str:
     monday_first = sorted((d - 1) % 7 for d in days)  # FRI-SUN reads Friday through Sunday
     if len(days) > 2 and monday_first == list(range(monday_first[0], monday_first[-1] + 1)):
         return f"{_DAY_NAMES[days[1]]} through Sunday"  # a range that wraps ends on Sunday (0)
-    return "on " + _list([_DAY_NAMES[d] for d in days])
-
-
-def _list(items: list[str]) -> str:
-    if len(items) > 8:
-        return ", ".join(items[:7]) + f" and {len(items) - 7} more"
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
+    return "on " + and_list([_DAY_NAMES[d] for d in days])

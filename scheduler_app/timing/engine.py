@@ -69,7 +69,7 @@ def iter_between(
     after = ensure_aware(after, "after")
     until = ensure_aware(until, "until")
     meter = timing.budget.meter(after, stop_at=_earlier(until, timing.ends_at), ceiling=ceiling)
-    return _until((slot for slot, _, _ in _annotated(timing, after, meter)), until)
+    return up_to((slot for slot, _, _ in _annotated(timing, after, meter)), until)
 
 
 def _earlier(first: datetime, second: datetime | None) -> datetime:
@@ -113,7 +113,8 @@ def _stop_after(items: Iterable[Resolved], ends_at: datetime) -> Iterator[Resolv
         yield item
 
 
-def _until(slots: Iterable[datetime], until: datetime) -> Iterator[datetime]:
+def up_to(slots: Iterable[datetime], until: datetime) -> Iterator[datetime]:
+    """The slots of an ascending stream up to ``until`` (inclusive): it stops at a later one."""
     for slot in slots:
         if slot > until:
             return

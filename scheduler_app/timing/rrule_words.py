@@ -83,7 +83,7 @@ def _weekly_days(freq: int, interval: int, options: dict[str, Any]) -> str:
     if "bymonthday" in options:
         text += f", on {_monthdays(options['bymonthday'])} of the month,"
     months = options.get("bymonth")
-    return text + (" in " + _and([calendar.month_name[m] for m in months]) if months else "")
+    return text + (" in " + and_list([calendar.month_name[m] for m in months]) if months else "")
 
 
 def _monthly_days(interval: int, options: dict[str, Any]) -> str:
@@ -91,7 +91,7 @@ def _monthly_days(interval: int, options: dict[str, Any]) -> str:
     weekdays = options.get("byweekday")
     period = _every(du.MONTHLY, interval)
     if interval == 1 and months:
-        period, months = _and([calendar.month_name[m] for m in months]), None  # of March
+        period, months = and_list([calendar.month_name[m] for m in months]), None  # of March
     if _picked_weekday(options):
         return f"{_picked_weekday(options)} of {period}"
     plain = "bymonthday" not in options and weekdays and not _ordinals(weekdays)
@@ -111,7 +111,7 @@ def _picked_weekday(options: dict[str, Any]) -> str:
     days = _plain(weekdays) or ()
     kind = {_WORKDAYS: "weekday", (5, 6): "weekend day", tuple(range(7)): "day"}.get(days)
     what = kind or _or(days)
-    return f"on the {_and([_ordinal(p) for p in positions])} {what}"
+    return f"on the {and_list([_ordinal(p) for p in positions])} {what}"
 
 
 def _yearly_days(options: dict[str, Any]) -> str:
@@ -121,8 +121,8 @@ def _yearly_days(options: dict[str, Any]) -> str:
     monthdays = options.get("bymonthday")
     one_month = len(months) == 1 and "byweekday" not in options
     if one_month and monthdays and all(day > 0 for day in monthdays):  # on March 1 and 15
-        return f"on {calendar.month_name[months[0]]} {_and([str(d) for d in monthdays])}"
-    of = _and([calendar.month_name[m] for m in months]) if months else "the year"
+        return f"on {calendar.month_name[months[0]]} {and_list([str(d) for d in monthdays])}"
+    of = and_list([calendar.month_name[m] for m in months]) if months else "the year"
     if _picked_weekday(options):
         return f"{_picked_weekday(options)} of {of}"
     days, condition = _day_phrase(options)
@@ -132,10 +132,10 @@ def _yearly_days(options: dict[str, Any]) -> str:
 def _year_parts(options: dict[str, Any]) -> str:
     parts = []
     if "byyearday" in options:
-        parts.append(f"on {_and([_nth_day(d) for d in options['byyearday']])} of the year")
+        parts.append(f"on {and_list([_nth_day(d) for d in options['byyearday']])} of the year")
     if "byweekno" in options:
         weeks = [str(week) if week > 0 else _ordinal(week) for week in options["byweekno"]]
-        parts.append(f"in week {_and(weeks)} of the year")
+        parts.append(f"in week {and_list(weeks)} of the year")
     weekdays = _plain(options.get("byweekday"))
     if weekdays is not None:
         parts.append(f"on {_weekday_list(weekdays)}")
@@ -154,7 +154,7 @@ def _day_phrase(options: dict[str, Any]) -> tuple[str, str]:
         condition = f" when it is a {_or(_plain(weekdays) or ())}" if weekdays else ""
         return "on " + _monthdays(monthdays), condition
     if weekdays:
-        return "on " + _and([_nth_weekday(day) for day in weekdays]), ""
+        return "on " + and_list([_nth_weekday(day) for day in weekdays]), ""
     return "every day", ""
 
 
@@ -172,7 +172,7 @@ def _monthdays(days: Sequence[int]) -> str:
     counted = [str(day) for day in days if day > 0]
     if counted:
         counted[0] = "day " + counted[0]
-    return _and(counted + [_nth_day(day) for day in days if day < 0])
+    return and_list(counted + [_nth_day(day) for day in days if day < 0])
 
 
 def _nth_day(day: int) -> str:
@@ -200,7 +200,7 @@ def _weekday_list(weekdays: Sequence[int]) -> str:
         return "Monday through Friday"
     if len(days) > 2 and days == tuple(range(days[0], days[-1] + 1)):
         return f"{WEEKDAY_NAMES[days[0]]} through {WEEKDAY_NAMES[days[-1]]}"
-    return _and([WEEKDAY_NAMES[day] for day in days])
+    return and_list([WEEKDAY_NAMES[day] for day in days])
 
 
 def _plain(weekdays: Sequence[du.weekday] | None) -> tuple[int, ...] | None:
@@ -212,7 +212,7 @@ def _plain(weekdays: Sequence[du.weekday] | None) -> tuple[int, ...] | None:
 def _in_months(months: Sequence[int] | None) -> str:
     if not months:
         return ""
-    return ", in " + _and([calendar.month_name[month] for month in months])
+    return ", in " + and_list([calendar.month_name[month] for month in months])
 
 
 # --- the time part --------------------------------------------------------------------------
@@ -237,8 +237,8 @@ def _times_of_day(options: dict[str, Any]) -> str:
     seconds = options.get("bysecond", (0,))
     with_seconds = seconds != (0,)
     if len(hours) * len(minutes) * len(seconds) <= MAX_TIMES:
-        return "at " + _and(_times(options))
-    text = f"at minute {_numbers(minutes)} past hour {_and([f'{h:02d}' for h in hours])}"
+        return "at " + and_list(_times(options))
+    text = f"at minute {_numbers(minutes)} past hour {and_list([f'{h:02d}' for h in hours])}"
     return text + (f", second {_numbers(seconds)}" if with_seconds else "")
 
 
@@ -257,7 +257,7 @@ def _sub_daily(freq: int, interval: int, options: dict[str, Any]) -> str:
     filters = []
     if "byhour" in options:
         hours = options["byhour"]
-        filters.append(f"in hour{'s' * (len(hours) > 1)} {_and([f'{h:02d}' for h in hours])}")
+        filters.append(f"in hour{'s' * (len(hours) > 1)} {and_list([f'{h:02d}' for h in hours])}")
     if minutes is not None:
         filters.append(f"{'in' if freq == du.SECONDLY else 'at'} minute {_numbers(minutes)}")
     if seconds is not None:
@@ -267,7 +267,7 @@ def _sub_daily(freq: int, interval: int, options: dict[str, Any]) -> str:
 
 
 def _numbers(values: Sequence[int]) -> str:
-    return _and([str(value) for value in values])
+    return and_list([str(value) for value in values])
 
 
 def _sub_daily_days(options: dict[str, Any]) -> str:
@@ -280,7 +280,7 @@ def _sub_daily_days(options: dict[str, Any]) -> str:
 def _setpos(positions: Sequence[int] | None, freq: int) -> str:
     if not positions:
         return ""
-    return f"only the {_and([_ordinal(p) for p in positions])} of each {_UNITS[freq]}"
+    return f"only the {and_list([_ordinal(p) for p in positions])} of each {_UNITS[freq]}"
 
 
 def _week_start(spec: RRuleSpec, options: dict[str, Any]) -> str:
@@ -325,7 +325,8 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def _and(items: list[str]) -> str:
+def and_list(items: list[str]) -> str:
+    """``a, b and c`` (more than eight: the first seven and how many more)."""
     if len(items) > 8:
         return ", ".join(items[:7]) + f" and {len(items) - 7} more"
     if len(items) <= 1:
