@@ -11,7 +11,6 @@ confirmation that could only ever be refused."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django import forms
@@ -28,9 +27,9 @@ from scheduler_app.definition.schedule import timing_for
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import Schedule, ScheduleStatus
 from scheduler_app.safety.approval import PERMISSION, same_person_refusal
+from scheduler_app.timing import TICK
 
 NEXT_RUNS = 5
-_TICK = timedelta(microseconds=1)
 
 
 class ApproveForm(forms.Form):
@@ -133,7 +132,7 @@ def what_is_approved(schedule: Schedule, now: Any) -> list[tuple[str, str]]:
 
 def _next_runs(schedule: Schedule, now: Any) -> str:
     try:
-        rows = preview_rows(timing_for(schedule), now - _TICK, NEXT_RUNS)
+        rows = preview_rows(timing_for(schedule), now - TICK, NEXT_RUNS)
     except (SchedulerError, ArithmeticError, ValueError) as exc:
         return f"cannot be computed: {exc}"
     if not rows:

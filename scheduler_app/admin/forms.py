@@ -26,7 +26,6 @@ from scheduler_app.admin.builder import (
 from scheduler_app.admin.choosing import ScheduleChoices
 from scheduler_app.admin.fields import PayloadJSONField, error_message, error_target
 from scheduler_app.admin.words import WORDS_HELP, timing_values
-from scheduler_app.authoring.preview import TICK
 from scheduler_app.definition.parsed import Definition, parse_definition
 from scheduler_app.definition.schedule import check_min_interval, timing_for
 from scheduler_app.errors import OperatorPermissionDenied, ScheduleValidationError
@@ -37,7 +36,7 @@ from scheduler_app.safety import permissions
 from scheduler_app.safety.approval import WHAT_RUNS, check_runner_edit
 from scheduler_app.safety.payloads import check_payload
 from scheduler_app.safety.permissions import RUN_PERMISSION
-from scheduler_app.timing import Kind, Timing, first_slot
+from scheduler_app.timing import Kind, Timing, first_slot_from
 from scheduler_app.timing.phrases import MAX_TEXT_LENGTH, ParsedText, parse_text
 
 EDITABLE = ("name", "tenant", "owner", *SEMANTIC_FIELDS)
@@ -371,14 +370,8 @@ class ScheduleForm(ScheduleChoices):
             # definition): the first slot and the searches around it, within the settings'
             # search budget, so a rule rarer than the budget sees is refused on its field.
             redefined = adding or any(v != getattr(self.instance, k) for k, v in values.items())
-            if (
-                redefined
-                and first_slot(timing, now - TICK) is None
-                and ("rule" in self.changed_data or adding)
-            ):
-                raise ScheduleValidationError(
-                    "rule", "the rule has no slot at or after now; pick a future time"
-                )
+            if redefined:
+                first_slot_from(timing, now, required="rule" in self.changed_data or adding)
             self.definition = definition  # what the services store, parsed once
         except ScheduleValidationError as exc:
             target = error_target(exc.field, self.fields, built=built)

@@ -3,7 +3,6 @@ live preview, actions behind their own permissions and confirmation pages, tenan
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin
@@ -49,10 +48,9 @@ from scheduler_app.models import (
 from scheduler_app.models.latest import decoded
 from scheduler_app.safety.permissions import RUN_PERMISSION
 from scheduler_app.safety.tenancy import scope
-from scheduler_app.timing import Kind
+from scheduler_app.timing import TICK, Kind
 
 PREVIEW_COUNT = 10
-_TICK = timedelta(microseconds=1)
 PAUSE_PERMISSION = "scheduler_app.pause_schedule"
 
 
@@ -276,8 +274,8 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
             return "-"
         try:
             timing = timing_for(obj)
-            rows = preview_rows(timing, obj.next_run_at - _TICK, PREVIEW_COUNT)
-            notes = calendar_notes(timing, obj.next_run_at - _TICK, rows)
+            rows = preview_rows(timing, obj.next_run_at - TICK, PREVIEW_COUNT)
+            notes = calendar_notes(timing, obj.next_run_at - TICK, rows)
         except (SchedulerError, ArithmeticError, ValueError) as exc:
             return str(exc)
         return display.preview_table([row.as_display() for row in rows], notes)

@@ -7,6 +7,7 @@ changed in the meantime is refused."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,9 +15,12 @@ from django.contrib.auth.models import User
 from django_webtest import DjangoTestApp  # type: ignore[import-untyped]
 
 from scheduler_app import services
+from scheduler_app.clock import FakeClock
 from scheduler_app.models import Schedule, ScheduleAuditEvent, ScheduleVersion
 from tests.integration.admin.support import (
+    ADD_URL,
     change_url,
+    fill,
     form_errors,
     page_errors,
     schedule_form,
@@ -174,3 +178,37 @@ def test_an_rrule_whose_dtstart_names_another_zone_than_the_page_is_refused_on_i
     [message] = form_errors(response)["rule"]
     assert "TZID Europe/Paris differs from the schedule's time zone Europe/Riga" in message
     assert row(schedule) == stored
+
+
+def test_a_one_time_rule_in_the_past_is_refused_on_the_add_page(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    form = schedule_form(django_app, ADD_URL, admin_user)
+    response = submit(
+        fill(form, name="too late", task="demo.ping", repeat="once", once_at="2020-09-05T14:00"),
+        "_save",
+    )
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors.as_data()
+    refused = [error for field in errors.values() for error in field]
+    assert [error.code for error in refused] == ["no_future_slot"], page_errors(response)
+    assert "no slot at or after now; pick a future time" in " ".join(page_errors(response))
+    assert not Schedule.objects.filter(name="too late").exists()
+
+
+def test_a_one_time_schedule_whose_time_passed_can_still_be_changed(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    # created when its time was ahead; the page now changes a policy, not the rule
+    schedule = services.create_schedule(
+        name="once",
+        task="demo.ping",
+        kind="once",
+        rule="2020-09-05T14:00:00+00:00",
+        clock=FakeClock(datetime(2020, 9, 1, tzinfo=UTC)),
+    )
+    form = schedule_form(django_app, change_url(schedule), admin_user)
+    response = submit(fill(form, max_attempts="5"), "_save")
+    assert response.status_code == 302, page_errors(response)
+    schedule.refresh_from_db()
+    assert (schedule.max_attempts, schedule.version) == (5, 2)
