@@ -76,7 +76,7 @@ def test_an_edit_that_keeps_the_definition_does_not_search_again(
         task="demo.ping", kind="cron", rule="0 9 * * *", timezone="UTC"
     )
     form = schedule_form(django_app, change_url(stored), admin_user)
-    monkeypatch.setattr("scheduler_app.admin.forms.first_slot", None)  # called: TypeError
+    monkeypatch.setattr("scheduler_app.admin.forms.first_slot_from", None)  # called: TypeError
     response = submit(form, "_save", name="renamed")
     assert response.status_code == 302, page_errors(response)
     stored.refresh_from_db()
