@@ -81,11 +81,6 @@ def timing_only(values: dict[str, Any]) -> Timing:
     return timing
 
 
-def stored_definition(schedule: Schedule) -> dict[str, Any]:
-    """The definition a change page starts from, as stored."""
-    return {name: getattr(schedule, name) for name in SEMANTIC_FIELDS}
-
-
 def given_on_page(values: dict[str, Any], stored: dict[str, Any] | None) -> dict[str, Any]:
     """The definition the page posted, as the person gave it. On a change page the lateness
     policies left as the page showed them are not given: a new lateness class resets them,
@@ -357,7 +352,7 @@ class ScheduleForm(ScheduleChoices):
         values["kwargs"] = values.get("kwargs") or {}
         values["args"] = values.get("args") or []
         now = self._now()
-        stored = None if self.instance._state.adding else stored_definition(self.instance)
+        stored = None if self.instance._state.adding else self.instance.stored_definition()
         try:
             # No stand-in anchor: what is checked here is what is stored, and an anchor the
             # person left empty stays empty (``_default_anchor`` gave the rules that need one

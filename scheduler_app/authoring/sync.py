@@ -172,9 +172,7 @@ def _apply(
     detail = f"changed {', '.join(sorted(changes))}"
     # The whole definition as declared (the stored anchor where none is declared): its
     # lateness policies are the declared ones, not the class defaults applied again.
-    definition = _definition_to_store(
-        {**{name: getattr(row, name) for name in SEMANTIC_FIELDS}, **changes}, now
-    )
+    definition = _definition_to_store({**row.stored_definition(), **changes}, now)
     if dry_run:
         return _entry("update", declaration, row, version=row.version + 1, detail=detail)
     updated = update_schedule(

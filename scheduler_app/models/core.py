@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -314,6 +315,10 @@ class Schedule(models.Model):
             ),
             *range_constraints(),
         ]
+
+    def stored_definition(self) -> dict[str, Any]:
+        """The definition as this row holds it: every ``SEMANTIC_FIELDS`` field by name."""
+        return {name: getattr(self, name) for name in SEMANTIC_FIELDS}
 
     def park(self, error: Exception, now: datetime) -> list[str]:
         """Pause this schedule because the scheduler cannot evaluate or run it (a row changed

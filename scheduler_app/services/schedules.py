@@ -248,7 +248,7 @@ def _checked_edit(
     if "owner" in changes:
         check_owner_present(changes["owner"], before.origin)
     check_descriptive(changes)
-    current = {name: getattr(before, name) for name in SEMANTIC_FIELDS}
+    current = before.stored_definition()
     if definition is None:
         values = canonical_fields(changes, now=now, current=current)
     else:
