@@ -145,7 +145,9 @@ def _one_by_one(
     schedules: list[Schedule], planned: dict[UUID, list[Occurrence]], now: datetime
 ) -> list[Occurrence]:
     """Each schedule in its own savepoint; one the database refuses is parked as stored
-    (not advanced: its slots are still due when it is resumed), the others go on."""
+    (not advanced: its slots are still due when it is resumed), the others go on. A row
+    refused for a partition attached under it (``moved_partition``) parks nothing: that
+    schedule is left as stored, due on the next tick."""
     kept: list[Occurrence] = []
     for schedule in schedules:
         try:
@@ -153,6 +155,12 @@ def _one_by_one(
                 insert_occurrences(planned[schedule.id])
                 save_advanced([schedule])
         except ROW_ERRORS as exc:
+            if moved_partition(exc):
+                logger.warning(
+                    "a new partition was attached under this schedule's insert: it stays due",
+                    extra={"action": "materialize.partition_race", "schedule_id": schedule.pk},
+                )
+                continue
             stored = Schedule.objects.get(pk=schedule.pk)
             park(stored, exc, now)
             stored.save(
@@ -242,6 +250,21 @@ def _save_parked(schedules: list[Schedule]) -> None:
 ROW_ERRORS = (IntegrityError, DataError, TypeError, ValueError)
 """What one schedule's rows can raise on insert (a value the column or the JSON encoder
 refuses): that schedule is parked, the others go on."""
+
+
+def moved_partition(error: Exception) -> bool:
+    """Whether the database refused a row for a partition's bound, not for its values: a row
+    routed to DEFAULT just before the partition of its slot was attached (PostgreSQL's
+    ``violates partition constraint``: a check violation that names no constraint). That is
+    the moment's, not the schedule's: it is not parked, and its slots stay due."""
+    cause = getattr(error, "__cause__", None)
+    diag = getattr(cause, "diag", None)
+    return (
+        isinstance(error, IntegrityError)
+        and getattr(cause, "sqlstate", None) == "23514"
+        and diag is not None
+        and diag.constraint_name is None
+    )
 
 
 def park(schedule: Schedule, error: Exception, now: datetime) -> None:

@@ -5,37 +5,25 @@ race lost its handoff ids that way, issue 39's stop 45.)"""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.partitions import ddl
 from scheduler_app.partitions.maintain import create_ahead
-from scheduler_app.partitions.ranges import Interval, Range
-from tests.integration.partition_support import fetch, occurrence, partition_counts
+from scheduler_app.partitions.ranges import Interval
+from tests.integration.partition_support import (
+    JAN,
+    occurrence,
+    partition_counts,
+    write_while_made,
+)
 from tests.integration.support import START, schedule
 
 pytestmark = pytest.mark.postgres
-JAN = Range(start=datetime(2024, 1, 1, tzinfo=UTC), end=datetime(2024, 2, 1, tzinfo=UTC))
-
-
-def someone_waits_for_a_lock() -> bool:
-    [(waiting,)] = fetch("SELECT count(*) FROM pg_locks WHERE NOT granted")
-    return bool(waiting)
-
-
-@pytest.fixture
-def january_dropped_after() -> Iterator[None]:
-    """The partitions this test makes outlive its flush (DDL): dropped again afterwards."""
-    yield
-    with connection.cursor() as cursor:
-        for parent in ddl.tables():
-            cursor.execute(f"DROP TABLE IF EXISTS {parent}_{JAN.suffix}")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -45,42 +33,10 @@ def test_a_write_that_waited_for_the_move_lands_on_the_moved_row() -> None:
     row = occurrence(target, datetime(2024, 1, 10, 12, tzinfo=UTC), state=OccurrenceState.RUNNING)
     row.save(force_insert=True)
     assert partition_counts()["default"] == 1
-    moved, may_commit, written = threading.Event(), threading.Event(), []
-    errors: list[BaseException] = []
-
-    def make_partition() -> None:
-        try:
-            with transaction.atomic():
-                written.append(ddl.create(JAN))
-                moved.set()
-                may_commit.wait(30)
-        except BaseException as exc:  # reported by the test thread
-            errors.append(exc)
-            moved.set()
-        finally:
-            connection.close()
-
-    def write() -> None:
-        try:
-            written.append(Occurrence.objects.filter(pk=row.pk).update(handoff_id="job-1"))
-        finally:
-            connection.close()
-
-    maker = threading.Thread(target=make_partition)
-    maker.start()
-    assert moved.wait(30)
-    assert errors == []
-    writer = threading.Thread(target=write)
-    writer.start()
-    for _ in range(3000):  # until the writer waits for the maker's locks (no wall-clock sleep)
-        if someone_waits_for_a_lock():
-            break
-    else:
-        pytest.fail(f"the writer never waited for the partition's move: {written}")
-    may_commit.set()
-    maker.join(30)
-    writer.join(30)
-    assert (errors, written) == ([], [1, 1])  # one row moved; one row written
+    written = write_while_made(
+        JAN, lambda: Occurrence.objects.filter(pk=row.pk).update(handoff_id="job-1")
+    )
+    assert written == (1, 1)  # one row moved; one row written
     assert Occurrence.objects.get(pk=row.pk).handoff_id == "job-1"
     assert partition_counts()["p20240101"] == 1
 

@@ -1,0 +1,107 @@
+"""The beat inserts a slot's row while a new month's partition is attached: the insert that
+routed its row to DEFAULT before the attach commits is refused by DEFAULT's new partition
+constraint. That refusal is the race's, not the schedule's: no schedule may be parked for it,
+and no slot lost (review 14 left it as a note; this test attacks it)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+
+from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch import materialize
+from scheduler_app.dispatch.materialize import materialize_batch
+from scheduler_app.models import Occurrence, ScheduleStatus
+from tests.integration.partition_support import (
+    JAN,
+    partition_counts,
+    write_while_made,
+)
+from tests.integration.support import reload, schedule
+
+pytestmark = pytest.mark.postgres
+NOW = datetime(2024, 1, 10, 12, tzinfo=UTC)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("january_dropped_after")
+def test_a_slot_inserted_while_its_partition_is_attached_is_not_parked_nor_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    target = schedule(FakeClock(NOW - timedelta(minutes=1)), kind="interval", rule="1m")
+    assert "p20240101" not in partition_counts()
+    write_while_made(JAN, lambda: materialize_batch(NOW, 100))  # nothing to move
+    refused = [r for r in caplog.records if getattr(r, "action", "") == "materialize.batch_refused"]
+    assert refused and "partition constraint" in refused[0].error  # the race really ran
+    stored = reload(target)
+    assert stored.status == ScheduleStatus.ACTIVE, stored.last_error
+    made = sorted(
+        Occurrence.objects.filter(schedule=target).values_list("scheduled_for", flat=True)
+    )
+    assert made == [NOW - timedelta(minutes=1), NOW], made  # every due slot, in its partition
+    counts = partition_counts()
+    assert (counts["p20240101"], counts["default"]) == (2, 0)
+
+
+def partition_refusal() -> IntegrityError:
+    """A real ``violates partition constraint`` from PostgreSQL, as Django raises it."""
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE bounded (d int) PARTITION BY RANGE (d)")
+        cursor.execute(
+            "CREATE TEMP TABLE bounded_low PARTITION OF bounded FOR VALUES FROM (0) TO (9)"
+        )
+        try:
+            with transaction.atomic():
+                cursor.execute("INSERT INTO bounded_low VALUES (20)")
+        except IntegrityError as exc:
+            return exc
+    raise AssertionError("PostgreSQL took a row outside its partition's bound")
+
+
+@pytest.mark.django_db
+def test_a_partition_refusal_schedule_by_schedule_parks_nothing_and_keeps_the_slot_due(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race again while the batch is retried schedule by schedule: that schedule is left
+    as stored (active, its slot still due), the others go on; the next tick makes its slot."""
+    clock = FakeClock(NOW - timedelta(minutes=1))
+    raced, other = (schedule(clock, kind="interval", rule="1m") for _ in range(2))
+    refusal = partition_refusal()
+    real_insert = materialize.insert_occurrences
+
+    def insert(rows: list[Occurrence]) -> set[object]:
+        if any(row.schedule_id == raced.pk for row in rows):
+            raise refusal
+        return real_insert(rows)
+
+    monkeypatch.setattr(materialize, "insert_occurrences", insert)
+    materialize_batch(NOW, 100)
+    assert (reload(raced).status, reload(raced).next_run_at) == (
+        ScheduleStatus.ACTIVE,
+        NOW - timedelta(minutes=1),
+    )
+    assert Occurrence.objects.filter(schedule=raced).count() == 0
+    assert Occurrence.objects.filter(schedule=other).count() == 2
+    monkeypatch.undo()
+    materialize_batch(NOW, 100)
+    assert Occurrence.objects.filter(schedule=raced).count() == 2
+
+
+def test_only_a_partition_bound_is_taken_for_the_race() -> None:
+    """A check constraint of the table (it names itself) is the row's fault: it parks."""
+
+    class Diag:
+        constraint_name = "occ_state_check"
+
+    class Cause(Exception):
+        sqlstate = "23514"
+        diag = Diag()
+
+    error = IntegrityError("new row violates check constraint")
+    error.__cause__ = Cause()
+    assert not materialize.moved_partition(error)
+    Diag.constraint_name = None  # type: ignore[assignment]
+    assert materialize.moved_partition(error)
+    assert not materialize.moved_partition(ValueError("bad value"))
