@@ -46,19 +46,24 @@ def insert_occurrences(rows: Sequence[Occurrence]) -> set[UUID]:
     On PostgreSQL one ``INSERT ... SELECT ... FROM jsonb_array_elements(...) ON CONFLICT DO
     NOTHING RETURNING id`` per 1,000 rows (no conflict target: any unique constraint absorbs a
     duplicate, whatever the table's primary key; ``bulk_create`` prepares every value of every
-    row in Python and sends a statement as long as the batch). Elsewhere
-    ``bulk_create(ignore_conflicts=True)`` after one lookup of the ids that exist already.
+    row in Python and sends a statement as long as the batch). Elsewhere one lookup of the ids
+    that exist already, and ``bulk_create`` of the others. A row the database refuses for its
+    values raises (``IntegrityError``, ``DataError``): never dropped in silence.
     Returns the ids really inserted.
     """
     if not rows:
         return set()
     if connection.vendor != "postgresql":
-        # One lookup tells the rows that exist already (ids are derived from the slot), so
-        # that their duplicates can be reported; the insert still ignores any conflict.
+        # One lookup tells the rows that exist already (ids are derived from the slot, so a
+        # slot's row has one id); the others are inserted without ``ignore_conflicts``:
+        # SQLite's ``INSERT OR IGNORE`` also drops a row a NOT NULL or CHECK constraint
+        # refuses, which would then be published without being stored.
         before = set(
             Occurrence.objects.filter(pk__in=[row.id for row in rows]).values_list("pk", flat=True)
         )
-        Occurrence.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
+        Occurrence.objects.bulk_create(
+            [row for row in rows if row.id not in before], batch_size=1000
+        )
         fresh = {row.id for row in rows} - before
         announce_inserted(rows, fresh)
         return fresh
