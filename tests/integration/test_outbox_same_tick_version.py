@@ -54,7 +54,29 @@ def test_an_unchanged_schedule_is_published_in_its_own_tick() -> None:
     assert ticker(broker, clock).tick().published == 1
     [row] = rows(target)
     assert row.state == OccurrenceState.DISPATCHED
-    assert broker.sent[0].schedule_version.definition["kwargs"] == {"n": 1}
+    assert broker.sent[0].schedule_version.definition["objective"] == target.objective
+
+
+AGREEING = [
+    {"kwargs": {"n": 1.0}},  # the same number
+    {"kwargs": {"n": True}},  # Python's True == 1: the check has always let it pass
+    {"args": {}},  # as [] too (``row.args or []``)
+]
+
+
+@pytest.mark.parametrize("changes", AGREEING)
+def test_a_schedule_changed_past_the_services_to_what_its_version_equals_is_published(
+    changes: dict[str, Any],
+) -> None:
+    """The claim compares the version with the schedule in the database; where the database
+    and the outbox's check could disagree, the check decides, as for a row read back."""
+    clock, broker = FakeClock(START), MemoryPublisher()
+    target = every_minute(clock)
+    Schedule.objects.filter(pk=target.pk).update(**changes)
+    clock.set(START + MINUTE)
+    assert ticker(broker, clock).tick().published == 1
+    [row] = rows(target)
+    assert row.state == OccurrenceState.DISPATCHED
 
 
 def test_the_check_costs_no_query_per_row() -> None:
