@@ -43,6 +43,12 @@ HEADING = "Hand-off writes (`make bench-handoff`)"
 LEDGER = "scheduler_app_occurrence"
 DESIGNS: dict[str, dict[str, Any]] = {
     "today": {"table": "bench_hw_today", "handoff": "state", "fillfactor": 100},
+    "today, no unique index on the key": {
+        "table": "bench_hw_nokey",
+        "handoff": "state",
+        "fillfactor": 100,
+        "drop": "idempotency_key",
+    },
     "outbox": {"table": "bench_hw_outbox", "handoff": "columns", "fillfactor": 100},
     "outbox, fillfactor 85": {"table": "bench_hw_ff85", "handoff": "columns", "fillfactor": 85},
     "outbox, fillfactor 50": {"table": "bench_hw_ff50", "handoff": "columns", "fillfactor": 50},
@@ -80,6 +86,10 @@ def prepare(cursor: Any, schedule: str, version: str) -> None:
             f"REFERENCES scheduler_app_schedule (id), ADD FOREIGN KEY (schedule_version_id) "
             f"REFERENCES scheduler_app_scheduleversion (id)"
         )
+        if "drop" in design:
+            index = _index_named(cursor, table, design["drop"])  # a unique constraint's
+            cursor.execute(f'ALTER TABLE {table} DROP CONSTRAINT IF EXISTS "{index}"')
+            cursor.execute(f'DROP INDEX IF EXISTS "{index}"')
         if design["handoff"] != "state":
             dispatched = _index_named(cursor, table, "dispatched_at")
             cursor.execute(f'DROP INDEX "{dispatched}"')
@@ -94,7 +104,7 @@ def prepare(cursor: Any, schedule: str, version: str) -> None:
 def _index_named(cursor: Any, table: str, column: str) -> str:
     cursor.execute(
         "SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexdef LIKE %s",
-        [table, f"%({column})%"],
+        [table, f"%({column}%"],
     )
     return str(cursor.fetchone()[0])
 

@@ -29,6 +29,7 @@ from scheduler_app.admin.display import (
 )
 from scheduler_app.admin.filters import OccurrenceTenantFilter, short_filter
 from scheduler_app.admin.paging import EstimatedCountPaginator
+from scheduler_app.definition.schedule import is_key, occurrence_id
 from scheduler_app.djtasks.results import RESULT_ADMIN, result_row
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import (
@@ -215,7 +216,8 @@ class OccurrenceAdmin(SelectionGuard, admin.ModelAdmin):
         LateFilter,
         OccurrenceTenantFilter,
     )
-    search_fields = ("schedule__name", "schedule__key", "=idempotency_key", "task")
+    search_fields = ("schedule__name", "schedule__key", "task")
+    """A search for an idempotency key finds its row by id (``get_search_results``)."""
     ordering = ("-scheduled_for",)
     list_select_related = ("schedule",)
     show_full_result_count = False
@@ -254,6 +256,16 @@ class OccurrenceAdmin(SelectionGuard, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Occurrence]:
         return scope(super().get_queryset(request), request.user, "schedule__tenant")
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Occurrence], search_term: str
+    ) -> tuple[QuerySet[Occurrence], bool]:
+        """An idempotency key pasted in the search box finds its occurrence through the
+        primary key (the id is derived from the key), not by a scan of the ledger."""
+        term = search_term.strip()
+        if is_key(term):
+            return queryset.filter(pk=occurrence_id(term), idempotency_key=term), False
+        return super().get_search_results(request, queryset, search_term)
 
     def _get_obj_does_not_exist_redirect(
         self, request: HttpRequest, opts: Any, object_id: str

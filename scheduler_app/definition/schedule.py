@@ -146,6 +146,13 @@ def idempotency_key(schedule_id: uuid.UUID | str, scheduled_for: datetime) -> st
     return f"{schedule_id}:{instant}"
 
 
+def is_key(text: str) -> bool:
+    """Whether ``text`` reads as an idempotency key: a schedule id, a colon, then the slot
+    (or ``manual:`` and a random part)."""
+    schedule_id, colon, rest = text.partition(":")
+    return bool(colon and rest) and is_uuid(schedule_id)
+
+
 def is_uuid(value: object) -> bool:
     """Whether ``value`` reads as a UUID (every id here is one; anything else matches no row)."""
     try:

@@ -71,7 +71,7 @@ class Occurrence(models.Model):
     window_start = models.DateTimeField()
     window_end = models.DateTimeField()
     timezone = models.CharField(max_length=64)
-    idempotency_key = models.CharField(max_length=120)  # unique: occ_key_unique (Meta)
+    idempotency_key = models.CharField(max_length=120)  # unique through the id (Meta)
     task = models.CharField(max_length=200)
     args = models.JSONField(default=list)
     kwargs = models.JSONField(default=dict)
@@ -183,15 +183,11 @@ class Occurrence(models.Model):
                 condition=Q(trigger__in=["scheduled", "catch_up"]),
                 name="occ_unique_rule_slot",
             ),
-            # The idempotency key, and the admin's exact search by it (``=idempotency_key``): a
-            # constraint, not ``unique=True``, which on PostgreSQL adds a second, ``_like``
-            # index for LIKE searches that nothing makes. With the slot because a unique index
-            # of the partitioned table (PostgreSQL, migration 0014) must hold the partition
-            # key; the key is derived from the schedule and the slot, so the pair is as unique
-            # as the key alone.
-            models.UniqueConstraint(
-                fields=["idempotency_key", "scheduled_for"], name="occ_key_unique"
-            ),
+            # No unique index on the idempotency key: a row's id is derived from its key
+            # (``occurrence_id``: uuid5 of the key, for every trigger), so the primary key
+            # holds the key's uniqueness, and the admin finds a row by key through its id.
+            # (Until 0018 a unique ``(idempotency_key, scheduled_for)``: a long text entry
+            # written by every insert and every state change of the hot row.)
             models.CheckConstraint(
                 condition=Q(window_start__lte=models.F("window_end")), name="occ_window_ordered"
             ),

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -103,6 +103,26 @@ def test_the_occurrence_list_searches_by_schedule_name_and_filters_by_schedule(
     url = OCCURRENCES + f"?schedule__id__exact={alpha.pk}"
     filtered = client.get(url).context["cl"].result_list
     assert [o.schedule.name for o in filtered] == ["alpha export"]
+
+
+def test_an_idempotency_key_pasted_in_the_search_finds_its_occurrence_by_id(
+    client: Client,
+) -> None:
+    """As a task logs it (``current_occurrence().idempotency_key``), spaces around it too;
+    one query by primary key, no scan of the ledger; another tenant's key finds nothing."""
+    _, occurrence = with_history(name="alpha export", tenant="acme")
+    with_history(name="beta import", tenant="acme")
+    key = occurrence.idempotency_key
+    found = client.get(OCCURRENCES, {"q": f" {key} "}).context["cl"].result_list
+    assert [o.pk for o in found] == [occurrence.pk]
+    assert list(client.get(OCCURRENCES, {"q": key + "0"}).context["cl"].result_list) == []
+    other = User.objects.create_user("globex-operator", password="pw", is_staff=True)
+    other.user_permissions.add(*Permission.objects.filter(codename="view_occurrence"))
+    assert not client_for(other).get(OCCURRENCES, {"q": key}).context["cl"].result_list
+    with CaptureQueriesContext(connection) as captured:
+        client.get(OCCURRENCES, {"q": key})
+    searched = [q["sql"] for q in captured if "idempotency_key" in q["sql"]]
+    assert searched and all('"id" = ' in sql for sql in searched), searched
 
 
 def test_the_occurrence_page_shows_its_attempts(client: Client) -> None:
