@@ -40,8 +40,9 @@ ADVANCE_FIELDS = [
 
 
 def insert_occurrences(rows: Sequence[Occurrence]) -> set[UUID]:
-    """Insert new occurrences; one that exists already (same id, idempotency key, or rule slot
-    of the schedule) is left alone, as ``ON CONFLICT DO NOTHING`` does.
+    """Insert new occurrences; one that exists already (same id, hence the same idempotency
+    key, or the same rule slot of the schedule) is left alone, as ``ON CONFLICT DO NOTHING``
+    does.
 
     On PostgreSQL one ``INSERT ... SELECT ... FROM jsonb_array_elements(...) ON CONFLICT DO
     NOTHING RETURNING id`` per 1,000 rows (no conflict target: any unique constraint absorbs a

@@ -42,11 +42,12 @@ def _current_definition() -> Subquery | RawSQL:
     """What publishing checks of the claimed schedule's current version.
 
     On PostgreSQL a small document: ``{"objective": ...}`` (the key only when the version
-    has one) when the version's task, args and kwargs are the schedule's (each compared as
-    ``matches_version`` compares a row made from it; a key the version lacks is not
-    compared), else ``{"definition": ...}``: the version's stored ``VERSION_CHECKED`` parts,
-    or its whole definition when that is no object. Elsewhere the whole stored definition.
-    None when the version row is missing."""
+    has one) when the version's task, args and kwargs are the schedule's, as the same JSON
+    text (a key the version lacks is not compared; empty args are ``[]``, as
+    ``matches_version`` reads a row made from the schedule), else ``{"definition": ...}``:
+    the version's stored ``VERSION_CHECKED`` parts, or its whole definition when that is no
+    object, for ``matches_version`` to decide (it lets ``1.0`` stand for ``1``, as ever).
+    Elsewhere the whole stored definition. None when the version row is missing."""
     if connection.vendor != "postgresql":
         return Subquery(_CURRENT.values("definition")[:1], output_field=JSONField())
     table = ScheduleVersion._meta.db_table
@@ -55,12 +56,15 @@ def _current_definition() -> Subquery | RawSQL:
     falsy = "'null', '[]', '{}', '0', '\"\"', 'false'"  # what ``row.args or []`` makes []
     return RawSQL(
         "(SELECT CASE WHEN jsonb_typeof(cv.definition) = 'object'"
-        f" AND (NOT cv.definition ? 'task' OR cv.definition -> 'task' = to_jsonb({s}.task))"
-        " AND (NOT cv.definition ? 'args' OR cv.definition -> 'args' ="
-        f" CASE WHEN {s}.args IS NULL OR {s}.args IN ({falsy}) THEN '[]'::jsonb"
-        f" ELSE {s}.args END)"
-        " AND (NOT cv.definition ? 'kwargs' OR cv.definition -> 'kwargs' ="
-        f" coalesce({s}.kwargs, 'null'::jsonb))"
+        # Compared as text: the same text decodes to the same Python values, where jsonb's
+        # own equality holds 1 and 1.0 (or a large integer and the float near it) equal.
+        f" AND (NOT cv.definition ? 'task' OR (cv.definition -> 'task')::text ="
+        f" to_jsonb({s}.task)::text)"
+        " AND (NOT cv.definition ? 'args' OR (cv.definition -> 'args')::text ="
+        f" (CASE WHEN {s}.args IS NULL OR {s}.args IN ({falsy}) THEN '[]'::jsonb"
+        f" ELSE {s}.args END)::text)"
+        " AND (NOT cv.definition ? 'kwargs' OR (cv.definition -> 'kwargs')::text ="
+        f" coalesce({s}.kwargs, 'null'::jsonb)::text)"
         " THEN CASE WHEN cv.definition ? 'objective'"
         " THEN jsonb_build_object('objective', cv.definition -> 'objective') ELSE '{}' END"
         # A definition that is no object (written past the services) is sent whole: the

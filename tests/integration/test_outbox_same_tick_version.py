@@ -28,8 +28,25 @@ TAMPERED = [
 ]
 
 
-def every_minute(clock: FakeClock) -> Schedule:
-    return schedule(clock, kind="cron", rule="* * * * *", kwargs={"n": 1})
+def every_minute(clock: FakeClock, n: int = 1) -> Schedule:
+    return schedule(clock, kind="cron", rule="* * * * *", kwargs={"n": n})
+
+
+def test_a_number_the_database_holds_equal_but_python_reads_otherwise_is_refused() -> None:
+    """PostgreSQL holds 9007199254740993.0 equal to the version's 2**53 + 1; Python reads it
+    as the float 2**53, which ``matches_version`` refuses: so must the claim's check."""
+    clock, broker = FakeClock(START), MemoryPublisher()
+    target = every_minute(clock, 2**53 + 1)
+    cast = "::jsonb" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:  # past the services, as the literal a person typed
+        cursor.execute(
+            f"UPDATE scheduler_app_schedule SET kwargs = %s{cast} WHERE id = %s",
+            ['{"n": 9007199254740993.0}', target.pk.hex if cast == "" else target.pk],
+        )
+    clock.set(START + MINUTE)
+    assert ticker(broker, clock).tick().published == 0
+    [row] = rows(target)
+    assert (row.state, row.reason) == (OccurrenceState.SKIPPED, NOT_ITS_VERSION)
 
 
 @pytest.mark.parametrize("changes", TAMPERED)

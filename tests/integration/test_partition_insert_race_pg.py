@@ -13,9 +13,11 @@ from django.db import IntegrityError, connection, transaction
 from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch import materialize
 from scheduler_app.dispatch.materialize import materialize_batch
-from scheduler_app.models import Occurrence, ScheduleStatus
+from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
+from scheduler_app.partitions import ddl
 from tests.integration.partition_support import (
     JAN,
+    occurrence,
     partition_counts,
     write_while_made,
 )
@@ -45,22 +47,26 @@ def test_a_slot_inserted_while_its_partition_is_attached_is_not_parked_nor_lost(
     assert (counts["p20240101"], counts["default"]) == (2, 0)
 
 
-def partition_refusal() -> IntegrityError:
-    """A real ``violates partition constraint`` from PostgreSQL, as Django raises it."""
+def partition_refusal(target: Schedule) -> IntegrityError:
+    """A real ``violates partition constraint`` of the ledger's DEFAULT, as Django raises it:
+    a row of January copied into DEFAULT once January has its partition."""
+    ddl.create(JAN)
+    row = occurrence(target, NOW)
+    row.save(force_insert=True)
     with connection.cursor() as cursor:
-        cursor.execute("CREATE TEMP TABLE bounded (d int) PARTITION BY RANGE (d)")
-        cursor.execute(
-            "CREATE TEMP TABLE bounded_low PARTITION OF bounded FOR VALUES FROM (0) TO (9)"
-        )
         try:
             with transaction.atomic():
-                cursor.execute("INSERT INTO bounded_low VALUES (20)")
+                cursor.execute(
+                    f"INSERT INTO {ddl.default_name()} SELECT * FROM {ddl.table()} WHERE id = %s",
+                    [row.pk],
+                )
         except IntegrityError as exc:
+            row.delete()
             return exc
-    raise AssertionError("PostgreSQL took a row outside its partition's bound")
+    raise AssertionError("PostgreSQL took a row outside DEFAULT's bound")
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db  # the partition it makes is rolled back with the test
 def test_a_partition_refusal_schedule_by_schedule_parks_nothing_and_keeps_the_slot_due(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -68,7 +74,7 @@ def test_a_partition_refusal_schedule_by_schedule_parks_nothing_and_keeps_the_sl
     as stored (active, its slot still due), the others go on; the next tick makes its slot."""
     clock = FakeClock(NOW - timedelta(minutes=1))
     raced, other = (schedule(clock, kind="interval", rule="1m") for _ in range(2))
-    refusal = partition_refusal()
+    refusal = partition_refusal(other)
     real_insert = materialize.insert_occurrences
 
     def insert(rows: list[Occurrence]) -> set[object]:
@@ -89,11 +95,13 @@ def test_a_partition_refusal_schedule_by_schedule_parks_nothing_and_keeps_the_sl
     assert Occurrence.objects.filter(schedule=raced).count() == 2
 
 
-def test_only_a_partition_bound_is_taken_for_the_race() -> None:
-    """A check constraint of the table (it names itself) is the row's fault: it parks."""
+def test_only_defaults_partition_bound_is_taken_for_the_race() -> None:
+    """A check constraint of the table (it names itself), a trigger's check violation or a
+    bound of another table is the row's fault: it parks."""
 
     class Diag:
-        constraint_name = "occ_state_check"
+        constraint_name: str | None = "occ_state_check"
+        table_name = ddl.default_name()
 
     class Cause(Exception):
         sqlstate = "23514"
@@ -102,6 +110,8 @@ def test_only_a_partition_bound_is_taken_for_the_race() -> None:
     error = IntegrityError("new row violates check constraint")
     error.__cause__ = Cause()
     assert not materialize.moved_partition(error)
-    Diag.constraint_name = None  # type: ignore[assignment]
+    Diag.constraint_name = None
     assert materialize.moved_partition(error)
+    Diag.table_name = ddl.table()  # "no partition of relation ... found for row"
+    assert not materialize.moved_partition(error)
     assert not materialize.moved_partition(ValueError("bad value"))
