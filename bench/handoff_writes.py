@@ -43,7 +43,7 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench import report
@@ -109,18 +109,6 @@ def prepare(cursor: Any, schedule: str, version: str) -> None:
             cursor.execute(f"CREATE INDEX ON {table}_outbox (created_at)")
 
 
-RUNTIME = (
-    "next_run_at",
-    "last_scheduled_for",
-    "status",
-    "missed_count",
-    "skipped_count",
-    "caught_up_count",
-    "occurrence_count",
-    "last_error",
-    "updated_at",
-)
-"""What the beat's advance writes (``dispatch.bulk.ADVANCE_FIELDS``): a narrow row's columns."""
 SCHEDULE_DESIGNS = {"the schedule row": "bench_hw_wide", "a narrow runtime row": "bench_hw_runtime"}
 ADVANCE = (
     "UPDATE {table} t SET next_run_at = t.next_run_at + interval '1 day', last_scheduled_for = "
@@ -131,6 +119,8 @@ ADVANCE = (
 
 def prepare_schedules(cursor: Any, template: str, size: int) -> list[str]:
     """``size`` copies of the template schedule in both designs' tables; their ids."""
+    from scheduler_app.dispatch.bulk import ADVANCE_FIELDS  # what the advance writes
+
     wide, narrow = SCHEDULE_DESIGNS.values()
     cursor.execute(f"DROP TABLE IF EXISTS {wide}, {narrow}")
     cursor.execute(f"CREATE TABLE {wide} (LIKE scheduler_app_schedule INCLUDING ALL)")
@@ -148,7 +138,8 @@ def prepare_schedules(cursor: Any, template: str, size: int) -> list[str]:
         [size, template],
     )
     cursor.execute(
-        f"CREATE TABLE {narrow} AS SELECT id AS schedule_id, {', '.join(RUNTIME)} FROM {wide}"
+        f"CREATE TABLE {narrow} AS SELECT id AS schedule_id, {', '.join(ADVANCE_FIELDS)} "
+        f"FROM {wide}"
     )
     cursor.execute(f"ALTER TABLE {narrow} ADD PRIMARY KEY (schedule_id)")
     cursor.execute(f"CREATE INDEX ON {narrow} (next_run_at) WHERE status = 'active'")
@@ -263,10 +254,13 @@ def measure(size: int, rounds: int) -> dict[str, dict[str, Any]]:
     }
 
 
-def _advance_medians(found: list[dict[str, float]], size: int) -> dict[str, float]:
-    def median(key: str) -> float:
-        return statistics.median(sample[key] for sample in found)
+def _median_of(found: list[dict[str, float]]) -> Callable[[str], float]:
+    """The median of one figure over the rounds ``found``."""
+    return lambda key: statistics.median(sample[key] for sample in found)
 
+
+def _advance_medians(found: list[dict[str, float]], size: int) -> dict[str, float]:
+    median = _median_of(found)
     return {
         "advance_ms": round(median("advance_ms"), 2),
         "advance_wal_kb": round(median("advance_wal_kb"), 1),
@@ -297,9 +291,7 @@ def _first(base: str, number: int, size: int) -> str:
 
 
 def _medians(found: list[dict[str, float]], size: int) -> dict[str, Any]:
-    def median(key: str) -> float:
-        return statistics.median(sample[key] for sample in found)
-
+    median = _median_of(found)
     return {
         "insert_ms": round(median("insert_ms"), 2),
         "handoff_ms": round(median("handoff_ms"), 2),

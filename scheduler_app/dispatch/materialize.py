@@ -35,7 +35,7 @@ from scheduler_app.models import (
     ScheduleStatus,
     Trigger,
 )
-from scheduler_app.partitions.ddl import default_name
+from scheduler_app.partitions.ddl import moved_partition
 from scheduler_app.policies.misfire import MisfireDecision, PlannedSlot, decide_misfire
 from scheduler_app.timing import Kind, Timing, next_after, previous_slot
 
@@ -251,24 +251,6 @@ def _save_parked(schedules: list[Schedule]) -> None:
 ROW_ERRORS = (IntegrityError, DataError, TypeError, ValueError)
 """What one schedule's rows can raise on insert (a value the column or the JSON encoder
 refuses): that schedule is parked, the others go on."""
-
-
-def moved_partition(error: Exception) -> bool:
-    """Whether the database refused a row for a partition's bound, not for its values: a row
-    routed to the ledger's DEFAULT just before the partition of its slot was attached
-    (PostgreSQL's ``violates partition constraint`` on DEFAULT: a check violation that names
-    no constraint). That is the moment's, not the schedule's: it is not parked, and its
-    slots stay due. Any other check violation (a constraint, a trigger, no partition at all)
-    is the row's."""
-    cause = getattr(error, "__cause__", None)
-    diag = getattr(cause, "diag", None)
-    return (
-        isinstance(error, IntegrityError)
-        and getattr(cause, "sqlstate", None) == "23514"
-        and diag is not None
-        and diag.constraint_name is None
-        and diag.table_name == default_name()
-    )
 
 
 def park(schedule: Schedule, error: Exception, now: datetime) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, IntegrityError, connection
 
 from scheduler_app.models import Occurrence, OccurrenceAttempt
 from scheduler_app.partitions.ranges import Range, gaps
@@ -192,3 +192,21 @@ def _create(cursor: Any, parent: str, span: Range) -> int:
         [span.start, span.end],
     )
     return int(moved)
+
+
+def moved_partition(error: Exception) -> bool:
+    """Whether the database refused a row for a partition's bound, not for its values: a row
+    routed to the ledger's DEFAULT just before the partition of its slot was attached
+    (PostgreSQL's ``violates partition constraint`` on DEFAULT: a check violation that names
+    no constraint). That is the moment's, not the row's: the beat leaves its schedule due
+    (``dispatch.materialize``) instead of parking it. Any other check violation (a
+    constraint, a trigger, no partition at all) is the row's."""
+    cause = getattr(error, "__cause__", None)
+    diag = getattr(cause, "diag", None)
+    return (
+        isinstance(error, IntegrityError)
+        and getattr(cause, "sqlstate", None) == "23514"
+        and diag is not None
+        and diag.constraint_name is None
+        and diag.table_name == default_name()
+    )

@@ -109,9 +109,9 @@ def test_only_defaults_partition_bound_is_taken_for_the_race() -> None:
 
     error = IntegrityError("new row violates check constraint")
     error.__cause__ = Cause()
-    assert not materialize.moved_partition(error)
+    assert not ddl.moved_partition(error)
     Diag.constraint_name = None
-    assert materialize.moved_partition(error)
+    assert ddl.moved_partition(error)
     Diag.table_name = ddl.table()  # "no partition of relation ... found for row"
-    assert not materialize.moved_partition(error)
-    assert not materialize.moved_partition(ValueError("bad value"))
+    assert not ddl.moved_partition(error)
+    assert not ddl.moved_partition(ValueError("bad value"))
