@@ -130,16 +130,15 @@ def attach(rows: list[Occurrence], schedules: list[Schedule]) -> None:
 
 
 def _checked_parts(schedule: Schedule, postgresql: bool) -> Any:
-    """The attached version's definition, as far as publishing reads it: its objective (the
-    schedule's when it has none), and the stored task, args and kwargs unless the claim
-    found them equal to the schedule's (the rows are made from the locked schedule, so the
-    outbox's check of them would pass)."""
+    """The attached version's definition, as far as publishing reads it: its objective (none
+    when the version has none: the message then says ``""``, as it does for a row read back
+    from the outbox and as the worker's context does), and the stored task, args and kwargs
+    unless the claim found them equal to the schedule's (the rows are made from the locked
+    schedule, so the outbox's check of them would pass)."""
     claimed = getattr(schedule, "current_definition", None) or {}
     stored = claimed.get("definition", claimed) if postgresql else claimed
     if stored is None:  # JSON null: a definition without any of the keys, as ever
         stored = {}
     if not isinstance(stored, dict):
         return stored  # no object: ``matches_version`` refuses it
-    definition = {key: stored[key] for key in VERSION_CHECKED if key in stored}
-    definition.setdefault("objective", schedule.objective)
-    return definition
+    return {key: stored[key] for key in VERSION_CHECKED if key in stored}

@@ -14,7 +14,9 @@ from django.db.models import JSONField, Value
 from django.test.utils import CaptureQueriesContext
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.models import OccurrenceState, Schedule, ScheduleVersion
+from scheduler_app.context import OccurrenceContext
+from scheduler_app.handoff.protocol import context_headers
+from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleVersion
 from scheduler_app.safety.handoff import NOT_ITS_VERSION
 from tests.integration.support import START, MemoryPublisher, rows, schedule, ticker
 
@@ -141,7 +143,10 @@ def test_a_version_changed_past_the_services_refuses_its_rows_in_their_own_tick(
     assert (row.state, row.reason) == (OccurrenceState.SKIPPED, NOT_ITS_VERSION)
 
 
-def test_a_version_without_the_checked_keys_publishes_and_keeps_its_objective() -> None:
+def test_a_version_without_the_checked_keys_publishes_with_its_own_empty_objective() -> None:
+    """The objective a message carries is its version's, in the tick that made the row as
+    when the row is read back from the outbox, and the worker's context says the same: a
+    version without one says ``""``, never the schedule's objective of the moment."""
     clock, broker = FakeClock(START), MemoryPublisher()
     target = every_minute(clock)
     Schedule.objects.filter(pk=target.pk).update(objective="the monthly close")
@@ -150,7 +155,23 @@ def test_a_version_without_the_checked_keys_publishes_and_keeps_its_objective() 
     version.save(update_fields=["definition"])
     clock.set(START + MINUTE)
     assert ticker(broker, clock).tick().published == 1
-    assert broker.sent[0].schedule_version.definition == {"objective": "the monthly close"}
+    [sent] = broker.sent
+    [row] = rows(target)
+    read_back = Occurrence.objects.select_related("schedule_version", "schedule").get(pk=row.pk)
+    assert context_headers(sent)["objective"] == ""
+    assert context_headers(read_back)["objective"] == ""
+    assert OccurrenceContext.from_occurrence(read_back, attempt=1).objective == ""
+
+
+def test_a_versions_objective_is_the_one_its_message_carries_in_its_own_tick() -> None:
+    clock, broker = FakeClock(START), MemoryPublisher()
+    target = every_minute(clock)
+    version = ScheduleVersion.objects.get(schedule=target, version=target.version)
+    version.definition = {**version.definition, "objective": "the monthly close"}
+    version.save(update_fields=["definition"])
+    clock.set(START + MINUTE)
+    assert ticker(broker, clock).tick().published == 1
+    assert context_headers(broker.sent[0])["objective"] == "the monthly close"
 
 
 @pytest.mark.parametrize("stored", [[1], ["task"], "task", 7])
