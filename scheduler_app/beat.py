@@ -26,8 +26,8 @@ from scheduler_app.authoring.sync import sync_schedules
 from scheduler_app.checks import startup
 from scheduler_app.conf import get_settings
 from scheduler_app.db import connections
-from scheduler_app.djtasks import compat as djtasks
 from scheduler_app.djtasks.publisher import DjangoTasksPublisher
+from scheduler_app.handoff import djtasks_compat as djtasks
 from scheduler_app.handoff.router import TargetRouter
 from scheduler_app.models import HandoffTarget
 from scheduler_app.publishing import CeleryPublisher

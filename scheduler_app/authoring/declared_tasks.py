@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler_app.djtasks import registry as djtasks
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.handoff import djtasks_registry as djtasks
 
 MAX_TASK_NAME_LENGTH = 200
 MAX_JOB_TYPE_LENGTH = 200

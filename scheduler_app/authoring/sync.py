@@ -20,13 +20,13 @@ from django.db import IntegrityError, transaction
 from scheduler_app.authoring.declarations import Declaration, ScheduleRegistry, registry
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.definition.parsed import Definition, parse_definition
-from scheduler_app.djtasks import registry as djtasks
 from scheduler_app.errors import (
     DuplicateKey,
     SchedulerError,
     ScheduleValidationError,
     StaleVersion,
 )
+from scheduler_app.handoff import djtasks_registry as djtasks
 from scheduler_app.handoff.allowlist import check_target
 from scheduler_app.models import SEMANTIC_FIELDS, Schedule, ScheduleOrigin, ScheduleStatus
 from scheduler_app.policies.lateness import apply_class_defaults

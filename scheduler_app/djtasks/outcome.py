@@ -8,8 +8,8 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from scheduler_app.djtasks import compat
 from scheduler_app.errors import OccurrenceCancelled
+from scheduler_app.handoff import djtasks_compat as compat
 from scheduler_app.models import OccurrenceState
 from scheduler_app.policies.retry import RetryPolicy, decide_retry
 from scheduler_app.worker import claiming

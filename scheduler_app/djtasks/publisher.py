@@ -31,8 +31,9 @@ from django.db.models import Case, Value, When
 from scheduler_app.clock import Clock, SystemClock
 from scheduler_app.db.locking import update_in_order
 from scheduler_app.dispatch.outbox import mark_dispatched
-from scheduler_app.djtasks import registry, results
+from scheduler_app.djtasks import results
 from scheduler_app.djtasks.errors import UnknownDjangoTask
+from scheduler_app.handoff import djtasks_registry as registry
 from scheduler_app.handoff.protocol import PartialPublish
 from scheduler_app.models import HandoffTarget, Occurrence
 from scheduler_app.observability import tracing

@@ -44,10 +44,11 @@ from scheduler_app.context import (
     enter_occurrence,
     leave_occurrence,
 )
-from scheduler_app.djtasks import compat, giveback
+from scheduler_app.djtasks import giveback
 from scheduler_app.djtasks.errors import HandoffRefused
 from scheduler_app.djtasks.outcome import outcome_of
 from scheduler_app.djtasks.publisher import SCHEDULER_KWARG, TRACE_KWARG, enqueued, enqueuing
+from scheduler_app.handoff import djtasks_compat as compat
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.safety import killswitch
 from scheduler_app.worker import claiming, lifecycle, outcomes

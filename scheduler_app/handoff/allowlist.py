@@ -6,7 +6,7 @@ marked (``@scheduled``, ``@app.task(schedulable=True)``) or named by ``SCHEDULER
 (names or fnmatch patterns). Used by the admin's choices, the service layer, the importers and
 the decorator sync, so every way in refuses the same tasks with the same message.
 
-A django.tasks ``Task`` (``scheduler_app.djtasks``) is schedulable when it is marked by
+A django.tasks ``Task`` (found by ``djtasks_registry``) is schedulable when it is marked by
 ``@scheduled`` or named by ``SCHEDULER_ALLOWED_TASKS``; ``target_of`` says which handoff target
 a task name belongs to (a name the Celery app registers stays Celery's).
 
@@ -25,8 +25,8 @@ from typing import Any
 from celery import current_app
 
 from scheduler_app.conf import get_settings
-from scheduler_app.djtasks import registry as djtasks
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.handoff import djtasks_registry as djtasks
 from scheduler_app.models import HandoffTarget
 
 FORBIDDEN_PREFIXES = ("celery.",)

@@ -23,7 +23,6 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from scheduler_app import events
-from scheduler_app.dispatch.fixed_delay import after_fixed_delay_run
 from scheduler_app.errors import storable_error
 from scheduler_app.models import (
     ACTIVE_STATES,
@@ -37,6 +36,7 @@ from scheduler_app.models import (
     Schedule,
 )
 from scheduler_app.worker import sql as worker_sql
+from scheduler_app.worker.fixed_delay import after_fixed_delay_run
 
 logger = logging.getLogger("scheduler_app.lifecycle")
 

@@ -13,10 +13,10 @@ from django_tasks_db.models import DBTaskResult, get_date_max
 from scheduler_app.clock import FakeClock
 from scheduler_app.conf import SchedulerSettings
 from scheduler_app.context import current_occurrence
-from scheduler_app.djtasks import compat
 from scheduler_app.djtasks import worker as djtasks_worker
-from scheduler_app.djtasks.scheduler import SchedulerLoop
 from scheduler_app.errors import PermanentTaskError
+from scheduler_app.handoff import djtasks_compat as compat
+from scheduler_app.loop import SchedulerLoop
 from scheduler_app.services import create_schedule
 from scheduler_app.ticker import Ticker
 

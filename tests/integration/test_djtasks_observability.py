@@ -17,8 +17,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.djtasks import compat, giveback
+from scheduler_app.djtasks import giveback
 from scheduler_app.djtasks import worker as djtasks_worker
+from scheduler_app.handoff import djtasks_compat as compat
 from scheduler_app.models import Occurrence, OccurrenceState
 from scheduler_app.observability import pings, sentry
 from scheduler_app.safety.killswitch import set_kill_switch

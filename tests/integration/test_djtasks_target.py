@@ -17,10 +17,10 @@ from django_tasks_db.models import DBTaskResult
 
 from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch.reconcile import reconcile
-from scheduler_app.djtasks import compat
 from scheduler_app.djtasks import publisher as djtasks_publisher
 from scheduler_app.djtasks.results import SUPERSEDED, result_row
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.handoff import djtasks_compat as compat
 from scheduler_app.models import HandoffTarget, Occurrence, OccurrenceState
 from scheduler_app.safety.killswitch import set_kill_switch
 from scheduler_app.services import create_schedule, update_schedule

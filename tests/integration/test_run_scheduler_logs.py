@@ -12,11 +12,11 @@ import pytest
 from django.core.management import call_command
 
 from project.celery import app as celery_app
+from scheduler_app import loop as scheduler_loop
 from scheduler_app.authoring.declarations import ScheduleRegistry, isolated_registry, scheduled
 from scheduler_app.authoring.sync import sync_schedules
 from scheduler_app.clock import FakeClock
-from scheduler_app.djtasks import scheduler as djtasks_scheduler
-from scheduler_app.djtasks.scheduler import SchedulerLoop
+from scheduler_app.loop import SchedulerLoop
 from scheduler_app.management.commands.run_scheduler import show_logs
 from tests.integration import djtasks_support as support
 from tests.integration.support import START
@@ -32,7 +32,7 @@ def declared(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScheduleRegistry]:
     celery_app.loader.import_default_modules()  # before isolating: see isolated_registry()
     with isolated_registry() as fresh:
         monkeypatch.setattr(
-            djtasks_scheduler, "sync_schedules", lambda: sync_schedules(declarations=fresh)
+            scheduler_loop, "sync_schedules", lambda: sync_schedules(declarations=fresh)
         )
         yield fresh
 

@@ -14,7 +14,7 @@ import pytest
 from project.celery import app as celery_app
 from scheduler_app.beat import DurableScheduler
 from scheduler_app.clock import FakeClock
-from scheduler_app.djtasks.scheduler import SchedulerLoop
+from scheduler_app.loop import SchedulerLoop
 from scheduler_app.ticker import Ticker
 from tests.integration.support import START, MemoryPublisher, ticker
 

@@ -10,9 +10,9 @@ import pytest
 
 from scheduler_app.authoring.declarations import isolated_registry, scheduled
 from scheduler_app.context import current_occurrence
-from scheduler_app.djtasks import compat
-from scheduler_app.djtasks import registry as djtasks
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.handoff import djtasks_compat as compat
+from scheduler_app.handoff import djtasks_registry as djtasks
 
 task = compat.framework.task  # django.tasks (Django 6) or the django-tasks backport
 Task = compat.Task

@@ -233,7 +233,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("people's pages", ("admin", "contract")),
     (
         "the processes' entries",
-        ("checks", "beat", "djtasks.scheduler", "webhooks.loop", "signals", "ticker"),
+        ("checks", "beat", "loop", "webhooks.loop", "signals", "ticker"),
     ),
     ("public re-exports", ("declarations", "api")),
     ("authoring", ("authoring",)),
@@ -244,7 +244,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("the definition", ("definition",)),
     ("the task's context", ("context",)),
     ("handoff", ("publishing", "handoff")),
-    ("observability", ("observability", "djtasks.registry", "djtasks.compat")),
+    ("observability", ("observability",)),
     ("access and safety", ("safety",)),
     ("storage", ("partitions", "db", "models")),
     ("settings and time", ("conf", "clock")),
@@ -253,9 +253,8 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
 ]
 """From the top down: a module may import its own floor or any floor below it, never above.
 Each entry names a subpackage, a root module, or (where a package's modules sit on two floors)
-one module: ``djtasks.scheduler`` is django.tasks' own beat loop, beside ``beat``, and
-``webhooks.loop`` the event target's delivery process;
-``djtasks.registry`` and ``djtasks.compat`` find django.tasks' tasks for the allowlist."""
+one module: ``webhooks.loop`` is the event target's delivery process, beside ``beat`` and
+``loop`` (django.tasks' own beat loop)."""
 
 
 def floor_of(module: str) -> int:
@@ -280,4 +279,34 @@ def test_every_import_points_to_its_own_floor_or_below(graph: Graph) -> None:
     ]
     assert not upward, "imports that point up a floor (move the code down):\n" + "\n".join(
         sorted(upward)
+    )
+
+
+def room_of(module: str) -> str:
+    """The subpackage a module is in (``scheduler_app.dispatch.outbox``: ``dispatch``), or
+    the root module itself (``scheduler_app.beat``: ``beat``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def test_no_loop_between_subpackages(graph: Graph) -> None:
+    """Read as rooms (a subpackage is one room, a root module another), the imports still
+    form no loop: no subpackage holds modules both above and below another one, so a
+    reader who looks at the package's folders sees its layers (``handoff`` holds the
+    django.tasks registry the allowlist reads; ``djtasks`` the adapters above the worker;
+    ``loop``, django.tasks' beat loop, sits beside ``beat``)."""
+    edges: dict[str, set[str]] = {room_of(name): set() for name in graph.modules}
+    why: dict[tuple[str, str], str] = {}
+    for module, targets in graph.edges.items():
+        for target in targets:
+            pair = (room_of(module), room_of(target))
+            if pair[0] != pair[1]:
+                edges[pair[0]].add(pair[1])
+                why.setdefault(pair, f"{module} -> {target}")
+    loops = strongly_connected(edges)
+    assert not loops, "subpackages in a loop (one of them holds modules on two floors):\n" + (
+        "\n".join(
+            f"{', '.join(c)}: " + "; ".join(why[(a, b)] for a in c for b in c if (a, b) in why)
+            for c in loops
+        )
     )

@@ -17,8 +17,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scheduler_app.compat import install_extra
-from scheduler_app.djtasks import compat
-from scheduler_app.djtasks.scheduler import SchedulerLoop
+from scheduler_app.handoff import djtasks_compat as compat
+from scheduler_app.loop import SchedulerLoop
 
 LEVELS = {0: logging.WARNING, 1: logging.INFO}
 """``-v`` to the level printed when the project configures no logging for the scheduler

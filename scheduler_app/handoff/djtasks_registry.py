@@ -14,8 +14,8 @@ from typing import Any
 
 from django.utils.module_loading import autodiscover_modules
 
-from scheduler_app.djtasks import compat
 from scheduler_app.errors import ScheduleValidationError
+from scheduler_app.handoff import djtasks_compat as compat
 
 _marked: set[str] = set()
 """Module paths of the tasks ``@scheduled`` decorated (a ``Task`` is frozen: no attribute)."""

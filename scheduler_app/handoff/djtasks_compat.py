@@ -1,9 +1,9 @@
 """django.tasks, from Django 6 (``django.tasks``) or the ``django-tasks`` backport.
 
 The only module of the package that imports it. When neither is installed ``AVAILABLE`` is
-False and the names are None: the rest of ``scheduler_app.djtasks`` then finds no task, and
-the receivers are not connected. django-tasks-db's model is read through the app registry
-(``results``), since importing it outside ``INSTALLED_APPS`` raises.
+False and the names are None: ``djtasks_registry`` then finds no task, and the receivers of
+``scheduler_app.djtasks`` are not connected. django-tasks-db's model is read through the app
+registry (``djtasks.results``), since importing it outside ``INSTALLED_APPS`` raises.
 """
 
 from __future__ import annotations
