@@ -7,10 +7,11 @@ canonical form are in ``scheduler_app.definition.canonical``. No database.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.models import ScheduleOrigin
+from scheduler_app.models import SEMANTIC_FIELDS, ScheduleOrigin
 from scheduler_app.safety.actors import is_system
 
 DESCRIPTIVE_FIELDS = ("name", "key", "tenant", "owner")
@@ -21,16 +22,52 @@ CREATE_ONLY_FIELDS = ("id", "origin")
 """Fields a caller may set when creating (an imported id, ``origin`` for code) but never change."""
 
 
-def check_create_only(fields: dict[str, Any], user: Any) -> None:
-    """An id or an origin is given by imports and decorator sync (system actors), never by a
-    person: ``origin="code"`` would lock every person out of the schedule."""
+@dataclass(frozen=True)
+class NewFields:
+    """The fields of a new schedule, split by kind and read once (``split_new``)."""
+
+    definition: dict[str, Any]
+    """The definition's own fields as given (``text`` included): ``parse_definition`` reads
+    and checks them."""
+    descriptive: dict[str, Any]
+    operational: dict[str, Any]
+    """Checked (``operational_values``)."""
+    create_only: dict[str, Any]
+    """Those set (an imported id, ``origin``); who may set them: ``check_create_only``."""
+
+    @property
+    def beside(self) -> dict[str, Any]:
+        """Every field that is not part of the definition."""
+        return {**self.descriptive, **self.operational, **self.create_only}
+
+
+def split_new(fields: dict[str, Any]) -> NewFields:
+    """The fields given to ``create_schedule``, split by kind, with the checks that need no
+    actor: every name known, a task named, a known origin, a cost that is a cost."""
+    refuse_unknown(
+        fields,
+        (*SEMANTIC_FIELDS, "text", *DESCRIPTIVE_FIELDS, *OPERATIONAL_FIELDS, *CREATE_ONLY_FIELDS),
+    )
+    if fields.get("task") in (None, ""):
+        raise ScheduleValidationError("task", "task is required", code="required")
     origin = fields.get("origin")
     if origin and origin not in ScheduleOrigin.values:
         choices = ", ".join(ScheduleOrigin.values)
         raise ScheduleValidationError(
             "origin", f"unknown origin {origin!r}; use one of: {choices}", code="invalid"
         )
-    given = [name for name in CREATE_ONLY_FIELDS if fields.get(name)]
+    return NewFields(
+        definition={k: v for k, v in fields.items() if k in SEMANTIC_FIELDS or k == "text"},
+        descriptive=descriptive_values(fields),
+        operational=operational_values(fields),
+        create_only={name: fields[name] for name in CREATE_ONLY_FIELDS if fields.get(name)},
+    )
+
+
+def check_create_only(new: NewFields, user: Any) -> None:
+    """An id or an origin is given by imports and decorator sync (system actors), never by a
+    person: ``origin="code"`` would lock every person out of the schedule."""
+    given = list(new.create_only)
     if given and not is_system(user):
         raise ScheduleValidationError(
             given[0],

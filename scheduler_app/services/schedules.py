@@ -26,7 +26,6 @@ from scheduler_app.definition.schedule import (
     timing_for,
     validate_definition,
 )
-from scheduler_app.definition.text import fields_from_text
 from scheduler_app.dispatch.materialize import apply_overlap, insert_occurrences, plan_schedule
 from scheduler_app.errors import (
     SchedulerError,
@@ -55,13 +54,14 @@ from scheduler_app.safety.gates import before_write
 from scheduler_app.safety.permissions import check_owner_present, with_owner_rules
 from scheduler_app.safety.routing import check_routing
 from scheduler_app.services.fields import (
-    CREATE_ONLY_FIELDS,
     DESCRIPTIVE_FIELDS,
     OPERATIONAL_FIELDS,
+    NewFields,
     check_create_only,
     descriptive_values,
     operational_values,
     refuse_unknown,
+    split_new,
 )
 from scheduler_app.services.rows import (
     check_version,
@@ -105,20 +105,21 @@ def create_schedule(
     if definition is not None:
         definition = stored_as_parsed(definition)
         fields = {**_beside(definition, fields), **definition.columns}
-    fields = _checked_new(fields, user)
-    definition = definition or parse_definition(fields, now=now)
+    new = split_new(fields)
+    descriptive = _admitted(new, user)
+    definition = definition or parse_definition(new.definition, now=now)
     values = definition.columns
-    check_routing(values.get("options"), str(fields.get("tenant") or ""))
-    check_event_route(values["task"], values.get("options"), str(fields.get("tenant") or ""))
+    tenant = str(descriptive.get("tenant") or "")
+    check_routing(values.get("options"), tenant)
+    check_event_route(values["task"], values.get("options"), tenant)
     first = first_slot_from(definition.timing, now)
     with transaction.atomic():
-        create_only = {name: fields[name] for name in CREATE_ONLY_FIELDS if fields.get(name)}
         schedule = Schedule(
             **values,
             target=target_of(values["task"]),  # where it is registered: Celery or django.tasks
-            **descriptive_values(fields),
-            **operational_values(fields),
-            **create_only,
+            **descriptive,
+            **new.operational,
+            **new.create_only,
             next_run_at=first,
             created_at=now,
             updated_at=now,
@@ -133,28 +134,21 @@ def create_schedule(
     return schedule
 
 
-def _checked_new(fields: dict[str, Any], user: Any) -> dict[str, Any]:
-    """The checks of a new schedule that come before its definition is parsed: the words
-    read, the fields known and present, the tenant, the owner and the runner's rights, the
-    descriptive limits and the operational values. Returns the fields with the words read
-    and the owner's rules applied."""
-    fields = fields_from_text(fields)  # text="every weekday at 9:00" -> kind, rule, timezone
-    refuse_unknown(
-        fields, (*SEMANTIC_FIELDS, *DESCRIPTIVE_FIELDS, *OPERATIONAL_FIELDS, *CREATE_ONLY_FIELDS)
-    )
-    for required in ("task", "kind", "rule"):
-        if fields.get(required) in (None, ""):
-            raise ScheduleValidationError(required, f"{required} is required", code="required")
-    check_tenant(user, fields.get("tenant"))
-    check_create_only(fields, user)
-    fields = with_owner_rules(fields, user, current=None)
-    check_owner_present(fields.get("owner"), str(fields.get("origin") or "api"))
+def _admitted(new: NewFields, user: Any) -> dict[str, Any]:
+    """Whether ``user`` may create ``new``, checked before its definition is parsed (a refused
+    create costs no rule evaluation): the tenant, the create-only fields, the owner and the
+    runner's rights, then the descriptive limits. Returns the descriptive fields with the
+    owner's rules applied (the owner defaults to the person creating it)."""
+    check_tenant(user, new.descriptive.get("tenant"))
+    check_create_only(new, user)
+    descriptive = with_owner_rules(new.descriptive, user, current=None)
+    owner = descriptive.get("owner")
+    check_owner_present(owner, str(new.create_only.get("origin") or "api"))
     # A schedule made for another owner runs its task with that owner's rights: as for an
     # edit, that takes run_schedule.
-    check_runner_edit(user, [name for name in WHAT_RUNS if fields.get(name)], fields.get("owner"))
-    check_descriptive(fields)
-    operational_values(fields)  # a bad cost is refused before the definition is parsed
-    return fields
+    check_runner_edit(user, [name for name in WHAT_RUNS if new.definition.get(name)], owner)
+    check_descriptive(descriptive)
+    return descriptive
 
 
 def _beside(definition: Definition, fields: dict[str, Any]) -> dict[str, Any]:

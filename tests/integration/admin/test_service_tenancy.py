@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler_app import services
-from scheduler_app.models import ScheduleStatus
+from scheduler_app.models import Schedule, ScheduleStatus
 from scheduler_app.safety.tenancy import TenantForbidden
 from tests.integration.admin.support import staff
 
@@ -26,6 +26,23 @@ def test_a_user_cannot_create_a_schedule_in_another_tenant() -> None:
         task="demo.ping", kind="cron", rule="0 8 * * *", tenant="globex", user=globex
     )
     assert mine.tenant == "globex"
+
+
+def test_a_create_refused_for_its_tenant_reads_no_words_and_evaluates_no_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Who may create it is checked before the definition is parsed (docs/reference.md)."""
+
+    def parsed(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the definition was parsed for a create that is refused")
+
+    monkeypatch.setattr("scheduler_app.services.schedules.parse_definition", parsed)
+    monkeypatch.setattr("scheduler_app.definition.text.parse_text", parsed)  # the words
+    globex = staff("gina", "add_schedule", "run_schedule", tenants=("globex",))
+    for timing in ({"text": "every weekday at 9:00"}, {"kind": "cron", "rule": "0 8 * * *"}):
+        with pytest.raises(TenantForbidden):
+            services.create_schedule(task="demo.ping", tenant="acme", user=globex, **timing)
+    assert not Schedule.objects.exists()
 
 
 def test_every_change_checks_the_users_tenants() -> None:
