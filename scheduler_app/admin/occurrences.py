@@ -29,7 +29,7 @@ from scheduler_app.admin.display import (
 )
 from scheduler_app.admin.filters import OccurrenceTenantFilter, short_filter
 from scheduler_app.admin.paging import EstimatedCountPaginator
-from scheduler_app.definition.schedule import is_key, occurrence_id
+from scheduler_app.definition.schedule import as_key, occurrence_id
 from scheduler_app.djtasks.results import RESULT_ADMIN, result_row
 from scheduler_app.errors import SchedulerError
 from scheduler_app.models import (
@@ -261,10 +261,14 @@ class OccurrenceAdmin(SelectionGuard, admin.ModelAdmin):
         self, request: HttpRequest, queryset: QuerySet[Occurrence], search_term: str
     ) -> tuple[QuerySet[Occurrence], bool]:
         """An idempotency key pasted in the search box finds its occurrence through the
-        primary key (the id is derived from the key), not by a scan of the ledger."""
-        term = search_term.strip()
-        if is_key(term):
-            return queryset.filter(pk=occurrence_id(term), idempotency_key=term), False
+        primary key (the id is derived from the key), not by a scan of the ledger; its
+        schedule id in any case, as a UUID may be shown. A term that reads as a key of no
+        occurrence is searched as any other term (schedule name and key, task)."""
+        key = as_key(search_term.strip())
+        if key is not None:
+            found = queryset.filter(pk=occurrence_id(key), idempotency_key=key)
+            if found.exists():
+                return found, False
         return super().get_search_results(request, queryset, search_term)
 
     def _get_obj_does_not_exist_redirect(

@@ -146,11 +146,14 @@ def idempotency_key(schedule_id: uuid.UUID | str, scheduled_for: datetime) -> st
     return f"{schedule_id}:{instant}"
 
 
-def is_key(text: str) -> bool:
-    """Whether ``text`` reads as an idempotency key: a schedule id, a colon, then the slot
-    (or ``manual:`` and a random part)."""
+def as_key(text: str) -> str | None:
+    """``text`` as the idempotency key it reads as (a schedule id, a colon, then the slot, or
+    ``manual:`` and a random part), its schedule id written as the keys write it (lower case,
+    with dashes); None when it reads as no key."""
     schedule_id, colon, rest = text.partition(":")
-    return bool(colon and rest) and is_uuid(schedule_id)
+    if not (colon and rest) or not is_uuid(schedule_id):
+        return None
+    return f"{uuid.UUID(schedule_id)}:{rest}"
 
 
 def is_uuid(value: object) -> bool:

@@ -44,7 +44,8 @@ def _current_definition() -> Subquery | RawSQL:
     On PostgreSQL a small document: ``{"objective": ...}`` (the key only when the version
     has one) when the version's task, args and kwargs are the schedule's, as the same JSON
     text (a key the version lacks is not compared; empty args are ``[]``, as
-    ``matches_version`` reads a row made from the schedule), else ``{"definition": ...}``:
+    ``matches_version`` reads a row made from the schedule; args that are no array or object
+    are never taken as agreeing), else ``{"definition": ...}``:
     the version's stored ``VERSION_CHECKED`` parts, or its whole definition when that is no
     object, for ``matches_version`` to decide (it lets ``1.0`` stand for ``1``, as ever).
     Elsewhere the whole stored definition. None when the version row is missing."""
@@ -60,9 +61,11 @@ def _current_definition() -> Subquery | RawSQL:
         # own equality holds 1 and 1.0 (or a large integer and the float near it) equal.
         f" AND (NOT cv.definition ? 'task' OR (cv.definition -> 'task')::text ="
         f" to_jsonb({s}.task)::text)"
+        # Args that are no array or object are left to Python: jsonb holds 1e-400 exactly,
+        # where Python reads 0.0, which ``row.args or []`` makes [] (review 17).
         " AND (NOT cv.definition ? 'args' OR (cv.definition -> 'args')::text ="
         f" (CASE WHEN {s}.args IS NULL OR {s}.args IN ({falsy}) THEN '[]'::jsonb"
-        f" ELSE {s}.args END)::text)"
+        f" WHEN jsonb_typeof({s}.args) IN ('array', 'object') THEN {s}.args END)::text)"
         " AND (NOT cv.definition ? 'kwargs' OR (cv.definition -> 'kwargs')::text ="
         f" coalesce({s}.kwargs, 'null'::jsonb)::text)"
         " THEN CASE WHEN cv.definition ? 'objective'"

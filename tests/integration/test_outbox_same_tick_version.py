@@ -194,3 +194,38 @@ def test_a_version_stored_as_json_null_reads_as_one_without_the_checked_keys() -
     ScheduleVersion.objects.filter(schedule=target).update(definition=Value(None, JSONField()))
     clock.set(START + MINUTE)
     assert ticker(broker, clock).tick().published == 1
+
+
+def test_args_python_reads_as_empty_are_left_to_python_even_when_the_texts_agree() -> None:
+    """Review 17: version and schedule both hold the args ``1e-400`` (past the services).
+    jsonb keeps that number exactly, so the texts agree; Python reads it as ``0.0``, which
+    ``row.args or []`` makes ``[]``, and ``matches_version`` refuses the row. The claim must
+    not publish in the row's own tick what the outbox would refuse when reading it back."""
+    clock, broker = FakeClock(START), MemoryPublisher()
+    target = every_minute(clock)
+    version = ScheduleVersion.objects.get(schedule=target, version=target.version)
+    postgresql = connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        if postgresql:
+            cursor.execute(
+                "UPDATE scheduler_app_scheduleversion SET definition = jsonb_set(definition,"
+                " '{args}', '1e-400'::jsonb) WHERE id = %s",
+                [version.pk],
+            )
+            cursor.execute(
+                "UPDATE scheduler_app_schedule SET args = '1e-400'::jsonb WHERE id = %s",
+                [target.pk],
+            )
+        else:
+            cursor.execute(
+                "UPDATE scheduler_app_scheduleversion SET definition = json_set(definition,"
+                " '$.args', json('1e-400')) WHERE id = %s",
+                [version.pk.hex],
+            )
+            cursor.execute(
+                "UPDATE scheduler_app_schedule SET args = '1e-400' WHERE id = %s", [target.pk.hex]
+            )
+    clock.set(START + MINUTE)
+    assert ticker(broker, clock).tick().published == 0
+    [row] = rows(target)
+    assert (row.state, row.reason) == (OccurrenceState.SKIPPED, NOT_ITS_VERSION)

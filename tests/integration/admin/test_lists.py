@@ -125,6 +125,22 @@ def test_an_idempotency_key_pasted_in_the_search_finds_its_occurrence_by_id(
     assert searched and all('"id" = ' in sql for sql in searched), searched
 
 
+def test_a_key_whose_schedule_id_is_upper_cased_still_finds_its_occurrence(
+    client: Client,
+) -> None:
+    """Some log viewers and UUID tools show a UUID in capitals (review 17: before 0018 the
+    search was case-blind). A key-like term of no occurrence still searches the schedules'
+    keys, as any term does."""
+    _, occurrence = with_history(name="alpha export")
+    schedule_id, _, slot = occurrence.idempotency_key.partition(":")
+    found = client.get(OCCURRENCES, {"q": f"{schedule_id.upper()}:{slot}"}).context["cl"]
+    assert [o.pk for o in found.result_list] == [occurrence.pk]
+    keyed, _ = with_history(name="keyed")
+    Schedule.objects.filter(pk=keyed.pk).update(key=f"{schedule_id}:nightly")
+    found = client.get(OCCURRENCES, {"q": f"{schedule_id}:nightly"}).context["cl"]
+    assert {o.schedule_id for o in found.result_list} == {keyed.pk}
+
+
 def test_the_occurrence_page_shows_its_attempts(client: Client) -> None:
     _, occurrence = with_history()
     Occurrence.objects.filter(pk=occurrence.pk).update(state=OccurrenceState.FAILED)
