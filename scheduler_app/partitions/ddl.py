@@ -200,12 +200,14 @@ def moved_partition(error: Exception) -> bool:
     (PostgreSQL's ``violates partition constraint`` on DEFAULT: a check violation that names
     no constraint). That is the moment's, not the row's: the beat leaves its schedule due
     (``dispatch.materialize``) instead of parking it. Any other check violation (a
-    constraint, a trigger, no partition at all) is the row's."""
+    constraint, a trigger, no partition at all) is the row's. psycopg 3 names the error's
+    code ``sqlstate``, psycopg2 ``pgcode``: either driver is read."""
     cause = getattr(error, "__cause__", None)
     diag = getattr(cause, "diag", None)
+    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
     return (
         isinstance(error, IntegrityError)
-        and getattr(cause, "sqlstate", None) == "23514"
+        and code == "23514"
         and diag is not None
         and diag.constraint_name is None
         and diag.table_name == default_name()

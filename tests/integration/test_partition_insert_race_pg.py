@@ -115,3 +115,21 @@ def test_only_defaults_partition_bound_is_taken_for_the_race() -> None:
     Diag.table_name = ddl.table()  # "no partition of relation ... found for row"
     assert not ddl.moved_partition(error)
     assert not ddl.moved_partition(ValueError("bad value"))
+
+
+def test_the_race_is_told_from_psycopg2s_error_too() -> None:
+    """psycopg2 names the code ``pgcode`` (psycopg 3: ``sqlstate``); its ``diag`` is alike."""
+
+    class Diag:
+        constraint_name = None
+        table_name = ddl.default_name()
+
+    class Cause(Exception):
+        pgcode = "23514"
+        diag = Diag()
+
+    error = IntegrityError("new row for relation violates partition constraint")
+    error.__cause__ = Cause()
+    assert ddl.moved_partition(error)
+    Cause.pgcode = "23505"
+    assert not ddl.moved_partition(error)
