@@ -33,6 +33,7 @@ from scheduler_app.models import (
     Schedule,
     ScheduleMode,
     ScheduleStatus,
+    ScheduleVersion,
     Trigger,
 )
 from scheduler_app.partitions.ddl import moved_partition
@@ -222,7 +223,13 @@ def _park_without_version(
     """A schedule whose current version row is missing (deleted past the services) would
     fail the whole batch at commit (the deferred foreign key): park it, as stored, instead.
     The claim read each schedule's version id (``current_version_id``): no query unless a
-    version is missing."""
+    version is missing.
+
+    On PostgreSQL the claim can also miss a row that is there: an edit committed after the
+    claim's snapshot and before it locked the schedule hands the claim the edited row (its
+    new version number) while the version lookup still sees the snapshot. The row, read
+    again under the lock, then finds its version: that schedule is left as stored, due, for
+    the next tick to plan under the new version (never parked for an edit)."""
     if all(
         getattr(schedule, "current_version_id", None) is not None or not planned[schedule.id]
         for schedule in schedules
@@ -234,8 +241,9 @@ def _park_without_version(
             kept.append(schedule)
             continue
         stored = Schedule.objects.get(pk=schedule.pk)  # not advanced: its slots stay due
-        park(stored, LookupError(f"its version {stored.version} row is missing"), now)
         planned[stored.id] = []
+        if not ScheduleVersion.objects.filter(schedule=stored, version=stored.version).exists():
+            park(stored, LookupError(f"its version {stored.version} row is missing"), now)
         kept.append(stored)
     return kept
 

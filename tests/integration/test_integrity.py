@@ -7,7 +7,7 @@ deliveries to the worker, a poisoned row in the beat. Each test names the findin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -21,6 +21,7 @@ from scheduler_app import services
 from scheduler_app.beat import DurableScheduler
 from scheduler_app.clock import FakeClock
 from scheduler_app.conf import SchedulerSettings
+from scheduler_app.dispatch import materialize
 from scheduler_app.errors import (
     DuplicateKey,
     OperatorPermissionDenied,
@@ -474,6 +475,36 @@ def test_a_missing_version_row_parks_its_schedule_and_the_others_go_on() -> None
     ticker(broker, clock).tick()
     assert [row.schedule_id for row in broker.sent] == [good.pk]
     assert reload(bad).status == ScheduleStatus.PAUSED and "missing" in reload(bad).pause_note
+
+
+def test_a_claim_that_missed_a_version_an_edit_just_made_leaves_the_schedule_due(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On PostgreSQL an edit committed between the claim's snapshot and its row lock hands
+    the claim the edited row while its version lookup still sees the snapshot: no version
+    id. The row is there: the schedule is not parked, it stays due, and the next tick
+    publishes its slot (review 17)."""
+    clock = FakeClock(START)
+    edited = schedule(clock, kind="interval", rule="60s")
+    clock.set(reload(edited).next_run_at)
+    claim = materialize.claim_due
+
+    def missing_the_version(now: datetime, batch_size: int) -> list[Schedule]:
+        claimed = claim(now, batch_size)
+        for row in claimed:
+            row.current_version_id = None  # type: ignore[attr-defined]
+        return claimed
+
+    monkeypatch.setattr(materialize, "claim_due", missing_the_version)
+    broker = MemoryPublisher()
+    ticker(broker, clock).tick()
+    stored = reload(edited)
+    assert broker.sent == [] and not Occurrence.objects.filter(schedule=edited).exists()
+    assert (stored.status, stored.pause_note) == (ScheduleStatus.ACTIVE, "")
+    assert stored.next_run_at is not None and stored.next_run_at <= clock.now()
+    monkeypatch.undo()
+    ticker(broker, clock).tick()
+    assert [row.schedule_id for row in broker.sent] == [edited.pk]
 
 
 def test_a_poisoned_zone_in_the_quota_check_parks_that_row_alone() -> None:
