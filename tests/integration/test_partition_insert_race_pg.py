@@ -6,6 +6,7 @@ and no slot lost (review 14 left it as a note; this test attacks it)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.db import IntegrityError, connection, transaction
@@ -95,41 +96,28 @@ def test_a_partition_refusal_schedule_by_schedule_parks_nothing_and_keeps_the_sl
     assert Occurrence.objects.filter(schedule=raced).count() == 2
 
 
+def refused(code: str, constraint: str | None, table: str, *, driver: str) -> IntegrityError:
+    """Django's ``IntegrityError`` over a driver's error: psycopg 3 names the code
+    ``sqlstate``, psycopg2 ``pgcode``; both carry ``diag``."""
+    diag = SimpleNamespace(constraint_name=constraint, table_name=table)
+    cause = type("DriverError", (Exception,), {driver: code, "diag": diag})()
+    error = IntegrityError("new row violates a check")
+    error.__cause__ = cause
+    return error
+
+
 def test_only_defaults_partition_bound_is_taken_for_the_race() -> None:
     """A check constraint of the table (it names itself), a trigger's check violation or a
     bound of another table is the row's fault: it parks."""
-
-    class Diag:
-        constraint_name: str | None = "occ_state_check"
-        table_name = ddl.default_name()
-
-    class Cause(Exception):
-        sqlstate = "23514"
-        diag = Diag()
-
-    error = IntegrityError("new row violates check constraint")
-    error.__cause__ = Cause()
-    assert not ddl.moved_partition(error)
-    Diag.constraint_name = None
-    assert ddl.moved_partition(error)
-    Diag.table_name = ddl.table()  # "no partition of relation ... found for row"
-    assert not ddl.moved_partition(error)
+    default = ddl.default_name()
+    assert not ddl.moved_partition(refused("23514", "occ_state_check", default, driver="sqlstate"))
+    assert ddl.moved_partition(refused("23514", None, default, driver="sqlstate"))
+    # "no partition of relation ... found for row"
+    assert not ddl.moved_partition(refused("23514", None, ddl.table(), driver="sqlstate"))
     assert not ddl.moved_partition(ValueError("bad value"))
 
 
 def test_the_race_is_told_from_psycopg2s_error_too() -> None:
-    """psycopg2 names the code ``pgcode`` (psycopg 3: ``sqlstate``); its ``diag`` is alike."""
-
-    class Diag:
-        constraint_name = None
-        table_name = ddl.default_name()
-
-    class Cause(Exception):
-        pgcode = "23514"
-        diag = Diag()
-
-    error = IntegrityError("new row for relation violates partition constraint")
-    error.__cause__ = Cause()
-    assert ddl.moved_partition(error)
-    Cause.pgcode = "23505"
-    assert not ddl.moved_partition(error)
+    default = ddl.default_name()
+    assert ddl.moved_partition(refused("23514", None, default, driver="pgcode"))
+    assert not ddl.moved_partition(refused("23505", None, default, driver="pgcode"))
