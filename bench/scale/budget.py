@@ -27,22 +27,38 @@ PHASES: list[tuple[str, str, str]] = [
     ("plan (rules, keys, rows)", "scheduler_app.dispatch.materialize", "plan_schedule"),
     ("insert the occurrences", "scheduler_app.dispatch.bulk", "insert_occurrences"),
     ("advance the schedules", "scheduler_app.dispatch.bulk", "save_advanced"),
+    (
+        "overlap (open rows counted, states set)",
+        "scheduler_app.dispatch.overlapping",
+        "apply_overlap",
+    ),
+    ("attach (each row's schedule and version)", "scheduler_app.dispatch.claim", "attach"),
     ("hand_off", "scheduler_app.dispatch.outbox", "hand_off"),
+    ("screen (version, quotas, kill switch)", "scheduler_app.safety.handoff", "screen"),
     ("publish (messages, broker)", "scheduler_app.publishing", "CeleryPublisher.publish"),
     ("mark dispatched", "scheduler_app.dispatch.outbox", "mark_dispatched"),
 ]
 """(label, module, function or Class.method) of each timed phase."""
 DERIVED = {
-    "overlap, the rest of materialize_batch": (
+    "the rest of materialize_batch (transaction, lease, budget)": (
         "materialize_batch",
         (
             "claim the due schedules",
             "plan (rules, keys, rows)",
             "insert the occurrences",
             "advance the schedules",
+            "overlap (open rows counted, states set)",
+            "attach (each row's schedule and version)",
         ),
     ),
-    "screen, the rest of hand_off": ("hand_off", ("publish (messages, broker)", "mark dispatched")),
+    "the rest of hand_off": (
+        "hand_off",
+        (
+            "screen (version, quotas, kill switch)",
+            "publish (messages, broker)",
+            "mark dispatched",
+        ),
+    ),
 }
 """Rows computed as a phase less its timed parts."""
 
