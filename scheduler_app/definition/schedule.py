@@ -151,9 +151,12 @@ def as_key(text: str) -> str | None:
     ``manual:`` and a random part), its schedule id written as the keys write it (lower case,
     with dashes); None when it reads as no key."""
     schedule_id, colon, rest = text.partition(":")
-    if not (colon and rest) or not is_uuid(schedule_id):
+    if not (colon and rest):
         return None
-    return f"{uuid.UUID(schedule_id)}:{rest}"
+    try:
+        return f"{uuid.UUID(schedule_id)}:{rest}"
+    except ValueError:
+        return None
 
 
 def is_uuid(value: object) -> bool:

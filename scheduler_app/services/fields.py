@@ -35,11 +35,6 @@ class NewFields:
     create_only: dict[str, Any]
     """Those set (an imported id, ``origin``); who may set them: ``check_create_only``."""
 
-    @property
-    def beside(self) -> dict[str, Any]:
-        """Every field that is not part of the definition."""
-        return {**self.descriptive, **self.operational, **self.create_only}
-
 
 def split_new(fields: dict[str, Any]) -> NewFields:
     """The fields given to ``create_schedule``, split by kind, with the checks that need no
