@@ -20,13 +20,10 @@ M = TypeVar("M", bound=Model)
 
 
 @cache
-def _field_defaults(model: type[Model]) -> tuple[tuple[str, ...], tuple[Any, ...]]:
-    """Every concrete field's attribute name and default, in field order."""
-    fields = model._meta.concrete_fields
-    return (
-        tuple(field.attname for field in fields),
-        tuple(field.get_default() for field in fields),
-    )
+def _field_defaults(model: type[Model]) -> dict[str, Any]:
+    """Every concrete field's attribute name and default, in field order (never changed:
+    ``dict.update`` copies it into each row)."""
+    return {field.attname: field.get_default() for field in model._meta.concrete_fields}
 
 
 def _has_init_receivers(model: type[Model]) -> bool:
@@ -38,12 +35,12 @@ def new_row(model: type[M], **values: Any) -> M:
     computed once (so a mutable default such as ``kwargs``'s ``dict`` must be given: it always
     is on the hot path). A model with ``pre_init``/``post_init`` receivers is built the
     ordinary way, so that they still run."""
-    names, defaults = _field_defaults(model)
+    defaults = _field_defaults(model)
     if _has_init_receivers(model):
-        return model(**dict(zip(names, defaults, strict=True)) | values)
+        return model(**defaults | values)
     row = model.__new__(model)
     state = row.__dict__
-    state.update(zip(names, defaults, strict=True))
+    state.update(defaults)
     state.update(values)
     state["_state"] = ModelState()
     return row

@@ -31,6 +31,7 @@ from django.db.models import (
     Subquery,
 )
 
+from scheduler_app.db.arrays import AnyOf
 from scheduler_app.db.locking import lock_in_order, update_in_order
 from scheduler_app.models import (
     ACTIVE_STATES,
@@ -121,7 +122,8 @@ def _open_counts(schedule_ids: list[UUID]) -> dict[UUID, _OpenCounts]:
     counts: dict[UUID, _OpenCounts] = {}
     rows = (
         Occurrence.objects.filter(
-            schedule_id__in=schedule_ids, state__in=(*ACTIVE_STATES, OccurrenceState.BUFFERED)
+            AnyOf(F("schedule_id"), schedule_ids),
+            state__in=(*ACTIVE_STATES, OccurrenceState.BUFFERED),
         )
         .values_list("schedule_id", "state", "trigger", "reason")
         .annotate(
@@ -188,7 +190,7 @@ _FINISHED_RUNS = (
 def _last_run_lengths(schedule_ids: list[UUID]) -> dict[UUID, timedelta]:
     """How long the last finished run (by slot) of each schedule took, in one query."""
     rows = (
-        Schedule.objects.filter(pk__in=schedule_ids)
+        Schedule.objects.filter(AnyOf(F("pk"), schedule_ids))
         .annotate(
             run_started=Subquery(_FINISHED_RUNS.values("started_at")[:1]),
             run_finished=Subquery(_FINISHED_RUNS.values("finished_at")[:1]),

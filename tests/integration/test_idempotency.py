@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.definition.schedule import idempotency_key, occurrence_id
+from scheduler_app.definition.schedule import idempotency_key, occurrence_id, version_id
 from scheduler_app.dispatch.materialize import plan_schedule
 from scheduler_app.models import Occurrence
 from scheduler_app.services import update_schedule
@@ -43,6 +43,20 @@ def test_keys_and_ids_are_stable_and_distinct() -> None:
     }
     assert key not in others
     assert occurrence_id(key) not in {occurrence_id(other) for other in others}
+
+
+def test_ids_are_the_uuid5_every_earlier_release_stored() -> None:
+    """Rows already stored carry these ids: a faster way to compute them must give the same
+    (uuid5 of the project's namespace), or a beat after an upgrade would plan a stored slot
+    again under a new id."""
+    key = idempotency_key(SCHEDULE_ID, SLOT)
+    assert occurrence_id(key) == uuid.UUID("3cb7c181-2151-5aac-ad6c-7a0e8e778c5b")
+    assert version_id(SCHEDULE_ID, 3) == uuid.UUID("d9cb322c-e199-5257-9646-c18512b57d0f")
+    assert occurrence_id("manual:\u00e9\u2713") == uuid.UUID("88bc49c7-c6b9-526c-8ee5-5d35d4dd88ac")
+    namespace = uuid.UUID("6f1d3c1e-1b7e-4d55-9a55-2f5b8f0a7c11")
+    for name in (key, "", "x" * 5000, f"{uuid.uuid4()}:2030-01-01T00:00:00.000000Z"):
+        assert occurrence_id(name) == uuid.uuid5(namespace, name)
+        assert occurrence_id(name).version == 5
 
 
 @pytest.mark.django_db
