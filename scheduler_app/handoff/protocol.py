@@ -100,5 +100,8 @@ def context_headers(occurrence: Occurrence) -> dict[str, Any]:
     }
 
 
+@lru_cache(maxsize=4096)
 def _iso(value: datetime) -> str:
+    """An instant in UTC, ``Z`` for its offset; remembered (a burst's messages share their
+    slots; equal instants, in any zone, write the same text)."""
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
