@@ -4,7 +4,8 @@ Each phase of a tick (the functions of ``PHASES``) is wrapped with a timer, and 
 database's statements (Django's ``execute_wrappers``, which the worker's and the probe's raw
 statements pass too) and the broker's round trips (redis-py's ``send_packed_command`` and
 ``read_response``). A phase's wall time is split into the time its statements waited on
-PostgreSQL, the time it waited on the broker, and the rest: Python. Unlike the cProfile of the
+PostgreSQL (its transactions' commits included), the time it waited on the broker, and the
+rest: Python. Unlike the cProfile of the
 burst (``profile_burst``), nothing is slowed down but one ``perf_counter`` pair per call.
 """
 
@@ -133,6 +134,9 @@ def installed(clocks: Clocks) -> Iterator[None]:
     def statement(execute: Callable[..., Any], *args: Any) -> Any:
         return clocks.waited(clocks.database, execute)(*args)
 
+    # A transaction's COMMIT (the write-ahead log flushed) goes through the connection, not
+    # a cursor: without this its wait was counted as Python.
+    replace(connection, "_commit", clocks.waited(clocks.database, connection._commit))
     connection.execute_wrappers.append(statement)
     try:
         yield
