@@ -143,15 +143,16 @@ def misfire_rules(schedule: Schedule) -> MisfireRules:
 
 def idempotency_key(schedule_id: uuid.UUID | str, scheduled_for: datetime) -> str:
     """Derived from the schedule id and the slot (UTC) only: the same on every beat and retry."""
-    return f"{schedule_id}:{_instant_text(scheduled_for)}"
+    return f"{schedule_id}:{_utc_text(scheduled_for.astimezone(UTC))}"
 
 
 @lru_cache(maxsize=4096)
-def _instant_text(instant: datetime) -> str:
-    """The slot as a key writes it, remembered: a burst is mostly schedules due at one
-    instant, and ``strftime`` was half of a key's time. Equal instants (in any zone) hash
-    alike and write the same UTC text, so the cache never answers for another instant."""
-    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def _utc_text(instant: datetime) -> str:
+    """A UTC instant as a key writes it, remembered: a burst is mostly schedules due at one
+    instant, and ``strftime`` was half of a key's time. Only UTC instants are remembered: two
+    local times of one zone that differ only by ``fold`` (the two 03:30 of a night the clocks
+    go back) compare and hash equal although they are an hour apart."""
+    return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def as_key(text: str) -> str | None:

@@ -100,8 +100,13 @@ def context_headers(occurrence: Occurrence) -> dict[str, Any]:
     }
 
 
-@lru_cache(maxsize=4096)
 def _iso(value: datetime) -> str:
-    """An instant in UTC, ``Z`` for its offset; remembered (a burst's messages share their
-    slots; equal instants, in any zone, write the same text)."""
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    """An instant in UTC, ``Z`` for its offset."""
+    return _utc_iso(value.astimezone(UTC))
+
+
+@lru_cache(maxsize=4096)
+def _utc_iso(instant: datetime) -> str:
+    """Remembered for UTC instants only (a burst's messages share their slots): two local
+    times that differ only by ``fold`` compare and hash equal although an hour apart."""
+    return instant.isoformat().replace("+00:00", "Z")

@@ -33,6 +33,19 @@ def test_the_same_instant_in_any_zone_gives_the_same_key_and_id() -> None:
     )
 
 
+def test_the_two_local_times_of_a_night_the_clocks_go_back_give_two_keys() -> None:
+    """03:30 happens twice in Riga on 2026-10-25; the two differ only by ``fold``, and Python
+    holds them equal (same hash): a key remembered per datetime gave both the first's."""
+    riga = ZoneInfo("Europe/Riga")
+    first = datetime(2026, 10, 25, 3, 30, tzinfo=riga)
+    second = first.replace(fold=1)
+    assert first == second  # why a cache keyed by the local time would mix them up
+    keys = [idempotency_key(SCHEDULE_ID, when) for when in (first, second, second, first)]
+    assert keys[0].endswith("2026-10-25T00:30:00.000000Z")
+    assert keys[1].endswith("2026-10-25T01:30:00.000000Z")
+    assert keys == [keys[0], keys[1], keys[1], keys[0]]
+
+
 def test_keys_and_ids_are_stable_and_distinct() -> None:
     key = idempotency_key(SCHEDULE_ID, SLOT)
     assert {occurrence_id(key) for _ in range(5)} == {occurrence_id(key)}
