@@ -16,15 +16,25 @@ from django.db.models.lookups import In
 
 
 class AnyOf(Lookup):
-    """``AnyOf(F("schedule_id"), ids)``: the rows whose UUID column is one of ``ids``, usable
-    in ``filter()`` as any condition. An empty ``ids`` matches nothing."""
+    """``AnyOf(F("schedule_id"), ids)``: the rows whose id column (a UUID or a number) is one
+    of ``ids``, usable in ``filter()`` as any condition. ``None`` matches nothing (as with
+    ``IN``); an empty ``ids`` matches nothing. Each id is read as the column reads it (a
+    malformed UUID is refused, as Django's ``IN`` refuses it)."""
 
     lookup_name = "any_of"
     prepare_rhs = False
 
+    def __init__(self, lhs: Any, rhs: Any) -> None:
+        super().__init__(lhs, list(rhs))  # an iterator would be used up by the first compile
+
     def as_sql(self, compiler: Any, connection: Any) -> Any:
-        ids = [str(value) for value in self.rhs]
+        ids = [value for value in self.rhs if value is not None]  # as ``In`` drops None
         if connection.vendor != "postgresql" or not ids:
             return In(self.lhs, ids).as_sql(compiler, connection)
+        field = self.lhs.output_field
+        texts = [str(field.get_db_prep_value(value, connection)) for value in ids]
+        if any("," in text for text in texts):  # a UUID or a number never holds one
+            raise ValueError(f"AnyOf takes ids, not text with a comma: {texts!r:.200}")
         lhs, params = self.process_lhs(compiler, connection)
-        return f"{lhs} = ANY(string_to_array(%s, ',')::uuid[])", [*params, ",".join(ids)]
+        array = field.cast_db_type(connection)
+        return f"{lhs} = ANY(string_to_array(%s, ',')::{array}[])", [*params, ",".join(texts)]

@@ -61,17 +61,27 @@ def timing_for(schedule: Schedule) -> Timing:
         schedule.kind,
         schedule.rule,
         schedule.timezone,
-        schedule.anchor,
+        _as_utc(schedule.anchor),
         schedule.dst_nonexistent,
         schedule.dst_ambiguous,
-        schedule.starts_at,
-        schedule.ends_at,
+        _as_utc(schedule.starts_at),
+        _as_utc(schedule.ends_at),
         schedule.max_count,
         schedule.active_window,
         schedule.window_policy,
         schedule.exclude_holidays,
         budget=search_budget(),
     )
+
+
+def _as_utc(value: Any) -> Any:
+    """An aware datetime as its UTC instant before it keys ``_timing``: two local times that
+    differ only by ``fold`` compare and hash equal although an hour apart."""
+    if value is None or getattr(value, "tzinfo", None) is UTC:  # the stored rows' (no cost)
+        return value
+    if isinstance(value, datetime) and value.utcoffset() is not None:
+        return value.astimezone(UTC)
+    return value
 
 
 def search_budget() -> SearchBudget:
@@ -133,11 +143,22 @@ _long_timing = lru_cache(maxsize=LONG_RULES)(_timing.__wrapped__)
 
 
 def misfire_rules(schedule: Schedule) -> MisfireRules:
+    return _misfire_rules(
+        schedule.misfire_policy,
+        schedule.max_lateness,
+        schedule.catch_up_window,
+        schedule.catch_up_limit,
+    )
+
+
+@lru_cache(maxsize=1024)
+def _misfire_rules(policy: str, lateness: int, window: int, limit: int) -> MisfireRules:
+    """Remembered (frozen, so shared safely): a burst's schedules mostly share their rules."""
     return MisfireRules(
-        policy=schedule.misfire_policy,
-        max_lateness=timedelta(seconds=schedule.max_lateness),
-        catch_up_window=timedelta(seconds=schedule.catch_up_window),
-        catch_up_limit=schedule.catch_up_limit,
+        policy=policy,
+        max_lateness=timedelta(seconds=lateness),
+        catch_up_window=timedelta(seconds=window),
+        catch_up_limit=limit,
     )
 
 
@@ -304,11 +325,11 @@ def _cached_timing(values: dict[str, Any]) -> Timing:
         str(values["kind"]),
         str(values["rule"]),
         str(values.get("timezone", "UTC")),
-        values.get("anchor"),
+        _as_utc(values.get("anchor")),
         str(values.get("dst_nonexistent", "auto")),
         str(values.get("dst_ambiguous", "auto")),
-        values.get("starts_at"),
-        values.get("ends_at"),
+        _as_utc(values.get("starts_at")),
+        _as_utc(values.get("ends_at")),
         values.get("max_count"),
         str(values.get("active_window") or ""),
         str(values.get("window_policy") or "defer"),

@@ -9,9 +9,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.definition.schedule import idempotency_key, occurrence_id, version_id
+from scheduler_app.definition.schedule import (
+    idempotency_key,
+    occurrence_id,
+    timing_for,
+    version_id,
+)
 from scheduler_app.dispatch.materialize import plan_schedule
-from scheduler_app.models import Occurrence
+from scheduler_app.models import Occurrence, Schedule
 from scheduler_app.services import update_schedule
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
 
@@ -98,3 +103,20 @@ def test_two_beats_planning_the_same_slot_store_one_row() -> None:
     Occurrence.objects.bulk_create(first, ignore_conflicts=True)
     Occurrence.objects.bulk_create(second, ignore_conflicts=True)
     assert Occurrence.objects.count() == 1
+
+
+def test_the_timing_of_the_second_0330_of_a_fall_back_night_is_its_own() -> None:
+    """``timing_for`` of an unsaved schedule (as the admin's preview builds one) whose anchor
+    is the second 03:30 of a night the clocks go back: the remembered timings are keyed by the
+    UTC instant, not the local time Python holds equal to the first 03:30."""
+    riga = ZoneInfo("Europe/Riga")
+    first = datetime(2026, 10, 25, 3, 30, tzinfo=riga)
+    second = first.replace(fold=1)
+    fields = {"kind": "interval", "rule": "7200", "timezone": "Europe/Riga"}
+    assert timing_for(Schedule(anchor=first, **fields)).rule.anchor == first.astimezone(UTC)
+    assert timing_for(Schedule(anchor=second, **fields)).rule.anchor == second.astimezone(UTC)
+    starts = [
+        timing_for(Schedule(anchor=START, starts_at=when, **fields)).starts_at
+        for when in (first, second)
+    ]
+    assert starts == [first.astimezone(UTC), second.astimezone(UTC)]

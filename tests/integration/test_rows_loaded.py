@@ -12,9 +12,9 @@ from django.db.models.functions import Concat
 
 from scheduler_app.clock import FakeClock
 from scheduler_app.db.rows import loaded
-from scheduler_app.dispatch.claim import claim_due
+from scheduler_app.dispatch.claim import NOT_CLAIMED, claim_due
 from scheduler_app.models import Schedule
-from tests.integration.support import START, schedule
+from tests.integration.support import START, MemoryPublisher, schedule, ticker
 
 pytestmark = pytest.mark.django_db
 
@@ -62,3 +62,16 @@ def test_the_claim_reads_the_current_version_and_what_publishing_checks_of_it() 
     else:
         assert {key: agreed[key] for key in stored} == stored
     assert {key: differs[key] for key in stored} == stored
+
+
+def test_the_claim_leaves_the_timestamps_the_beat_never_reads_unread() -> None:
+    """And the batch still saves them: the advance sets ``updated_at``, ``created_at`` stays."""
+    clock = FakeClock(START)
+    made = schedule(clock, kind="cron", rule="* * * * *")
+    [claimed] = claim_due(START + timedelta(minutes=1), 10)
+    assert claimed.get_deferred_fields() == set(NOT_CLAIMED)
+    clock.set(START + timedelta(minutes=1))
+    ticker(MemoryPublisher(), clock).tick()
+    stored = Schedule.objects.get(pk=made.pk)
+    assert (stored.created_at, stored.updated_at) == (made.created_at, clock.now())
+    assert stored.last_scheduled_for == START.replace(second=0) + timedelta(minutes=1)
