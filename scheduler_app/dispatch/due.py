@@ -8,8 +8,8 @@ only counted past the catch-up horizon) and advancing (``following``: the first 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from scheduler_app.conf import get_settings
 from scheduler_app.models import Schedule
@@ -19,8 +19,7 @@ from scheduler_app.timing.engine import up_to
 TICK = timedelta(microseconds=1)
 
 
-@dataclass(frozen=True)
-class Due:
+class Due(NamedTuple):
     """One schedule's walk: the due slots, the late ones only counted, the next slot."""
 
     slots: list[datetime]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 SKIP = "skip"
 FIRE_ONCE = "fire_once"
@@ -22,14 +23,14 @@ class MisfireRules:
     catch_up_limit: int
 
 
-@dataclass(frozen=True)
-class PlannedSlot:
+class PlannedSlot(NamedTuple):
+    """One slot to materialize (named tuples here: one or more are made per due schedule)."""
+
     scheduled_for: datetime
     catch_up: bool
 
 
-@dataclass(frozen=True, kw_only=True)
-class MisfireDecision:
+class MisfireDecision(NamedTuple):
     emit: tuple[PlannedSlot, ...]
     late: int
     """Slots found later than max_lateness (the 'missed' counter)."""

@@ -6,7 +6,7 @@ finishing a run) never both decide "nothing is running".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ALLOW = "allow"
 SKIP = "skip"
@@ -19,8 +19,7 @@ BUFFERED = "buffered"
 SKIPPED = "skipped"
 
 
-@dataclass(frozen=True)
-class OverlapDecision:
+class OverlapDecision(NamedTuple):
     states: tuple[str, ...]
     """For each new occurrence, in slot order: ``pending``, ``buffered`` or ``skipped``."""
     cancel_active: bool = False

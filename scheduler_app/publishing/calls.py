@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from kombu.exceptions import KombuError
 
@@ -22,9 +21,9 @@ except ImportError:  # pragma: no cover - depends on the installed extras
     pass
 
 
-@dataclass(frozen=True, kw_only=True)
-class TaskCall:
-    """The ``send_task`` arguments for one occurrence, shared by both paths."""
+class TaskCall(NamedTuple):
+    """The ``send_task`` arguments for one occurrence, shared by both paths (a named tuple:
+    immutable, and built in a third of a frozen dataclass's time, once per message)."""
 
     name: str
     task_id: str

@@ -4,7 +4,6 @@ occurrences of every kind (task, routing, exchange, priority, eta, expiry, trace
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 from typing import Any
@@ -60,7 +59,7 @@ def test_filled_in_payloads_are_kombus_byte_for_byte(
     for index, call in enumerate(calls):  # some carry trace context, some do not
         if index % 4 == 1:
             traced = {**call.headers, "traceparent": f"00-{index:032x}-{index:016x}-01"}
-            calls[index] = dataclasses.replace(call, headers=traced)
+            calls[index] = call._replace(headers=traced)
     with caplog.at_level(logging.WARNING, logger="scheduler_app.publishing"):
         filled, full, envelopes = both_ways(app, calls)
     for mine, theirs in zip(filled, full, strict=True):
