@@ -234,6 +234,26 @@ def test_the_pipeline_keeps_the_order_of_a_batch(
 
 
 @pytest.mark.redis
+def test_each_queue_keeps_the_order_of_its_messages_when_queues_interleave(
+    app: Celery, client: redis.Redis, prefix: str
+) -> None:
+    """Payloads go to each list in one LPUSH of many values: a batch that alternates between
+    two queues leaves each list as message-by-message LPUSHes would."""
+    chosen = {"queue": f"{prefix}-chosen"}
+    batch = [
+        occurrence("demo.ping", {"n": n}, eta=False, expires=True, options=chosen if n % 2 else {})
+        for n in range(10)
+    ]
+    assert CeleryPublisher(app).publish(batch) == batch
+    for name, rows in ((f"{prefix}-default", batch[0::2]), (f"{prefix}-chosen", batch[1::2])):
+        payloads = client.lrange(name, 0, -1)
+        assert [json.loads(p)["headers"]["id"] for p in reversed(payloads)] == [
+            str(row.id) for row in rows
+        ], name
+        assert client.rpop(name) is not None  # the oldest at the right end, as BRPOP takes it
+
+
+@pytest.mark.redis
 def test_kombu_still_has_the_private_channel_details_the_pipeline_uses(app: Celery) -> None:
     """If this fails, kombu changed a detail ``_redis_commands`` relies on: compare the new
     ``kombu/transport/redis.py`` and ``kombu/transport/virtual/base.py`` and adapt it."""
