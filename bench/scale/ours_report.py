@@ -169,7 +169,8 @@ def budget_text(profile: dict[str, Any] | None, worker: dict[str, Any] | None) -
         f"One burst of {budget['burst']:,} at {profile['size']:,} schedules"  # type: ignore[index]
         f" ({budget['wall_s']:.3f} s, the median of five), timed by phase without a profiler"
         " (`bench/scale/budget.py`): microseconds per published slot, and of them the time"
-        " its statements waited on PostgreSQL (the statement sent, run and its rows received),"
+        " its statements waited on PostgreSQL (the statement sent, run and its rows received;"
+        " a transaction's COMMIT included),"
         " the time it waited on the broker, and the rest, Python (psycopg's decoding of the rows"
         " the ORM fetches included). To reach 0.1 s for 1,000 slots a slot has 100 µs in all.",
         report.markdown_table(["phase", "µs per slot", "PostgreSQL", "broker", "Python"], rows),
