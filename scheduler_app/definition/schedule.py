@@ -77,9 +77,7 @@ def timing_for(schedule: Schedule) -> Timing:
 def _as_utc(value: Any) -> Any:
     """An aware datetime as its UTC instant before it keys ``_timing``: two local times that
     differ only by ``fold`` compare and hash equal although an hour apart."""
-    if value is None or getattr(value, "tzinfo", None) is UTC:  # the stored rows' (no cost)
-        return value
-    if isinstance(value, datetime) and value.utcoffset() is not None:
+    if isinstance(value, datetime) and value.tzinfo is not UTC and value.utcoffset() is not None:
         return value.astimezone(UTC)
     return value
 

@@ -82,7 +82,7 @@ def _current_definition() -> Subquery | RawSQL:
     )
 
 
-NOT_CLAIMED = ("created_at", "updated_at")
+UNREAD_COLUMNS = ("created_at", "updated_at")
 """Columns the claim leaves unread: the beat never reads them (it sets ``updated_at``), and
 decoding two timestamps a row was a fifth of the claim's time (psycopg's loader of Django's
 time zone is Python). Reading one of them on a claimed row costs a query
@@ -92,11 +92,11 @@ time zone is Python). Reading one of them on a claimed row costs a query
 def claim_due(now: datetime, batch_size: int) -> list[Schedule]:
     """Lock and read up to ``batch_size`` active schedules due at ``now``, in due order, each
     with ``current_version_id`` and ``current_definition`` (see the module's docstring);
-    ``NOT_CLAIMED`` left unread."""
+    ``UNREAD_COLUMNS`` left unread."""
     return loaded(
         Schedule.objects.select_for_update(skip_locked=True)
         .filter(status=ScheduleStatus.ACTIVE, next_run_at__lte=now)
-        .defer(*NOT_CLAIMED)
+        .defer(*UNREAD_COLUMNS)
         .annotate(current_version_id=_CURRENT_VERSION, current_definition=_current_definition())
         .order_by("next_run_at")[:batch_size]
     )
