@@ -27,6 +27,8 @@ def _field_defaults(model: type[Model]) -> dict[str, Any]:
 
 
 def _has_init_receivers(model: type[Model]) -> bool:
+    if not (signals.pre_init.receivers or signals.post_init.receivers):
+        return False  # none connected at all, the usual case: no lookup by sender per row
     return bool(signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model))
 
 

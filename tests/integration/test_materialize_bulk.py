@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.db import DataError, transaction
@@ -313,3 +314,31 @@ def test_new_row_builds_what_keyword_construction_builds() -> None:
         for field in model._meta.concrete_fields:
             assert getattr(fast, field.attname) == getattr(slow, field.attname), field.name
         assert fast._state.adding and fast._state.db is None
+
+
+@pytest.mark.django_db
+def test_new_row_and_loaded_still_send_init_signals_to_a_receiver() -> None:
+    """A project that connects ``pre_init``/``post_init`` (for any model) gets them from the
+    hot path's rows too: ``new_row`` and ``loaded`` build those the ordinary way."""
+    from django.db.models import signals
+
+    from scheduler_app.db.rows import loaded, new_row
+    from scheduler_app.models import ScheduleVersion
+
+    seen: list[str] = []
+
+    def receiver(sender: Any, **_: Any) -> None:
+        seen.append(sender.__name__)
+
+    made = schedule(FakeClock(FIRST), kind="cron", rule="0 * * * *")
+    new_row(ScheduleVersion, id=uuid.uuid4(), schedule_id=made.pk, version=2)
+    assert seen == []
+    signals.post_init.connect(receiver, sender=ScheduleVersion)
+    try:
+        new_row(ScheduleVersion, id=uuid.uuid4(), schedule_id=made.pk, version=2)
+        loaded(Schedule.objects.filter(pk=made.pk))  # no receiver for Schedule: the fast read
+        assert seen == ["ScheduleVersion"]
+        loaded(ScheduleVersion.objects.filter(schedule=made))
+        assert seen == ["ScheduleVersion", "ScheduleVersion"]
+    finally:
+        signals.post_init.disconnect(receiver, sender=ScheduleVersion)
