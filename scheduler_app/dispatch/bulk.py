@@ -131,39 +131,59 @@ class _Unnested:
     """The parameters in statement order: the single values first, then the document."""
 
 
-def _unnest(columns: Iterable[tuple[str, str, list[Any]]], *, key: str) -> _Unnested:
+Column = tuple[str, str, list[Any]]
+"""(column, SQL type, the rows' values); the type ``jsonb`` for a JSON column, whose values
+are Python's (a dict, a list...), sent as JSON inside the document."""
+_NATIVE = frozenset({str, int, float, bool, type(None)})
+"""What the document holds as itself; a value of any other type (a UUID, a datetime) as its
+``str()``, text PostgreSQL reads back exactly."""
+
+
+def _unnest(columns: Iterable[Column], *, key: str) -> _Unnested:
     """Rows given column by column, sent as one JSON document of one array per row.
 
     A column with the same value in every row (a state, a counter, ``created_at``...) is sent
     as one parameter instead: what varies is what costs. The ``key`` column always varies, so
     there is always a document. One JSON string is what the client quotes, instead of one
     array per column whose every element psycopg adapts in Python; PostgreSQL casts each
-    element's text to the column's type, as it would cast a parameter (``str()`` of a UUID or
-    an aware datetime is text it reads back exactly). JSON columns arrive already encoded (with
-    their field's encoder) as strings, and are cast from them.
+    element's text to the column's type, as it would cast a parameter. A JSON column's values
+    sit in the document as JSON (``v.r -> n``, no text parsed again); one is the same for
+    every row only when it is the same object (a schedule's payload, shared by its rows), as
+    ``1`` and ``1.0``, or ``True`` and ``1``, are equal in Python but not in JSON. The document
+    is encoded strictly: a payload value JSON cannot hold raises ``TypeError`` (the row's
+    schedule is parked), as encoding it alone did.
     """
     values: list[str] = []
     singles: list[Any] = []
     varying: list[list[Any]] = []
     for column, sql_type, column_values in columns:
         first = column_values[0]
+        if sql_type == "jsonb":
+            if column != key and all(value is first for value in column_values):
+                values.append("%s::jsonb")
+                singles.append(json.dumps(first))
+                continue
+            values.append(f"(v.r->{len(varying)})")
+            varying.append(column_values)
+            continue
         if column != key and all(value == first for value in column_values):
             values.append(f"%s::{sql_type}")
             singles.append(first)
             continue
         values.append(f"(v.r->>{len(varying)})::{sql_type}")
-        varying.append(column_values)
-    document = json.dumps(list(zip(*varying, strict=True)), default=str)
+        varying.append(
+            column_values
+            if all(type(value) in _NATIVE for value in column_values)
+            else [value if type(value) in _NATIVE else str(value) for value in column_values]
+        )
+    document = json.dumps(list(zip(*varying, strict=True)))
     return _Unnested(values, "jsonb_array_elements(%s::jsonb) AS v(r)", [*singles, document])
 
 
-def _column_values(rows: Sequence[Occurrence]) -> Iterator[tuple[str, str, list[Any]]]:
+def _column_values(rows: Sequence[Occurrence]) -> Iterator[Column]:
     """(column, SQL type, the rows' values) for every column of the occurrence table."""
     for field, sql_type in _occurrence_columns():
-        column_values = [getattr(row, field.attname) for row in rows]
-        if isinstance(field, JSONField):
-            column_values = [json.dumps(value, cls=field.encoder) for value in column_values]
-        yield field.column, sql_type, column_values
+        yield field.column, sql_type, [getattr(row, field.attname) for row in rows]
 
 
 @cache
@@ -174,7 +194,9 @@ def _occurrence_columns() -> list[tuple[Field[Any, Any], str]]:
 
 def _cast_type(field: Field[Any, Any]) -> str:
     if isinstance(field, JSONField):
-        return "jsonb"  # the values are sent as JSON text
+        if field.encoder is not None:  # pragma: no cover - the ledger's JSON fields have none
+            raise TypeError(f"{field.name}: a JSON field with its own encoder")
+        return "jsonb"  # the values are sent as JSON
     db_type = str(field.db_type(connection))
     # An explicit cast to varchar(n) would cut a longer value silently; a cast to text leaves
     # the length check to the column, which refuses it as an INSERT of the row would.

@@ -8,11 +8,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from celery import Celery
 
 from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch.claim import READ_COLUMNS, UNREAD_DEFINITION, claim_due
 from scheduler_app.models import SEMANTIC_FIELDS, Occurrence, Schedule
-from tests.integration.support import START, MemoryPublisher, schedule, ticker
+from scheduler_app.publishing import CeleryPublisher
+from scheduler_app.ticker import Ticker
+from tests.integration.support import START, schedule
 
 pytestmark = pytest.mark.django_db
 
@@ -74,13 +77,16 @@ def test_a_tick_of_every_policy_reads_no_column_the_claim_left_out(
         refresh(self, *args, fields=fields, **kwargs)
 
     monkeypatch.setattr(Schedule, "refresh_from_db", recorded)
-    beat = ticker(MemoryPublisher(), clock)
+    # A real publisher: its messages read the routing options (a memory broker, no server).
+    app = Celery("claim-columns", broker="memory://", set_as_current=False)
+    beat = Ticker(CeleryPublisher(app, clock=clock), clock=clock)
     for minutes in (1, 2, 4, 180, 181):  # on time, then three hours late (misfire policies)
         clock.set(START + timedelta(minutes=minutes))
         beat.tick()
     settings.SCHEDULER_APPROVAL_TASKS = (made[0].task,)  # the screen reads the approved version
     clock.set(START + timedelta(minutes=182))
     beat.tick()
+    app.close()
     assert read == []
     made_rows = Occurrence.objects.filter(schedule__in=made)
     assert {row.schedule_id for row in made_rows} == {row.pk for row in made}

@@ -342,3 +342,75 @@ def test_new_row_and_loaded_still_send_init_signals_to_a_receiver() -> None:
         assert seen == ["ScheduleVersion", "ScheduleVersion"]
     finally:
         signals.post_init.disconnect(receiver, sender=ScheduleVersion)
+
+
+# --- the insert's JSON document (PostgreSQL) ---------------------------------------------------
+
+
+def _rows_with(payloads: list[Any]) -> list[Occurrence]:
+    from scheduler_app.db.rows import new_row
+    from scheduler_app.definition.schedule import idempotency_key, occurrence_id
+
+    made = schedule(FakeClock(FIRST), kind="cron", rule="0 * * * *")
+    version = made.versions.get()
+    found = []
+    for index, kwargs in enumerate(payloads):
+        slot = FIRST + timedelta(hours=index)
+        key = idempotency_key(made.pk, slot)
+        found.append(
+            new_row(
+                Occurrence,
+                id=occurrence_id(key),
+                schedule_id=made.pk,
+                schedule_version_id=version.pk,
+                scheduled_for=slot,
+                window_start=slot,
+                window_end=slot,
+                not_before=slot,
+                timezone="UTC",
+                idempotency_key=key,
+                task=made.task,
+                kwargs=kwargs,
+                args=[],
+                created_at=FIRST,
+            )
+        )
+    return found
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_payloads_equal_in_python_but_not_in_json_are_each_stored_as_given() -> None:
+    """``1 == 1.0 == True`` in Python: one parameter for all three rows would store the first
+    one's payload for the others."""
+    shared = {"nested": {"list": [1, "two", None, {"é": "ü\\n\"'"}]}, "big": 2**62}
+    for payloads in ([{"n": 1}, {"n": 1.0}, {"n": True}], [{"n": 2}, shared, shared, {}]):
+        made = _rows_with(payloads)
+        assert len(insert_occurrences(made)) == len(payloads)
+        found = Occurrence.objects.filter(id__in=[r.id for r in made])
+        stored = {row.id: row.kwargs for row in found}
+        for row, payload in zip(made, payloads, strict=True):
+            assert stored[row.id] == payload
+            assert type(stored[row.id].get("n")) is type(payload.get("n"))
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_payload_shared_by_every_row_is_stored_whole_in_each() -> None:
+    shared = {"report": "daily", "n": [1, 2.5]}
+    made = _rows_with([shared, shared, shared])
+    assert len(insert_occurrences(made)) == 3
+    stored = Occurrence.objects.filter(id__in=[r.id for r in made])
+    assert [row.kwargs for row in stored] == [shared, shared, shared]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", [uuid.uuid4(), FIRST, {1, 2}, object()])
+def test_a_payload_value_json_cannot_hold_is_refused_not_turned_into_text(value: Any) -> None:
+    """The ids and instants of a row are sent as their text; a payload's values never are
+    (a UUID or an instant inside a payload is refused, as encoding the payload alone did)."""
+    made = _rows_with([{"n": 1}, {"bad": value}])
+    with pytest.raises(TypeError), transaction.atomic():
+        insert_occurrences(made)
+    assert not Occurrence.objects.filter(id__in=[r.id for r in made]).exists()
