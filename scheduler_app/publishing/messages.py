@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any, cast
@@ -31,6 +32,7 @@ from celery.utils.nodenames import anon_nodename
 from celery.utils.saferepr import saferepr
 from kombu import Producer, serialization
 from kombu.serialization import dumps as serialize
+from kombu.utils.json import dumps as kombu_json_dumps
 
 from scheduler_app.handoff.protocol import HEADER
 from scheduler_app.observability.tracing import TRACE_HEADERS
@@ -124,9 +126,7 @@ class MessageBuilder:
         """``prepare_message``'s arguments for ``call``, from a template of its kind."""
         args = template.arguments
         kwargs = call.kwargs
-        content_type, content_encoding, body = serialize(
-            ((), kwargs, _EMBED), serializer=template.serializer
-        )
+        content_type, content_encoding, body = _body(template, kwargs)
         task_id = call.task_id
         headers = dict(args["headers"])
         headers["id"] = headers["root_id"] = task_id
@@ -258,6 +258,31 @@ def _task_defaults(app: Celery, name: str) -> tuple[Any, dict[str, Any]]:
         return task_type, {}
     options = get_exec_options() or {}
     return task_type, {key: value for key, value in options.items() if value is not None}
+
+
+def _body(template: _Template, kwargs: dict[str, Any]) -> tuple[str, str, Any]:
+    """(content type, encoding, body) for ``kwargs``. kombu's JSON is the standard encoder
+    plus a ``default`` for other types: a payload of JSON's own types (every stored one) comes
+    out the same from the standard encoder, in half the time. Anything else goes through
+    kombu; ``MessageBuilder._check`` compares a kind's second message with ``send_task``'s."""
+    if template.serializer == "json" and _kombu_json():
+        try:
+            body = _STRICT_JSON.encode(((), kwargs, _EMBED))
+        except (TypeError, ValueError):  # a type only kombu encodes, or a loop
+            pass
+        else:
+            return template.arguments["content_type"], template.arguments["content_encoding"], body
+    encoded: tuple[str, str, Any] = serialize(((), kwargs, _EMBED), serializer=template.serializer)
+    return encoded
+
+
+_STRICT_JSON = json.JSONEncoder()
+
+
+def _kombu_json() -> bool:
+    """Whether the ``json`` serializer is still kombu's own."""
+    codec = serialization.registry._encoders.get("json")  # type: ignore[attr-defined]
+    return codec is not None and codec.encoder is kombu_json_dumps
 
 
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
