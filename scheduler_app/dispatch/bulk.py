@@ -174,10 +174,19 @@ def _unnest(columns: Iterable[Column], *, key: str) -> _Unnested:
         varying.append(
             column_values
             if all(type(value) in _NATIVE for value in column_values)
-            else [value if type(value) in _NATIVE else str(value) for value in column_values]
+            else [_scalar(value) for value in column_values]
         )
     document = json.dumps(list(zip(*varying, strict=True)))
     return _Unnested(values, "jsonb_array_elements(%s::jsonb) AS v(r)", [*singles, document])
+
+
+def _scalar(value: Any) -> Any:
+    """A non-JSON column's value as the document holds it: what JSON encodes as itself
+    (``str``, ``int`` and ``float`` subclasses too: an enum is its value, as before), else its
+    ``str()`` (a UUID, a datetime, a Decimal), as the former ``default=str`` did."""
+    if type(value) in _NATIVE or isinstance(value, (str, int, float)):
+        return value
+    return str(value)
 
 
 def _column_values(rows: Sequence[Occurrence]) -> Iterator[Column]:

@@ -120,15 +120,18 @@ READ_COLUMNS = (
     "target",
     "tenant",
     "approved_version",
+    "name",
+    "key",
     *(name for name in SEMANTIC_FIELDS if name not in UNREAD_DEFINITION),
 )
 """The columns of a claimed schedule that a tick reads (when it is due and what the advance
-writes, where its rows go, its definition but ``UNREAD_DEFINITION``); the claim reads no
-other. A schedule has 71 columns, and decoding the 31 the beat never reads (names, notes,
-health, approval history, timestamps: a time-zone-aware timestamp alone costs about 3 µs of
-Python) was a tenth of the claim's time. A column left out costs a query per row when read
-(``test_a_tick_of_every_policy_reads_no_column_the_claim_left_out`` fails then); a field
-added to the definition is read unless named in ``UNREAD_DEFINITION``."""
+writes, where its rows go, its definition but ``UNREAD_DEFINITION``), and its name and key
+(what ``str(schedule)`` reads: a project's ``occurrence_finished`` receiver naming the
+schedule of a row the screen refused); the claim reads no other. A schedule has 71 columns,
+and decoding the 29 left out (notes, health, approval history, timestamps: a time-zone-aware
+timestamp alone costs about 3 µs of Python) was a tenth of the claim's time. A column left
+out costs a query per row when read (``test_claim_columns.py`` fails then); a field added to
+the definition is read unless named in ``UNREAD_DEFINITION``."""
 
 
 def claim_due(now: datetime, batch_size: int) -> list[Schedule]:

@@ -268,8 +268,8 @@ def _body(template: _Template, kwargs: dict[str, Any]) -> tuple[str, str, Any]:
     if template.serializer == "json" and _kombu_json():
         try:
             body = _STRICT_JSON.encode(((), kwargs, _EMBED))
-        except (TypeError, ValueError):  # a type only kombu encodes, or a loop
-            pass
+        except Exception:  # a type only kombu encodes, a loop, nesting too deep...:
+            pass  # kombu's path, which raises what it raised before (``EncodeError``)
         else:
             return template.arguments["content_type"], template.arguments["content_encoding"], body
     encoded: tuple[str, str, Any] = serialize(((), kwargs, _EMBED), serializer=template.serializer)

@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 from celery import Celery
 
+from scheduler_app import events
 from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch.claim import READ_COLUMNS, UNREAD_DEFINITION, claim_due
 from scheduler_app.models import SEMANTIC_FIELDS, Occurrence, Schedule
 from scheduler_app.publishing import CeleryPublisher
+from scheduler_app.safety.killswitch import set_kill_switch
 from scheduler_app.ticker import Ticker
-from tests.integration.support import START, schedule
+from tests.integration.support import START, TASK, MemoryPublisher, schedule, ticker
 
 pytestmark = pytest.mark.django_db
 
@@ -90,3 +92,35 @@ def test_a_tick_of_every_policy_reads_no_column_the_claim_left_out(
     assert read == []
     made_rows = Occurrence.objects.filter(schedule__in=made)
     assert {row.schedule_id for row in made_rows} == {row.pk for row in made}
+
+
+def test_a_receiver_naming_the_schedule_of_a_refused_row_costs_no_query_per_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows the screen refuses in the tick that made them (a kill switch here) carry the
+    claimed schedule to ``occurrence_finished``; a project's receiver (paging, chat) that
+    names it reads its name or key (review 19)."""
+    clock = FakeClock(START)
+    made = [schedule(clock, kind="cron", rule="* * * * *", name=f"report {n}") for n in range(5)]
+    set_kill_switch("task", TASK, enabled=True, reason="incident", now=START, by="ops")
+    named: list[str] = []
+
+    def page(sender: Any, occurrence: Occurrence, **_: Any) -> None:
+        named.append(str(occurrence.schedule))
+
+    read: list[list[str]] = []
+    refresh = Schedule.refresh_from_db
+
+    def recorded(self: Schedule, *args: Any, fields: Any = None, **kwargs: Any) -> None:
+        read.append(list(fields or []))
+        refresh(self, *args, fields=fields, **kwargs)
+
+    monkeypatch.setattr(Schedule, "refresh_from_db", recorded)
+    events.occurrence_finished.connect(page)
+    try:
+        clock.set(START + timedelta(minutes=1))
+        ticker(MemoryPublisher(), clock).tick()
+    finally:
+        events.occurrence_finished.disconnect(page)
+    assert sorted(named) == sorted(row.name for row in made)
+    assert read == []

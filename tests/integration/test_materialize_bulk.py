@@ -17,6 +17,7 @@ from scheduler_app.dispatch.materialize import insert_occurrences, materialize_b
 from scheduler_app.models import Occurrence, Schedule, Trigger
 from scheduler_app.timing import build_timing, previous_slot, slots_between
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
+from tests.subclasses import Letter, Loud, Number
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -414,3 +415,33 @@ def test_a_payload_value_json_cannot_hold_is_refused_not_turned_into_text(value:
     with pytest.raises(TypeError), transaction.atomic():
         insert_occurrences(made)
     assert not Occurrence.objects.filter(id__in=[r.id for r in made]).exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("sql_type", "values", "stored"),
+    [
+        ("text", ["b", Letter.A], ["b", "a"]),
+        ("integer", [2, Number.ONE], ["2", "1"]),
+        ("text", ["x", Loud("y")], ["x", "y"]),
+        ("uuid", [uuid.UUID(int=1), None], [str(uuid.UUID(int=1)), None]),
+    ],
+)
+def test_a_column_value_json_writes_as_itself_is_sent_as_its_value(
+    sql_type: str, values: list[Any], stored: list[Any]
+) -> None:
+    """A ``str``, ``int`` or ``float`` subclass (an enum mixin) goes into the document as its
+    value, as JSON writes it; only other types (a UUID, an instant) as their ``str()``."""
+    from django.db import connection
+
+    from scheduler_app.dispatch.bulk import _unnest
+
+    unnested = _unnest(
+        [("id", "uuid", [uuid.uuid4(), uuid.uuid4()]), ("c", sql_type, values)], key="id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT ({unnested.values[1]})::text FROM {unnested.source}", unnested.params
+        )
+        assert [row[0] for row in cursor.fetchall()] == stored

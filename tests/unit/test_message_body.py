@@ -15,10 +15,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kombu import serialization
+from kombu.exceptions import EncodeError
 from kombu.serialization import dumps as serialize
 
 from scheduler_app.publishing import messages
 from scheduler_app.publishing.messages import _EMBED, _body, _Template
+from tests.subclasses import Letter, Loud, Number
 
 JSON = _Template(
     {"content_type": "application/json", "content_encoding": "utf-8"}, "", "celery", "json"
@@ -87,3 +89,33 @@ def test_a_json_serializer_the_project_registered_is_used_as_is(own_json: None) 
     assert not messages._kombu_json()
     assert _body(JSON, kwargs) == kombus(kwargs)
     assert _body(JSON, kwargs)[2].index('"a"') < _body(JSON, kwargs)[2].index('"b"')
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"letter": Letter.A, "number": Number.ONE, "loud": Loud("q")},
+        {1: "int key", None: "none key", 2.5: "float key"},
+        {True: "bool key", False: 0},
+        {"tuple": (1, 2), "point": [(3, 4)]},
+    ],
+)
+def test_subclasses_and_keys_json_converts_come_out_as_kombus(kwargs: Any) -> None:
+    assert _body(JSON, kwargs) == kombus(kwargs)
+
+
+def _nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("kwargs", [{"deep": _nested(5000)}, {(1, 2): "a tuple key"}])
+def test_what_kombu_refuses_is_refused_as_kombu_refuses_it(kwargs: Any) -> None:
+    """``EncodeError`` (a broker error of kombu's, which the batch path reports as not
+    published), never the encoder's own ``RecursionError`` or ``TypeError`` (review 19)."""
+    with pytest.raises(EncodeError):
+        kombus(kwargs)
+    with pytest.raises(EncodeError):
+        _body(JSON, kwargs)
