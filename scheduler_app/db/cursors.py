@@ -33,7 +33,7 @@ from functools import cache
 from typing import Any
 from weakref import WeakSet
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from scheduler_app.conf import get_settings
 
@@ -108,25 +108,29 @@ def fetch_one(sql: Statement, params: Mapping[str, Any]) -> tuple[Any, ...] | No
     it again on every call (it caches its own parse only for statements under 4 kB, and the
     claim is longer). While queries are logged (``DEBUG``, ``CaptureQueriesContext``) the
     named text goes through psycopg's parser, so Django's query log can show it. The
-    statement is prepared when ``_prepares`` says so (the module's docstring)."""
-    raw = _raw_connection()
+    statement is prepared when ``_prepares`` says so (the module's docstring).
+
+    The connection's wrapper is looked up once (``django.db.connection`` looks it up again
+    on every attribute read: a dozen reads a statement)."""
+    db: Any = connections[DEFAULT_DB_ALIAS]  # the stubs type make_cursor's argument apart
+    raw = _raw_connection(db)
     if raw is None:
-        with connection.cursor() as plain:
+        with db.cursor() as plain:
             plain.execute(sql.text, params)
             return plain.fetchone()
-    db: Any = connection  # the stubs type make_cursor's argument as Django's own wrapper
     db.validate_thread_sharing()
     raw_cursor = getattr(psycopg, "RawCursor", None)
+    logged = db.queries_logged
     with db.wrap_database_errors:
-        if db.queries_logged or raw_cursor is None:
+        if logged or raw_cursor is None:
             text: str = sql.text
             values: Any = params
             cursor: Any = psycopg.Cursor(raw)
         else:
             text, values, cursor = sql.native, sql.values(params), raw_cursor(raw)
     # Prepared by this project (not while queries are logged: the log reads the text sent).
-    own = not db.queries_logged and raw.prepare_threshold is None and _prepares(raw)
-    wrapped = db.make_debug_cursor(cursor) if db.queries_logged else db.make_cursor(cursor)
+    own = not logged and raw.prepare_threshold is None and _prepares(raw, db)
+    wrapped = db.make_debug_cursor(cursor) if logged else db.make_cursor(cursor)
     with wrapped:
         if not own:
             wrapped.execute(text, values)
@@ -148,43 +152,45 @@ _GENERIC: WeakSet[Any] = WeakSet()
 """Connections that were asked for ``plan_cache_mode = force_generic_plan``."""
 
 
-def _prepares(raw: Any) -> bool:
+def _prepares(raw: Any, db: Any) -> bool:
     """Whether this project prepares its own statements on ``raw`` (the setting, or by default
     unless a transaction pooler sits in front); the first time, on a connection outside any
-    transaction (a ``SET`` inside one would end with it), ask it for generic plans."""
-    if not _wanted():
+    transaction (a ``SET`` inside one would end with it), ask it for generic plans. ``db``:
+    the default connection's wrapper (``raw``'s)."""
+    if not _wanted(db):
         return False
-    if raw not in _GENERIC and not connection.in_atomic_block:
-        with connection.cursor() as cursor:
+    if raw not in _GENERIC and not db.in_atomic_block:
+        with db.cursor() as cursor:
             cursor.execute("SET plan_cache_mode = force_generic_plan")
         _GENERIC.add(raw)
     return True
 
 
-def _raw_connection() -> Any:
-    """The psycopg 3 connection under Django's, opened (and health-checked) as
-    ``connection.cursor()`` would; None for any other driver."""
-    if psycopg is None or connection.vendor != "postgresql":
+def _raw_connection(db: Any) -> Any:
+    """The psycopg 3 connection under ``db`` (the default connection's wrapper), opened (and
+    health-checked) as ``db.cursor()`` would; None for any other driver."""
+    if psycopg is None or db.vendor != "postgresql":
         return None
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    raw = connection.connection
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    raw = db.connection
     return raw if isinstance(raw, psycopg.Connection) else None
 
 
 def prepares() -> bool:
     """Whether the default connection prepares the worker's statements (by default, or the
     project's own ``prepare_threshold``)."""
-    raw = _raw_connection()
+    db = connections[DEFAULT_DB_ALIAS]
+    raw = _raw_connection(db)
     if raw is None:
         return False
-    return raw.prepare_threshold is not None or _wanted()
+    return raw.prepare_threshold is not None or _wanted(db)
 
 
-def _wanted() -> bool:
+def _wanted(db: Any) -> bool:
     """``SCHEDULER_PREPARED_STATEMENTS``; when None, yes unless a transaction pooler sits in
-    front (``DISABLE_SERVER_SIDE_CURSORS``)."""
+    front of ``db`` (``DISABLE_SERVER_SIDE_CURSORS``)."""
     wanted = get_settings().PREPARED_STATEMENTS
     if wanted is None:
-        return not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS", False)
+        return not db.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS", False)
     return bool(wanted)

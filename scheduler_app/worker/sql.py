@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from scheduler_app.db.cursors import Statement, fetch_one, inline, statement
 from scheduler_app.errors import storable_error
@@ -213,10 +213,11 @@ def _claimed(row: tuple[Any, ...]) -> Claimed:
     o_end = width(Occurrence)
     s_end = o_end + width(Schedule)
     v_end = s_end + width(ScheduleVersion)
-    occurrence = build(Occurrence, row[:o_end])
-    occurrence.schedule = build(Schedule, row[o_end:s_end])
+    db = connections[DEFAULT_DB_ALIAS]  # looked up once for the three rows
+    occurrence = build(Occurrence, row[:o_end], db)
+    occurrence.schedule = build(Schedule, row[o_end:s_end], db)
     if row[s_end] is not None:
-        occurrence.schedule_version = build(ScheduleVersion, row[s_end:v_end])
+        occurrence.schedule_version = build(ScheduleVersion, row[s_end:v_end], db)
     token, attempt, stopped = row[v_end:]
     if token is None:
         return Claimed(occurrence, won=False)
@@ -324,10 +325,11 @@ def finish(
         return None
     s_end = width(Schedule)
     o_end = s_end + width(Occurrence)
-    schedule = build(Schedule, row[:s_end])
+    db = connections[DEFAULT_DB_ALIAS]
+    schedule = build(Schedule, row[:s_end], db)
     if succeeded:
         schedule.note_success(now)
-    occurrence = build(Occurrence, row[s_end:o_end])
+    occurrence = build(Occurrence, row[s_end:o_end], db)
     occurrence.schedule = schedule
     return Ended(occurrence, schedule, buffered=bool(row[o_end]))
 
