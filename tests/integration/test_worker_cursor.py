@@ -1,18 +1,81 @@
 """``db.cursors.fetch_one``, the worker's claim and outcome cursor (issue 39: the worker's Python
 per delivery): it looks the connection up once per statement, and that is the calling
-thread's own connection."""
+thread's own connection; it reads ``timestamptz`` with psycopg's compiled parser, and must
+read exactly what Django's own cursor reads (the same instants, the same ``tzinfo``, the same
+errors), logged or not."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import psycopg.pq
 import pytest
-from django.db import connection
+from django.db import DataError, connection
+from django.test.utils import CaptureQueriesContext
 
+from scheduler_app.db import cursors
 from scheduler_app.db.cursors import fetch_one, statement
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+
+TIMES = (
+    "'2026-01-05 01:00:10.123456+00'",
+    "'2026-03-29 01:30:00+02'",  # an offset: the session's zone decides what comes back
+    "'2026-10-25 02:30:00 Europe/Paris'",
+    "'0001-01-01 00:00:00+00'",
+    "'9999-12-31 23:59:59.999999+00'",
+    "'infinity'",
+    "NULL",
+)
+
+
+def django_reads(sql: str) -> tuple[Any, ...]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        row = cursor.fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def outcome(read: Callable[[], Any]) -> tuple[Any, ...]:
+    """What a read gives: its values, each with its ``tzinfo`` and ISO text, or its error."""
+    try:
+        row = read()
+    except DataError as exc:
+        return ("error", str(exc))
+    return tuple(
+        None if value is None else (value, type(value.tzinfo), value.tzinfo, value.isoformat())
+        for value in row
+    )
+
+
+@pytest.fixture(params=["UTC", "America/New_York"])
+def session_zone(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The session's ``TimeZone`` (Django sets UTC; a pooler or a role may not)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET TIME ZONE '{request.param}'")
+    try:
+        yield request.param
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET TIME ZONE 'UTC'")
+
+
+@pytest.mark.parametrize("value", TIMES)
+def test_fetch_one_reads_times_as_djangos_cursor_does(session_zone: str, value: str) -> None:
+    """The same values, ``tzinfo`` and ISO text, or the same error (year 1 read in New York
+    is before year 1; ``infinity`` has no Python datetime)."""
+    sql = f"SELECT {value}::timestamptz, {value}::timestamptz"
+    expected = outcome(lambda: django_reads(sql))
+    assert outcome(lambda: fetch_one(statement(sql), {})) == expected
+    assert outcome(lambda: fetch_one(statement(sql), {})) == expected  # prepared by now
+    with CaptureQueriesContext(connection) as queries:  # the logged path
+        assert outcome(lambda: fetch_one(statement(sql), {})) == expected
+    assert [query["sql"] for query in queries.captured_queries] == [sql]
+    if session_zone == "UTC" and value != "NULL" and "infinity" not in value:
+        assert expected[0] != "error"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -33,3 +96,16 @@ def test_fetch_one_runs_on_the_calling_threads_connection() -> None:
     assert mine is not None and theirs and theirs[0] is not None
     assert theirs[0] != mine
     assert fetch_one(sql, {}) == mine
+
+
+def test_the_compiled_parser_is_the_one_in_use() -> None:
+    """Not a test of nothing: with psycopg's compiled module installed, ``fetch_one`` reads
+    times through it."""
+    if cursors._compiled is None:
+        pytest.skip("psycopg without its compiled module")
+    connection.ensure_connection()
+    raw: Any = connection.connection
+    oid = raw.adapters.types["timestamptz"].oid
+    loader = cursors._fast_times(raw.adapters.get_loader(oid, psycopg.pq.Format.TEXT))
+    assert loader is not None
+    assert loader.timezone is connection.timezone
