@@ -26,7 +26,9 @@ def _field_defaults(model: type[Model]) -> dict[str, Any]:
     return {field.attname: field.get_default() for field in model._meta.concrete_fields}
 
 
-def _has_init_receivers(model: type[Model]) -> bool:
+def has_init_receivers(model: type[Model]) -> bool:
+    """Whether ``pre_init`` or ``post_init`` has a receiver for ``model`` (its rows are then
+    built the ordinary way, so that they still run)."""
     if not (signals.pre_init.receivers or signals.post_init.receivers):
         return False  # none connected at all, the usual case: no lookup by sender per row
     return bool(signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model))
@@ -38,7 +40,7 @@ def new_row(model: type[M], **values: Any) -> M:
     is on the hot path). A model with ``pre_init``/``post_init`` receivers is built the
     ordinary way, so that they still run."""
     defaults = _field_defaults(model)
-    if _has_init_receivers(model):
+    if has_init_receivers(model):
         return model(**defaults | values)
     row = model.__new__(model)
     state = row.__dict__
@@ -62,7 +64,7 @@ def loaded(queryset: QuerySet[M]) -> list[M]:
     receivers is read the ordinary way, so that they still run. The beat's claim reads its
     batch of schedules through it (``Model.__init__`` was a third of the claim's time)."""
     model = queryset.model
-    if _has_init_receivers(model) or queryset.query.select_related:
+    if has_init_receivers(model) or queryset.query.select_related:
         return list(queryset)
     database = queryset.db
     compiler = queryset.query.get_compiler(using=database)

@@ -7,8 +7,10 @@ from functools import cache
 from typing import Any, TypeVar, cast
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
-from django.db.models import Model, signals
+from django.db.models import Model
 from django.db.models.base import ModelState
+
+from scheduler_app.db.rows import has_init_receivers
 
 M = TypeVar("M", bound=Model)
 Converter = Callable[[Any, Any, Any], Any]
@@ -46,7 +48,7 @@ def build(model: type[M], values: Sequence[Any], db: Any = None) -> M:
         for convert in converters:
             value = convert(value, expression, db)
         converted[index] = value
-    if not _plain(model) or _has_init_receivers(model):
+    if not _plain(model) or has_init_receivers(model):
         return model.from_db(db.alias, names, converted)
     row = model.__new__(model)
     row.__dict__.update(zip(names, converted, strict=True))
@@ -63,12 +65,6 @@ def _plain(model: type[Model]) -> bool:
         model.__init__ is Model.__init__
         and cast(Any, model.from_db).__func__ is cast(Any, Model.from_db).__func__
     )
-
-
-def _has_init_receivers(model: type[Model]) -> bool:
-    if not (signals.pre_init.receivers or signals.post_init.receivers):
-        return False  # none connected at all, the usual case
-    return bool(signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model))
 
 
 @cache
