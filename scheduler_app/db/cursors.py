@@ -30,6 +30,7 @@ import importlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import tzinfo
 from functools import cache, lru_cache
 from typing import Any
 from weakref import WeakSet
@@ -193,7 +194,7 @@ def _fast_times(registered: Any) -> type[Any] | None:
         or django_loader is None
         or not isinstance(registered, type)
         or not issubclass(registered, django_loader)
-        or getattr(registered, "load", None) is not django_loader.load  # Django's, unchanged
+        or not _djangos_own(registered, django_loader)
     ):
         return None
     zone = getattr(registered, "timezone", None)
@@ -209,6 +210,31 @@ def _fast_times(registered: Any) -> type[Any] | None:
             return self._parse(data).replace(tzinfo=self.timezone)
 
     return CompiledTzLoader
+
+
+def _djangos_own(registered: Any, django_loader: Any) -> bool:
+    """Whether ``registered`` is the loader Django's ``register_tzloader`` makes: a direct
+    subclass of ``BaseTzLoader`` that sets ``timezone`` (a zone or None) and nothing else
+    (its namespace holds no name a class made the same way lacks). A subclass that changes
+    anything else (its ``__init__``, psycopg's ``_load_method``, a ``timezone`` computed per
+    instance) would not read what the compiled parser reads."""
+    if registered.__bases__ != (django_loader,):
+        return False
+    zone = vars(registered).get("timezone")
+    if zone is not None and not isinstance(zone, tzinfo):
+        return False
+    return set(vars(registered)) <= _plain_names(django_loader)
+
+
+@cache
+def _plain_names(django_loader: Any) -> frozenset[str]:
+    """The names in the namespace of a subclass of ``django_loader`` that sets only
+    ``timezone`` (as ``register_tzloader``'s does: the class machinery's, and ``timezone``)."""
+
+    class Plain(django_loader):
+        timezone = None
+
+    return frozenset(vars(Plain))
 
 
 _GENERIC: WeakSet[Any] = WeakSet()

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg.pq
 import pytest
 from django.db import DataError, connection
+from django.db.backends.postgresql.psycopg_any import BaseTzLoader
 from django.test.utils import CaptureQueriesContext
 
 from scheduler_app.db import cursors
@@ -109,3 +111,45 @@ def test_the_compiled_parser_is_the_one_in_use() -> None:
     loader = cursors._fast_times(raw.adapters.get_loader(oid, psycopg.pq.Format.TEXT))
     assert loader is not None
     assert loader.timezone is connection.timezone
+
+
+# --- a project's own loader (review 20) ------------------------------------------------------
+
+
+class ClampingTzLoader(BaseTzLoader):
+    """Django's loader (same ``load``), reading ``infinity`` as ``datetime.max``."""
+
+    timezone = UTC
+
+    def __init__(self, oid: int, context: Any = None) -> None:
+        super().__init__(oid, context)
+        parse = self._load_method
+
+        def clamped(loader: Any, data: Any) -> datetime:
+            if bytes(data) == b"infinity":
+                return datetime.max.replace(tzinfo=UTC)
+            return parse(loader, data)
+
+        self._load_method = clamped
+
+
+@pytest.fixture
+def clamping_loader() -> Iterator[None]:
+    connection.ensure_connection()
+    raw: Any = connection.connection
+    oid = raw.adapters.types["timestamptz"].oid
+    before = raw.adapters.get_loader(oid, psycopg.pq.Format.TEXT)
+    raw.adapters.register_loader(oid, ClampingTzLoader)
+    try:
+        yield
+    finally:
+        raw.adapters.register_loader(oid, before)
+
+
+def test_a_customised_django_loader_is_not_replaced(clamping_loader: None) -> None:
+    sql = "SELECT 'infinity'::timestamptz, '2026-01-05 01:00:10+00'::timestamptz"
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        expected = cursor.fetchone()
+    assert expected[0] == datetime.max.replace(tzinfo=UTC)
+    assert fetch_one(statement(sql), {}) == expected
