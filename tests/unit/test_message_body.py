@@ -111,11 +111,16 @@ def _nested(levels: int) -> Any:
     return value
 
 
-@pytest.mark.parametrize("kwargs", [{"deep": _nested(5000)}, {(1, 2): "a tuple key"}])
+@pytest.mark.parametrize("kwargs", [{"deep": _nested(100_000)}, {(1, 2): "a tuple key"}])
 def test_what_kombu_refuses_is_refused_as_kombu_refuses_it(kwargs: Any) -> None:
     """``EncodeError`` (a broker error of kombu's, which the batch path reports as not
-    published), never the encoder's own ``RecursionError`` or ``TypeError`` (review 19)."""
-    with pytest.raises(EncodeError):
-        kombus(kwargs)
-    with pytest.raises(EncodeError):
-        _body(JSON, kwargs)
+    published), never the encoder's own ``RecursionError`` or ``TypeError`` (review 19). How
+    deep a payload the encoder refuses depends on the Python version: what kombu writes, the
+    same bytes."""
+    try:
+        expected = kombus(kwargs)
+    except EncodeError:
+        with pytest.raises(EncodeError):
+            _body(JSON, kwargs)
+    else:
+        assert _body(JSON, kwargs) == expected
