@@ -35,27 +35,53 @@ PACKAGES = ("chromium", "chromium-driver")
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "browser: drives a headless Chromium (Selenium)")
-    if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    if _shares_the_connection():
         # The test database is SQLite in memory: every thread of the live server uses the
         # test's one connection. Two requests at once (the page's preview fetch while the
         # form is saved) would run inside each other's transaction, and a failed statement
         # in one silently rolls back the other (its save redirects as if it had worked).
-        # One request at a time, as in a real server each request has its own connection.
+        # The same holds for the test itself reading the database while a page's script
+        # still calls the server. So the connection is taken in turns (``TURN``): by one
+        # request at a time, and by the test except while it waits on the browser.
         LiveServerThread.server_class = OneRequestAtATime  # type: ignore[attr-defined]
 
 
+def _shares_the_connection() -> bool:
+    return bool(settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"))
+
+
+TURN = threading.RLock()
+"""Whose turn it is to use the in-memory SQLite connection the live server shares with the
+test: a request's, or the test's. The test holds it but while a WebDriver command runs."""
+
+
 class OneRequestAtATime(ThreadedWSGIServer):
-    """The live server, its requests' database work one at a time (connections are still
-    served by threads: a browser's idle keep-alive connection blocks nobody)."""
+    """The live server, its requests' database work in turns (connections are still served by
+    threads: a browser's idle keep-alive connection blocks nobody)."""
 
     def set_app(self, application: Any) -> None:
-        lock = threading.Lock()
-
-        def one_at_a_time(environ: Any, start_response: Any) -> Any:
-            with lock:
+        def in_turn(environ: Any, start_response: Any) -> Any:
+            with TURN:
                 return application(environ, start_response)
 
-        super().set_app(one_at_a_time)
+        super().set_app(in_turn)
+
+
+class _TurnTaking:
+    """Wraps ``WebDriver.execute`` (every command, a page's element's too): the test gives the
+    connection up while the browser works and takes it back after, waiting for the request
+    being answered. A page's later fetch waits for the test's next command, so the test never
+    reads the database while a request writes it, and never inside a request's transaction."""
+
+    def __init__(self, execute: Callable[..., Any]) -> None:
+        self.execute = execute
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        TURN.release()
+        try:
+            return self.execute(*args, **kwargs)
+        finally:
+            TURN.acquire()
 
 
 def _install_chromium() -> str | None:
@@ -109,8 +135,18 @@ def driver(chromedriver_path: str, live_server: object) -> Iterator[WebDriver]:
         options.binary_location = chromium
     browser = webdriver.Chrome(service=Service(executable_path=chromedriver_path), options=options)
     browser.set_page_load_timeout(30)
-    yield browser
-    browser.quit()
+    if not _shares_the_connection():
+        yield browser
+        browser.quit()
+        _wait_for_request_threads()
+        return
+    TURN.acquire()
+    browser.execute = _TurnTaking(browser.execute)  # type: ignore[method-assign]
+    try:
+        yield browser
+        browser.quit()
+    finally:
+        TURN.release()
     _wait_for_request_threads()
 
 
@@ -162,7 +198,8 @@ def shoot(driver: WebDriver) -> Shoot:
 def wait_for(
     driver: WebDriver, predicate: Callable[[WebDriver], object], timeout: float = 10
 ) -> None:
-    WebDriverWait(driver, timeout).until(predicate)
+    # Polled often: a page's fetch is answered only while a command runs (see ``TURN``).
+    WebDriverWait(driver, timeout, poll_frequency=0.05).until(predicate)
 
 
 def log_in(driver: WebDriver, base: str, username: str, password: str) -> None:

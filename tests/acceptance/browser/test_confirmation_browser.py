@@ -71,8 +71,13 @@ def test_the_preview_starts_at_a_chosen_date_across_next_springs_change(
     )
 
     def first_two(d: WebDriver) -> list[str]:
-        rows = d.find_elements(By.CSS_SELECTOR, "#sched-slots tbody tr")
-        return [row.text for row in rows[:2]]
+        # Read in one script: the rows are replaced when the preview's answer arrives.
+        return list(
+            d.execute_script(
+                "return Array.from(document.querySelectorAll('#sched-slots tbody tr'))"
+                ".slice(0, 2).map(function (row) { return row.innerText; });"
+            )
+        )
 
     wait_for(driver, lambda d: any("2027-03-22" in text for text in first_two(d)))
     first, second = first_two(driver)
