@@ -30,7 +30,6 @@ from django.utils import timezone
 from scheduler_app.admin.forms import BUILDER_FIELDS, TIMING_FIELDS
 from scheduler_app.admin.words import builder_fill
 from scheduler_app.authoring.preview import (
-    TICK,
     PreviewRow,
     calendar_notes,
     description,
@@ -39,7 +38,7 @@ from scheduler_app.authoring.preview import (
 )
 from scheduler_app.models import Schedule, ScheduleOrigin
 from scheduler_app.safety.tenancy import scope
-from scheduler_app.timing import Timing
+from scheduler_app.timing import TICK, Timing
 
 COUNT = 10
 

@@ -13,7 +13,7 @@ from itertools import islice
 from zoneinfo import ZoneInfo
 
 from scheduler_app.errors import SearchExhausted
-from scheduler_app.timing import TICK, Ambiguous, Timing, describe, iter_annotated
+from scheduler_app.timing import Ambiguous, Timing, describe, iter_annotated
 from scheduler_app.timing.calendars.solar import SolarRule, missing_days
 from scheduler_app.timing.engine import holiday_skips
 from scheduler_app.timing.rules import EARLIEST, LATEST, IntervalRule, OnceRule
@@ -153,19 +153,6 @@ def window_text(windows: ActiveWindows) -> str:
     )
 
 
-def preview_payload(timing: Timing, after: datetime, count: int) -> dict[str, object]:
-    """The JSON document both the command (``--json``) and the admin's preview view send;
-    ``stopped`` says why fewer slots than asked came back (the search budget), else None."""
-    found = preview_slots(timing, after, count)
-    return {
-        "description": description(timing),
-        "timezone": timing.zone.key,
-        "slots": [row.as_json() for row in found.rows],
-        "skipped": calendar_notes(timing, after, found.rows),
-        "stopped": found.stopped,
-    }
-
-
 NOTES_HORIZON = timedelta(days=366)
 """How far past ``after`` the notes look when no slot bounds them (a rule without slots)."""
 MAX_NOTES = 50
@@ -223,8 +210,3 @@ def parse_from(text: str, zone: ZoneInfo, option: str = "from") -> datetime:
             f"pick a date between {EARLIEST.year + 1} and {LATEST.year - 1}"
         )
     return instant
-
-
-def first_slot_after(timing: Timing, instant: datetime) -> datetime:
-    """``after`` for a stored schedule: just before its next slot, as the beat sees it."""
-    return instant - TICK

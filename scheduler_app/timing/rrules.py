@@ -35,7 +35,6 @@ from scheduler_app.timing.gaps import (
 )
 from scheduler_app.timing.rrule_days import cached_rule, matching_days
 from scheduler_app.timing.rrule_text import (
-    FREQS,
     MAX_RULE_LENGTH,
     int_part,
     parse_freq,
@@ -76,10 +75,6 @@ class RRuleSpec:
     """RDATE wall times, sorted: slots added to the rule's (RFC 5545 content lines)."""
     exdates: frozenset[datetime] = frozenset()
     """EXDATE wall times: the rule's or RDATE's slots at these wall times are left out."""
-
-    @property
-    def freq_name(self) -> str:
-        return next(name for name, value in FREQS.items() if value == self.freq)
 
     def iter_local(self, start: datetime, charge: Charge | None = None) -> Iterator[datetime]:
         """Every occurrence (naive wall time) at or after ``start``, in order. ``charge``

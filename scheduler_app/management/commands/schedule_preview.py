@@ -20,7 +20,6 @@ from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone as django_timezone
 
 from scheduler_app.authoring.preview import (
-    TICK,
     PreviewSlots,
     calendar_notes,
     parse_from,
@@ -33,7 +32,7 @@ from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._text_rule import parsed_text, text_options
 from scheduler_app.models import Schedule
-from scheduler_app.timing import Ambiguous, Kind, Nonexistent, Timing, build_timing, describe
+from scheduler_app.timing import TICK, Ambiguous, Kind, Nonexistent, Timing, build_timing, describe
 from scheduler_app.timing.phrases import ParsedText
 from scheduler_app.timing.zones import get_zone
 
