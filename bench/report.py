@@ -89,7 +89,20 @@ def machine() -> dict[str, Any]:
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "commit": _run("git", "rev-parse", "HEAD") or None,
-        "dirty": bool(_run("git", "status", "--porcelain")),
+        # Changed code only: not the results and pages a run writes, not untracked files
+        # (a checkout's .venv link).
+        "dirty": bool(
+            _run(
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!bench/results",
+                ":!docs",
+            )
+        ),
     }
 
 
