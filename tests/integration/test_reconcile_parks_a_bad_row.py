@@ -1,0 +1,113 @@
+"""Attacks the promise "the reconciler parks a bad row, the beat goes on" (docs/guarantees.md,
+crash windows: "the reconciler meets a row it cannot process (a stored value out of range) |
+the schedule is paused with the error in `last_error` (`reconcile.parked`), the pass goes on
+with the others").
+
+Four runs lose their workers at once; the beat's reconciler pass meets them in one batch. One
+of them raises in the middle of its handling (after its row was moved back to the outbox,
+before its attempt was closed: the error a stored value out of range gives, ``OverflowError``).
+No field the services or the database let through makes that path raise on both databases,
+so the failure is injected there, for that row only. The pass must put the others back (or
+end them), park the bad one's schedule with the error and a ``reconcile.parked`` log line,
+leave the bad row as it was (not half moved), and the beat's next passes must still work.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from scheduler_app.clock import FakeClock
+from scheduler_app.dispatch import reconcile as reconcile_module
+from scheduler_app.models import Occurrence, OccurrenceAttempt, OccurrenceState, ScheduleStatus
+from scheduler_app.worker import claiming
+from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
+from tests.integration.worker_support import fetch, load_task_modules
+
+pytestmark = pytest.mark.django_db
+LEASE = timedelta(seconds=30)
+RECONCILE_EVERY = 60
+
+
+def test_a_row_that_raises_is_parked_and_the_rest_of_the_pass_is_reconciled(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    load_task_modules()  # before the log capture (see there)
+    clock, broker = FakeClock(START), MemoryPublisher()
+    # Hourly: no new slot comes due while the test runs; only the reconciler moves rows.
+    retried = [schedule(clock, kind="interval", rule="1h", max_attempts=3) for _ in range(2)]
+    exhausted = schedule(clock, kind="interval", rule="1h", max_attempts=1)
+    bad = schedule(clock, kind="interval", rule="1h", max_attempts=3)
+    every = [*retried, exhausted, bad]
+    clock.set(max(reload(target).next_run_at for target in every))
+    beat = ticker(broker, clock, RECONCILE_INTERVAL=RECONCILE_EVERY)
+    beat.tick()
+    runs = {target.pk: rows(target)[0] for target in every}
+    for occurrence in runs.values():
+        assert claiming.claim(occurrence.pk, owner="killed", now=clock.now(), lease=LEASE).claimed
+    poisoned = {runs[bad.pk].pk}
+    real_close_attempt = reconcile_module.close_attempt
+
+    def close_attempt(occurrence_id: UUID | str, now: datetime, *args: Any, **kwargs: Any) -> int:
+        if occurrence_id in poisoned:
+            raise OverflowError("date value out of range")
+        return real_close_attempt(occurrence_id, now, *args, **kwargs)
+
+    monkeypatch.setattr(reconcile_module, "close_attempt", close_attempt)
+    caplog.set_level(logging.INFO)
+
+    # One reconcile interval later every lease has run out: the beat's pass takes all four.
+    clock.advance(timedelta(seconds=RECONCILE_EVERY))
+    sent_before = len(broker.sent)
+    beat.tick()  # does not raise
+
+    for target in retried:  # back in the outbox and published again in the same tick
+        row = fetch(runs[target.pk])
+        assert (row.state, row.reason, row.attempts) == (
+            OccurrenceState.DISPATCHED,
+            "lost_retry",
+            1,
+        )
+        assert reload(target).status == ScheduleStatus.ACTIVE
+    assert {row.id for row in broker.sent[sent_before:]} == {runs[t.pk].pk for t in retried}
+    row = fetch(runs[exhausted.pk])
+    assert (row.state, row.reason) == (OccurrenceState.FAILED, "lost")
+    assert reload(exhausted).status == ScheduleStatus.ACTIVE
+
+    parked = reload(bad)
+    assert parked.status == ScheduleStatus.PAUSED
+    assert parked.last_error == "reconciler: OverflowError: date value out of range"
+    logged = parked_lines(caplog)
+    assert [(r.levelno, r.schedule_id) for r in logged] == [(logging.ERROR, str(bad.pk))]
+    assert "OverflowError" in logged[0].error
+    stuck = fetch(runs[bad.pk])  # its own step rolled back whole: not half moved
+    assert (stuck.state, stuck.reason, stuck.attempts) == (OccurrenceState.RUNNING, "", 1)
+    open_attempts = OccurrenceAttempt.objects.filter(occurrence_id=stuck.pk, finished_at=None)
+    assert open_attempts.count() == 1
+
+    # The beat goes on: the next pass meets the bad row again and parks it again, alone.
+    clock.advance(timedelta(seconds=RECONCILE_EVERY))
+    caplog.clear()
+    beat.tick()
+    assert fetch(runs[bad.pk]).state == OccurrenceState.RUNNING
+    assert [r.schedule_id for r in parked_lines(caplog)] == [str(bad.pk)]
+
+    # Once the row can be read again, the next pass moves it on like the others.
+    poisoned.clear()
+    clock.advance(timedelta(seconds=RECONCILE_EVERY))
+    caplog.clear()
+    beat.tick()
+    row = fetch(runs[bad.pk])
+    assert (row.reason, row.attempts) == ("lost_retry", 1)
+    assert row.state == OccurrenceState.DISPATCHED  # paused with on_pause=keep: it may run
+    assert broker.sent[-1].id == row.id
+    assert not parked_lines(caplog)
+    assert Occurrence.objects.filter(state=OccurrenceState.RUNNING).count() == 0
+
+
+def parked_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if getattr(r, "action", "") == "reconcile.parked"]
