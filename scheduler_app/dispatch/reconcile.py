@@ -28,6 +28,7 @@ from scheduler_app.models import (
     Schedule,
     ScheduleStatus,
 )
+from scheduler_app.models.core import PARKED_BY
 from scheduler_app.worker.lifecycle import close_attempt, end, release_next
 from scheduler_app.worker.receiving import republish_lost_receipts
 
@@ -140,20 +141,27 @@ def _never_started(now: datetime, timeout: timedelta, max_publishes: int) -> tup
         state=OccurrenceState.DISPATCHED, dispatched_at__lt=now - timeout
     ).exclude(target=HandoffTarget.EVENT)[:BATCH]
     for occurrence in stale:
-        if occurrence.publish_count >= max_publishes:
-            failed += end(
-                occurrence,
-                OccurrenceState.FAILED,
-                "never_started",
-                now,
-                from_states=(OccurrenceState.DISPATCHED,),
-                error=f"published {occurrence.publish_count} times, never started by a worker",
-            )
-        else:
-            republished += Occurrence.objects.filter(
-                pk=occurrence.pk, state=OccurrenceState.DISPATCHED
-            ).update(state=OccurrenceState.PENDING, publish_lease_until=None, reason="republish")
+        with parking(occurrence.schedule_id, now):
+            if occurrence.publish_count >= max_publishes:
+                failed += end(
+                    occurrence,
+                    OccurrenceState.FAILED,
+                    "never_started",
+                    now,
+                    from_states=(OccurrenceState.DISPATCHED,),
+                    error=_never_started_error(occurrence),
+                )
+            else:
+                republished += Occurrence.objects.filter(
+                    pk=occurrence.pk, state=OccurrenceState.DISPATCHED
+                ).update(
+                    state=OccurrenceState.PENDING, publish_lease_until=None, reason="republish"
+                )
     return failed, republished
+
+
+def _never_started_error(occurrence: Occurrence) -> str:
+    return f"published {occurrence.publish_count} times, never started by a worker"
 
 
 def _requeue(occurrence: Occurrence, now: datetime) -> int:
@@ -185,9 +193,10 @@ def _expired(now: datetime) -> int:
     waiting = (*WAITING, OccurrenceState.BUFFERED)
     overdue = Occurrence.objects.filter(state__in=waiting, deadline_at__lte=now)[:BATCH]
     for occurrence in overdue:
-        count += end(
-            occurrence, OccurrenceState.EXPIRED, "deadline_passed", now, from_states=waiting
-        )
+        with parking(occurrence.schedule_id, now):
+            count += end(
+                occurrence, OccurrenceState.EXPIRED, "deadline_passed", now, from_states=waiting
+            )
     return count
 
 
@@ -235,7 +244,7 @@ def _stranded_buffers(now: datetime) -> int:
     )
     released = 0
     for schedule_id in set(stranded):
-        with parking(schedule_id, now), transaction.atomic():
+        with parking(schedule_id, now):  # in a transaction: the lock is held to its end
             locked = Schedule.objects.select_for_update().get(pk=schedule_id)
             released += release_next(locked, now) is not None
     return released
@@ -264,11 +273,17 @@ PARKED_ERRORS = (ArithmeticError, ValueError, TypeError, SchedulerError, DataErr
 
 @contextmanager
 def parking(schedule_id: UUID | str, now: datetime) -> Iterator[None]:
-    """Run one schedule's step; if its stored values make it fail, pause the schedule with
-    the error (visible to operators) and carry on with the others, as the materializer does."""
+    """Run one schedule's step (every per-row step of the pass runs in one); if its stored
+    values make it fail, pause the schedule with the error, as the materializer parks one
+    (``paused_by`` the scheduler, the error in ``last_error`` and the pause note, visible to
+    operators), and carry on with the others. The step runs in its own transaction (a
+    savepoint inside another), so its writes roll back with it and a database error in it
+    leaves the connection usable for the others."""
     try:
-        yield
+        with transaction.atomic():
+            yield
     except PARKED_ERRORS as exc:
+        why = storable_error(f"reconciler: {type(exc).__name__}: {exc}", 1000)
         logger.error(
             "reconciler cannot process a schedule; paused",
             extra={
@@ -279,7 +294,9 @@ def parking(schedule_id: UUID | str, now: datetime) -> Iterator[None]:
         )
         Schedule.objects.filter(pk=schedule_id).update(
             status=ScheduleStatus.PAUSED,
-            last_error=storable_error(f"reconciler: {type(exc).__name__}: {exc}", 1000),
+            last_error=why,
+            paused_by=PARKED_BY,
+            pause_note=f"parked by the scheduler: {why}"[:2000],
             updated_at=now,
         )
 

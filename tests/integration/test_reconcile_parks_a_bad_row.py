@@ -111,3 +111,54 @@ def test_a_row_that_raises_is_parked_and_the_rest_of_the_pass_is_reconciled(
 
 def parked_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if getattr(r, "action", "") == "reconcile.parked"]
+
+
+@pytest.mark.parametrize("step", ["expired", "never_started"])
+def test_every_per_row_step_parks_its_bad_row_and_ends_the_others(
+    monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """The deadline's and the lost message's steps end rows through the same path as a run's
+    outcome: a row that raises there parks its schedule (as the materializer parks one: by the
+    scheduler, with a note) and the pass ends the others."""
+    clock, broker = FakeClock(START), MemoryPublisher()
+    targets = [schedule(clock, kind="interval", rule="1h", deadline=60) for _ in range(3)]
+    clock.set(max(reload(target).next_run_at for target in targets))
+    ticker(broker, clock).tick()
+    runs = {target.pk: rows(target)[0] for target in targets}
+    assert {row.state for row in runs.values()} == {OccurrenceState.DISPATCHED}
+    bad = targets[1]
+    real_end = reconcile_module.end
+
+    def end(occurrence: Occurrence, *args: Any, **kwargs: Any) -> bool:
+        if occurrence.pk == runs[bad.pk].pk:
+            raise OverflowError("date value out of range")
+        return bool(real_end(occurrence, *args, **kwargs))
+
+    monkeypatch.setattr(reconcile_module, "end", end)
+    if step == "expired":
+        clock.advance(timedelta(minutes=2))  # past every row's deadline
+        report = reconcile_module.reconcile(clock.now(), retry_grace=timedelta(minutes=5))
+        assert report.expired == 2
+        ended = (OccurrenceState.EXPIRED, "deadline_passed")
+    else:
+        clock.advance(timedelta(seconds=30))  # within the deadline, past the dispatch timeout
+        report = reconcile_module.reconcile(
+            clock.now(),
+            retry_grace=timedelta(minutes=5),
+            dispatch_timeout=timedelta(seconds=10),
+            max_publishes=1,
+        )
+        assert report.lost == 2
+        ended = (OccurrenceState.FAILED, "never_started")
+
+    for target in targets:
+        row = fetch(runs[target.pk])
+        if target is bad:
+            assert (row.state, row.reason) == (OccurrenceState.DISPATCHED, "")
+            parked = reload(target)
+            assert (parked.status, parked.paused_by) == (ScheduleStatus.PAUSED, "scheduler")
+            assert parked.last_error == "reconciler: OverflowError: date value out of range"
+            assert parked.pause_note == f"parked by the scheduler: {parked.last_error}"
+        else:
+            assert (row.state, row.reason) == ended
+            assert reload(target).status == ScheduleStatus.ACTIVE
