@@ -273,32 +273,46 @@ PARKED_ERRORS = (ArithmeticError, ValueError, TypeError, SchedulerError, DataErr
 
 @contextmanager
 def parking(schedule_id: UUID | str, now: datetime) -> Iterator[None]:
-    """Run one schedule's step (every per-row step of the pass runs in one); if its stored
-    values make it fail, pause the schedule with the error, as the materializer parks one
-    (``paused_by`` the scheduler, the error in ``last_error`` and the pause note, visible to
-    operators), and carry on with the others. The step runs in its own transaction (a
-    savepoint inside another), so its writes roll back with it and a database error in it
-    leaves the connection usable for the others."""
+    """Run one schedule's step (every per-row step of the pass runs in one) in its own
+    transaction (a savepoint inside another: its writes roll back with it, and a database
+    error in it leaves the connection usable for the others). If its stored values make it
+    fail, the error is kept and the pass carries on with the others: an active schedule is
+    paused as the materializer parks one (``paused_by`` the scheduler, the error in
+    ``last_error`` and the pause note); a paused, cancelled or completed one keeps its state
+    and its operator's note, with the error in ``last_error``. An error raised after the step
+    committed (a receiver run on its commit) is not the row's: it is logged, nothing parked."""
+    committed = False
     try:
         with transaction.atomic():
             yield
+            committed = True  # what raises from here on runs after the step's commit
     except PARKED_ERRORS as exc:
-        why = storable_error(f"reconciler: {type(exc).__name__}: {exc}", 1000)
-        logger.error(
-            "reconciler cannot process a schedule; paused",
-            extra={
-                "action": "reconcile.parked",
-                "schedule_id": str(schedule_id),
-                "error": repr(exc),
-            },
-        )
-        Schedule.objects.filter(pk=schedule_id).update(
-            status=ScheduleStatus.PAUSED,
-            last_error=why,
-            paused_by=PARKED_BY,
-            pause_note=f"parked by the scheduler: {why}"[:2000],
-            updated_at=now,
-        )
+        if committed:
+            logger.exception(
+                "a callback run after a reconciled row committed raised",
+                extra={"action": "reconcile.callback_failed", "schedule_id": str(schedule_id)},
+            )
+            return
+        _park(schedule_id, exc, now)
+
+
+def _park(schedule_id: UUID | str, error: Exception, now: datetime) -> None:
+    why = storable_error(f"reconciler: {type(error).__name__}: {error}", 1000)
+    paused = Schedule.objects.filter(pk=schedule_id, status=ScheduleStatus.ACTIVE).update(
+        status=ScheduleStatus.PAUSED,
+        last_error=why,
+        paused_by=PARKED_BY,
+        pause_note=f"parked by the scheduler: {why}"[:2000],
+        updated_at=now,
+    )
+    if not paused:  # paused by someone, cancelled or completed: its state stays
+        Schedule.objects.filter(pk=schedule_id).update(last_error=why, updated_at=now)
+    logger.error(
+        "reconciler cannot process a schedule; paused"
+        if paused
+        else "reconciler cannot process a schedule; its error is recorded",
+        extra={"action": "reconcile.parked", "schedule_id": str(schedule_id), "error": repr(error)},
+    )
 
 
 def _within_grace(schedule: Schedule, now: datetime) -> bool:

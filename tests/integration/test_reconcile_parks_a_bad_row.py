@@ -21,9 +21,17 @@ from uuid import UUID
 
 import pytest
 
+from scheduler_app import events, services
 from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch import reconcile as reconcile_module
-from scheduler_app.models import Occurrence, OccurrenceAttempt, OccurrenceState, ScheduleStatus
+from scheduler_app.errors import ScheduleStateError
+from scheduler_app.models import (
+    Occurrence,
+    OccurrenceAttempt,
+    OccurrenceState,
+    Schedule,
+    ScheduleStatus,
+)
 from scheduler_app.worker import claiming
 from tests.integration.support import START, MemoryPublisher, reload, rows, schedule, ticker
 from tests.integration.worker_support import fetch, load_task_modules
@@ -162,3 +170,117 @@ def test_every_per_row_step_parks_its_bad_row_and_ends_the_others(
         else:
             assert (row.state, row.reason) == ended
             assert reload(target).status == ScheduleStatus.ACTIVE
+
+
+def poison_end(monkeypatch: pytest.MonkeyPatch, bad: Occurrence, *, wrote: bool = False) -> None:
+    """``end`` raises for ``bad`` (after writing to its row first when ``wrote``)."""
+    real_end = reconcile_module.end
+
+    def end(occurrence: Occurrence, *args: Any, **kwargs: Any) -> bool:
+        if occurrence.pk == bad.pk:
+            if wrote:
+                Occurrence.objects.filter(pk=bad.pk).update(reason="half_written")
+            raise OverflowError("date value out of range")
+        return bool(real_end(occurrence, *args, **kwargs))
+
+    monkeypatch.setattr(reconcile_module, "end", end)
+
+
+def one_run_past_its_deadline(clock: FakeClock, **fields: Any) -> tuple[Schedule, Occurrence]:
+    target = schedule(clock, deadline=60, **{"kind": "interval", "rule": "1h", **fields})
+    clock.set(reload(target).next_run_at)
+    ticker(MemoryPublisher(), clock).tick()
+    return target, rows(target)[0]
+
+
+def test_a_schedule_an_operator_paused_keeps_their_note_when_its_row_is_parked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = FakeClock(START)
+    target, run = one_run_past_its_deadline(clock)  # on_pause=keep: the row stays
+    services.pause_schedule(target.pk, clock=clock, note="DB maintenance until 18:00", by="alice")
+    poison_end(monkeypatch, run)
+    clock.advance(timedelta(minutes=2))
+    reconcile_module.reconcile(clock.now(), retry_grace=timedelta(minutes=5))
+    after = reload(target)
+    assert (after.status, after.paused_by, after.pause_note) == (
+        ScheduleStatus.PAUSED,
+        "alice",
+        "DB maintenance until 18:00",
+    )
+    assert after.last_error == "reconciler: OverflowError: date value out of range"
+
+
+def test_a_cancelled_schedule_is_not_revived_by_parking_its_lost_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Parking a cancelled schedule as paused would let a plain resume run it again, past the
+    restore (and its approval check) an undo of a cancel takes."""
+    clock = FakeClock(START)
+    target = schedule(clock, kind="interval", rule="1h", max_attempts=3)
+    clock.set(reload(target).next_run_at)
+    ticker(MemoryPublisher(), clock).tick()
+    run = rows(target)[0]
+    assert claiming.claim(run.pk, owner="killed", now=clock.now(), lease=LEASE).claimed
+    services.cancel_schedule(target.pk, clock=clock)  # the running one keeps running
+    poison_end(monkeypatch, run)
+    clock.advance(timedelta(minutes=2))  # its lease ran out
+    reconcile_module.reconcile(clock.now(), retry_grace=timedelta(minutes=5))
+    after = reload(target)
+    assert (after.status, after.paused_by) == (ScheduleStatus.CANCELLED, "")
+    assert after.last_error.startswith("reconciler: OverflowError")
+    with pytest.raises(ScheduleStateError):
+        services.resume_schedule(target.pk, clock=clock)
+
+
+def test_a_completed_schedule_stays_completed_when_its_expired_row_is_parked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = FakeClock(START)
+    at = START + timedelta(minutes=5)
+    target = schedule(clock, kind="once", rule=at.isoformat(), deadline=60)
+    clock.set(at)
+    ticker(MemoryPublisher(), clock).tick()
+    assert reload(target).status == ScheduleStatus.COMPLETED
+    poison_end(monkeypatch, rows(target)[0])
+    clock.advance(timedelta(minutes=2))
+    reconcile_module.reconcile(clock.now(), retry_grace=timedelta(minutes=5))
+    assert reload(target).status == ScheduleStatus.COMPLETED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_step_that_fails_after_writing_leaves_nothing_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Outside a transaction, as the beat runs: the step's own transaction rolls its write
+    back when it fails after it."""
+    clock = FakeClock(START)
+    target, run = one_run_past_its_deadline(clock)
+    poison_end(monkeypatch, run, wrote=True)
+    clock.advance(timedelta(minutes=2))
+    reconcile_module.reconcile(clock.now(), retry_grace=timedelta(minutes=5))
+    assert fetch(run).reason == ""
+    assert reload(target).status == ScheduleStatus.PAUSED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_receiver_that_raises_after_the_commit_parks_nothing() -> None:
+    """The beat runs outside a transaction: the step's commit runs the ``occurrence_finished``
+    receivers. One that raises is not the row's fault: the row stays ended, the schedule
+    active."""
+    clock = FakeClock(START)
+    target, run = one_run_past_its_deadline(clock)
+
+    def receiver(**_: Any) -> None:
+        raise ValueError("a receiver's bug")
+
+    events.occurrence_finished.connect(receiver, dispatch_uid="test-raising-receiver")
+    try:
+        clock.advance(timedelta(minutes=2))
+        report = reconcile_module.reconcile(clock.now(), retry_grace=timedelta(minutes=5))
+    finally:
+        events.occurrence_finished.disconnect(dispatch_uid="test-raising-receiver")
+    assert report.expired == 1
+    assert fetch(run).state == OccurrenceState.EXPIRED
+    after = reload(target)
+    assert (after.status, after.last_error) == (ScheduleStatus.ACTIVE, "")
