@@ -186,3 +186,28 @@ def test_the_endpoint_choice_offers_only_the_endpoints_of_the_users_tenants(
     other = staff("globex-staff", "view_schedule", "add_schedule", tenants=("globex",))
     form = schedule_form(django_app, ADD_URL, other)
     assert [value for value, _, _ in form["endpoint"].options] == ["", "billing"]
+
+
+def test_no_page_of_an_event_schedule_shows_an_endpoints_url_or_secret(
+    django_app: DjangoTestApp, admin_user: User
+) -> None:
+    """docs/events.md: "the page never shows an endpoint's URL or its secrets": the change
+    page (its preview and versions included), its history and the schedule list, as an
+    operator opens them."""
+    schedule = services.create_schedule(
+        task="event:contract.deadline_reached",
+        kind="cron",
+        rule="0 9 * * *",
+        options={"endpoint": "billing"},
+    )
+    services.update_schedule(schedule.pk, expected_version=1, kwargs={"contract_id": 7})
+    pages = [
+        change_url(schedule),
+        change_url(schedule).replace("/change/", "/history/"),
+        ADD_URL.replace("/add/", "/"),
+    ]
+    for page in pages:
+        text = django_app.get(page, user=admin_user).text
+        assert "contract.deadline_reached" in text or page.endswith("/history/"), page
+        for secret in (SECRET, OLD_SECRET, "billing.example.com", "acme.example.com"):
+            assert secret not in text, (page, secret)
