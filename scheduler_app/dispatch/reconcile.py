@@ -28,7 +28,7 @@ from scheduler_app.models import (
     Schedule,
     ScheduleStatus,
 )
-from scheduler_app.models.core import PARKED_BY
+from scheduler_app.models.core import parked_values
 from scheduler_app.worker.lifecycle import close_attempt, end, release_next
 from scheduler_app.worker.receiving import republish_lost_receipts
 
@@ -149,7 +149,7 @@ def _never_started(now: datetime, timeout: timedelta, max_publishes: int) -> tup
                     "never_started",
                     now,
                     from_states=(OccurrenceState.DISPATCHED,),
-                    error=_never_started_error(occurrence),
+                    error=f"published {occurrence.publish_count} times, never started by a worker",
                 )
             else:
                 republished += Occurrence.objects.filter(
@@ -158,10 +158,6 @@ def _never_started(now: datetime, timeout: timedelta, max_publishes: int) -> tup
                     state=OccurrenceState.PENDING, publish_lease_until=None, reason="republish"
                 )
     return failed, republished
-
-
-def _never_started_error(occurrence: Occurrence) -> str:
-    return f"published {occurrence.publish_count} times, never started by a worker"
 
 
 def _requeue(occurrence: Occurrence, now: datetime) -> int:
@@ -299,11 +295,7 @@ def parking(schedule_id: UUID | str, now: datetime) -> Iterator[None]:
 def _park(schedule_id: UUID | str, error: Exception, now: datetime) -> None:
     why = storable_error(f"reconciler: {type(error).__name__}: {error}", 1000)
     paused = Schedule.objects.filter(pk=schedule_id, status=ScheduleStatus.ACTIVE).update(
-        status=ScheduleStatus.PAUSED,
-        last_error=why,
-        paused_by=PARKED_BY,
-        pause_note=f"parked by the scheduler: {why}"[:2000],
-        updated_at=now,
+        **parked_values(why), updated_at=now
     )
     if not paused:  # paused by someone, cancelled or completed: its state stays
         Schedule.objects.filter(pk=schedule_id).update(last_error=why, updated_at=now)

@@ -30,6 +30,20 @@ from scheduler_app.timing import Ambiguous, Kind, Nonexistent
 PARKED_BY = "scheduler"
 """``paused_by`` of a schedule the scheduler paused because it cannot evaluate it."""
 _parking_log = logging.getLogger("scheduler_app.parking")
+
+
+def parked_values(why: str) -> dict[str, Any]:
+    """What parking writes on a schedule the scheduler cannot evaluate or run (the
+    materializer's, the worker's and the reconciler's): paused by the scheduler, ``why`` kept
+    in ``last_error`` and shown in the pause note."""
+    return {
+        "status": ScheduleStatus.PAUSED,
+        "last_error": why,
+        "paused_by": PARKED_BY,
+        "pause_note": f"parked by the scheduler: {why}"[:2000],
+    }
+
+
 # The fields that define what a schedule does; changing any of them makes a new version.
 SEMANTIC_FIELDS = (
     "task",
@@ -329,12 +343,10 @@ class Schedule(models.Model):
             "schedule cannot be evaluated; paused",
             extra={"action": "schedule.parked", "schedule_id": str(self.pk), "error": why},
         )
-        self.status = ScheduleStatus.PAUSED
-        self.last_error = why
-        self.paused_by = PARKED_BY
-        self.pause_note = f"parked by the scheduler: {why}"[:2000]
-        self.updated_at = now
-        return ["status", "last_error", "paused_by", "pause_note", "updated_at"]
+        values = {**parked_values(why), "updated_at": now}
+        for name, value in values.items():
+            setattr(self, name, value)
+        return list(values)
 
     def note_success(self, at: datetime) -> bool:
         """Move ``last_success_at`` forward to ``at`` (never back); True when it moved. The
