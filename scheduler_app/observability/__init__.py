@@ -16,10 +16,13 @@ from scheduler_app.observability.tracing import running
 
 __all__ = ["run_finished", "run_refused", "run_started", "running", "step"]
 
-SUCCEEDED = "succeeded"
-FAILED = "failed"
-CANCELLED = "cancelled"
-RETRYING = "retrying"
+FINISHED = {
+    "succeeded": ("", sentry.OK),
+    "cancelled": ("", sentry.OK),  # stopped as asked: not a failure
+    "failed": ("fail", sentry.ERROR),  # after the last retry
+}
+"""What an ended attempt pings (the suffix of ``<ping_url>``) and checks in, by its state;
+``retrying`` only ends the span: the next attempt starts again."""
 
 
 def step(name: str) -> Any:
@@ -35,34 +38,22 @@ def run_refused(reason: str) -> None:
 def run_started(occurrence: Any, attempt: int) -> None:
     """An attempt of ``occurrence`` was claimed and is about to run."""
     tracing.current_run().claimed(occurrence, attempt)
-    url = getattr(occurrence.schedule, "ping_url", "")
-    if url:
-        pings.ping(url, "start", tenant=_tenant(occurrence))
-    sentry.check_in(occurrence, sentry.IN_PROGRESS)
+    _report(occurrence, "start", sentry.IN_PROGRESS)
 
 
 def run_finished(
     occurrence: Any, state: str, reason: str = "", error: BaseException | None = None
 ) -> None:
-    """An attempt that ``run_started`` announced ended in ``state`` (recorded already).
-
-    ``succeeded`` and ``cancelled`` (stopped as asked) ping ``<ping_url>`` and check in
-    ``ok``; ``failed`` (after the last retry) pings ``<ping_url>/fail`` and checks in
-    ``error``; ``retrying`` only ends the span: the next attempt starts again."""
+    """An attempt that ``run_started`` announced ended in ``state`` (recorded already)."""
     tracing.current_run().ended(state, reason, error)
-    if state == RETRYING:
-        return
-    url = getattr(occurrence.schedule, "ping_url", "")
-    if state in (SUCCEEDED, CANCELLED):
-        if url:
-            pings.ping(url, tenant=_tenant(occurrence))
-        sentry.check_in(occurrence, sentry.OK)
-    elif state == FAILED:
-        if url:
-            pings.ping(url, "fail", tenant=_tenant(occurrence))
-        sentry.check_in(occurrence, sentry.ERROR)
+    if state in FINISHED:
+        _report(occurrence, *FINISHED[state])
 
 
-def _tenant(occurrence: Any) -> str:
-    """The lane of the occurrence's pings (``pings``: one per tenant)."""
-    return str(getattr(occurrence.schedule, "tenant", "") or "")
+def _report(occurrence: Any, suffix: str, status: str) -> None:
+    """Ping the schedule's ``ping_url`` (if any) in its tenant's lane (``pings``: one per
+    tenant), then check in with Sentry Crons."""
+    schedule = occurrence.schedule
+    tenant = str(getattr(schedule, "tenant", "") or "")
+    pings.ping(getattr(schedule, "ping_url", ""), suffix, tenant=tenant)
+    sentry.check_in(occurrence, status)

@@ -107,17 +107,14 @@ def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
     return found
 
 
-TRANSLATION_PREFIXES = tuple(
-    ipaddress.IPv6Network(prefix)
-    for prefix in (
-        "::ffff:0:0/96",  # IPv4-mapped
-        "::ffff:0:0:0/96",  # SIIT
-        "::/96",  # IPv4-compatible
-        "64:ff9b::/96",  # NAT64
-        "64:ff9b:1::/48",  # local-use NAT64
-        "2002::/16",  # 6to4
-        "2001::/32",  # Teredo
-    )
+TRANSLATION_PREFIXES = (
+    ipaddress.ip_network("::ffff:0:0/96"),  # IPv4-mapped
+    SIIT_TRANSLATED,
+    IPV4_COMPATIBLE,
+    NAT64_WELL_KNOWN,
+    NAT64_LOCAL_USE,
+    ipaddress.ip_network("2002::/16"),  # 6to4
+    ipaddress.ip_network("2001::/32"),  # Teredo
 )
 """Prefixes whose packets go to the IPv4 address they carry (a translator or a tunnel)."""
 

@@ -30,9 +30,7 @@ from django.db import transaction
 
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.observability.addresses import (
-    PingRefused,
-)
+from scheduler_app.observability.addresses import PingRefused
 from scheduler_app.observability.lanes import Lanes
 from scheduler_app.observability.pinned import request
 from scheduler_app.observability.urls import with_suffix
@@ -66,17 +64,13 @@ class Sender:
 
     def __init__(self, send: Callable[[Ping], None] | None = None) -> None:
         self.send_one = send or deliver
-        self._lanes: Lanes[Ping] = Lanes()
-        self._pid = 0
-        self._lock = threading.Lock()
-        self._idle = threading.Condition()
-        self._open = 0
+        self._forget_parent()
         # A prefork child starts with none of the parent's threads, and with its locks in
         # whatever state a parent thread left them: fresh ones, and threads on first use.
         os.register_at_fork(after_in_child=self._forget_parent)
 
     def _forget_parent(self) -> None:
-        self._lanes = Lanes()
+        self._lanes: Lanes[Ping] = Lanes()
         self._pid = 0
         self._lock = threading.Lock()
         self._idle = threading.Condition()

@@ -39,27 +39,17 @@ class _DeadlineSocket(socket.socket):
 
     deadline: Deadline
 
-    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+    def recv_into(self, *args: Any, **kwargs: Any) -> int:
         self.settimeout(self.deadline.remaining())
-        return super().recv_into(buffer, nbytes, flags)
+        return super().recv_into(*args, **kwargs)
 
-    def sendall(self, data: Any, flags: int = 0) -> None:
+    def sendall(self, *args: Any, **kwargs: Any) -> None:
         self.settimeout(self.deadline.remaining())
-        super().sendall(data, flags)
+        super().sendall(*args, **kwargs)
 
 
-class _DeadlineSSLSocket(ssl.SSLSocket):
-    """The same once TLS wraps it."""
-
-    deadline: Deadline
-
-    def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
-        self.settimeout(self.deadline.remaining())
-        return super().recv_into(buffer, nbytes, flags)
-
-    def sendall(self, data: Any, flags: int = 0) -> None:
-        self.settimeout(self.deadline.remaining())
-        super().sendall(data, flags)
+class _DeadlineSSLSocket(_DeadlineSocket, ssl.SSLSocket):
+    """The same once TLS wraps it (the methods above come before ``SSLSocket``'s)."""
 
 
 def _connect(address: str, port: int, deadline: Deadline) -> _DeadlineSocket:

@@ -105,7 +105,11 @@ def occurrence_headers(occurrence_id: str) -> dict[str, str]:
     if not configured():
         return {}
     current = api.get_current_span().get_span_context()
-    context = None if current.is_valid else occurrence_context(occurrence_id)
+    return _injected(None if current.is_valid else occurrence_context(occurrence_id))
+
+
+def _injected(context: Any) -> dict[str, str]:
+    """The W3C trace headers of ``context`` (None: the current one)."""
     carrier: dict[str, str] = {}
     propagator.inject(carrier, context=context)
     return carrier
@@ -160,11 +164,7 @@ class Handoff:
 
     def headers(self, occurrence_id: str) -> dict[str, str]:
         span = self.spans.get(occurrence_id)
-        if span is None:
-            return {}
-        carrier: dict[str, str] = {}
-        propagator.inject(carrier, context=api.set_span_in_context(span))
-        return carrier
+        return {} if span is None else _injected(api.set_span_in_context(span))
 
     def active(self, occurrence_id: str) -> AbstractContextManager[Any]:
         span = self.spans.get(occurrence_id)
