@@ -19,7 +19,7 @@ from scheduler_app.models import (
     ScheduleStatus,
     Trigger,
 )
-from scheduler_app.monitoring.heartbeat import alive
+from scheduler_app.monitoring.heartbeat import alive, last_tick
 from scheduler_app.monitoring.lateness import (
     APART_TRIGGERS,
     HOUR,
@@ -44,8 +44,7 @@ class BeatHealth:
 def beat_health(now: datetime, stale: float) -> BeatHealth:
     """OK when at least one beat ticked within ``stale`` seconds."""
     count = alive(now, stale).count()
-    newest = BeatHeartbeat.objects.order_by("-last_tick_at").values_list("last_tick_at", flat=True)
-    last = next(iter(newest[:1]), None)
+    last = last_tick()
     age = (now - last).total_seconds() if last else None
     if count:
         message = f"{count} beat(s) alive, last tick {age:.0f} s ago"
@@ -93,9 +92,7 @@ def gather_status(now: datetime, stale: float) -> Status:
         status=ScheduleStatus.ACTIVE, next_run_at__lte=now
     ).count()
     status.outbox_backlog = Occurrence.objects.filter(UNPUBLISHED).count()
-    oldest = Occurrence.objects.filter(state=OccurrenceState.PENDING).aggregate(
-        oldest=Min("created_at")
-    )["oldest"]
+    oldest = oldest_pending()
     status.outbox_oldest_age = (now - oldest).total_seconds() if oldest else None
     by_trigger = lateness_by_trigger(now)
     status.lateness_last_hour = by_trigger.pop("summary")
@@ -113,6 +110,12 @@ def gather_status(now: datetime, stale: float) -> Status:
     ]
     status.unhealthy_schedules = Schedule.objects.filter(health=ScheduleHealth.UNHEALTHY).count()
     return status
+
+
+def oldest_pending() -> datetime | None:
+    """When the oldest occurrence still waiting for the broker was created (None: none waits)."""
+    pending = Occurrence.objects.filter(state=OccurrenceState.PENDING)
+    return pending.aggregate(oldest=Min("created_at"))["oldest"]
 
 
 def _beat(row: BeatHeartbeat, now: datetime, stale: float) -> dict[str, Any]:

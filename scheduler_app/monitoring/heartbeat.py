@@ -12,7 +12,7 @@ import socket
 from datetime import datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
 
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 
 from scheduler_app.errors import storable_error
 from scheduler_app.models import BeatHeartbeat
@@ -93,3 +93,8 @@ def alive(now: datetime, stale: float) -> QuerySet[BeatHeartbeat]:
     return BeatHeartbeat.objects.filter(
         last_tick_at__gte=now - timedelta(seconds=stale), stopped_at__isnull=True
     )
+
+
+def last_tick() -> datetime | None:
+    """When any beat last ticked (None: no beat ever did)."""
+    return BeatHeartbeat.objects.aggregate(last=Max("last_tick_at"))["last"]

@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Max, Min, QuerySet, Sum
+from django.db.models import Count, Min, QuerySet, Sum
 from prometheus_client import start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -37,7 +37,6 @@ from scheduler_app.conf import get_settings
 from scheduler_app.dispatch.outbox import UNPUBLISHED
 from scheduler_app.models import (
     OPEN_STATES,
-    BeatHeartbeat,
     KillSwitch,
     KillSwitchScope,
     Occurrence,
@@ -46,52 +45,14 @@ from scheduler_app.models import (
     ScheduleHealth,
     ScheduleStatus,
 )
-from scheduler_app.monitoring.heartbeat import alive
+from scheduler_app.monitoring.health import oldest_pending
+from scheduler_app.monitoring.heartbeat import alive, last_tick
 from scheduler_app.monitoring.monitor import overdue_count
-from scheduler_app.observability.instruments import (
-    BATCH_BUCKETS,
-    DISPATCH_LATENESS,
-    DUPLICATES_PREVENTED,
-    EVENTS,
-    HANDOFF_FAILURES,
-    LATENESS_BUCKETS,
-    OCCURRENCES_EMITTED,
-    OCCURRENCES_FINISHED,
-    SKIPS,
-    START_LATENESS,
-    TENANT_LABEL,
-    TENANT_SERIES,
-    TICK_BATCH,
-    TICK_BUCKETS,
-    TICK_DURATION,
-    observe_finished,
-    observe_handoff,
-)
+from scheduler_app.observability.instruments import EVENTS, TENANT_LABEL, TENANT_SERIES
+from scheduler_app.observability.instruments import TICK_BATCH as TICK_BATCH  # for the ticker
+from scheduler_app.observability.instruments import TICK_DURATION as TICK_DURATION
 
 logger = logging.getLogger("scheduler_app.metrics")
-
-__all__ = [  # the instruments are served (and stay importable) from here
-    "BATCH_BUCKETS",
-    "DISPATCH_LATENESS",
-    "DUPLICATES_PREVENTED",
-    "EVENTS",
-    "EVERYTHING",
-    "HANDOFF_FAILURES",
-    "LATENESS_BUCKETS",
-    "OCCURRENCES_EMITTED",
-    "OCCURRENCES_FINISHED",
-    "SKIPS",
-    "START_LATENESS",
-    "TICK_BATCH",
-    "TICK_BUCKETS",
-    "TICK_DURATION",
-    "Audience",
-    "SchedulerCollector",
-    "build_registry",
-    "observe_finished",
-    "observe_handoff",
-    "serve",
-]
 
 ACTIVE_SCHEDULES = "scheduler_active_schedules"
 SCOPED_SERIES = TENANT_SERIES | {ACTIVE_SCHEDULES}
@@ -234,13 +195,10 @@ class SchedulerCollector(Collector):
             "Occurrences waiting to be handed to the broker.",
             value=outbox.count(),
         )
-        oldest = Occurrence.objects.filter(state=OccurrenceState.PENDING).aggregate(
-            Min("created_at")
-        )["created_at__min"]
         yield GaugeMetricFamily(
             "scheduler_outbox_oldest_age_seconds",
             "Age of the oldest pending occurrence (0 when the outbox is empty).",
-            value=max((now - oldest).total_seconds(), 0.0) if oldest else 0.0,
+            value=_age(now, oldest_pending()),
         )
 
     def _counters(self) -> Iterator[Metric]:
@@ -282,7 +240,7 @@ class SchedulerCollector(Collector):
             "Beat processes that ticked within SCHEDULER_HEALTH_STALE seconds.",
             value=len(beats),
         )
-        newest = BeatHeartbeat.objects.aggregate(last=Max("last_tick_at"))["last"]
+        newest = last_tick()
         yield GaugeMetricFamily(
             "scheduler_beat_last_tick_timestamp_seconds",
             "Unix time of the most recent beat tick (0: no beat ever ticked).",
@@ -311,13 +269,17 @@ class SchedulerCollector(Collector):
         earliest = Schedule.objects.filter(status=ScheduleStatus.ACTIVE).aggregate(
             Min("next_run_at")
         )["next_run_at__min"]
-        lag = max((now - earliest).total_seconds(), 0.0) if earliest else 0.0
         return GaugeMetricFamily(
             "scheduler_due_lag_seconds",
             "How far behind the earliest due schedule is (0 when nothing is overdue); "
             "see scheduler_unhealthy_schedules for how many are.",
-            value=lag,
+            value=_age(now, earliest),
         )
+
+
+def _age(now: datetime, since: datetime | None) -> float:
+    """Seconds from ``since`` to ``now``, never below zero (0 without ``since``)."""
+    return max((now - since).total_seconds(), 0.0) if since else 0.0
 
 
 def _by_label(
