@@ -37,7 +37,6 @@ import django
 from celery import current_app
 from django.conf import settings
 from django.core import checks, mail
-from django.db import DatabaseError, connections
 from django.db.models import Count
 
 from scheduler_app.checks import startup
@@ -45,8 +44,12 @@ from scheduler_app.checks.beat import (
     beat_scheduler_messages,
     celery_declarations,
     celery_schedules,
+    read_or,
 )
-from scheduler_app.checks.search import search_budget_settings  # noqa: F401 - registers E008
+from scheduler_app.checks.search import (
+    search_budget_settings,  # noqa: F401 - registers E008
+    whole,
+)
 from scheduler_app.checks.startup import TAG  # importing it connects the beat and worker receivers
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
@@ -168,23 +171,13 @@ def stored_target_errors(app: Any, stored: Mapping[str, int]) -> list[checks.Che
 def stored_targets() -> dict[str, int]:
     """Task name -> how many live (not cancelled or completed) schedules target it; empty
     when the tables do not exist yet."""
-    try:
-        rows = (
-            Schedule.objects.exclude(status__in=("cancelled", "completed"))
-            .values("task")
-            .annotate(count=Count("id"))
-            .values_list("task", "count")
-        )
-        return dict(rows)
-    except DatabaseError:  # not migrated yet: nothing is scheduled
-        _rollback()
-        return {}
-
-
-def _rollback() -> None:
-    connection = connections["default"]
-    if connection.in_atomic_block:
-        connection.needs_rollback = True
+    rows = (
+        Schedule.objects.exclude(status__in=("cancelled", "completed"))
+        .values("task")
+        .annotate(count=Count("id"))
+        .values_list("task", "count")
+    )
+    return read_or({}, lambda: dict(rows))
 
 
 def task_class_errors(
@@ -347,7 +340,7 @@ def partition_errors(interval: object, ahead: object) -> list[checks.CheckMessag
                 id="scheduler_app.E007",
             )
         )
-    if isinstance(ahead, bool) or not isinstance(ahead, int) or not 0 <= ahead <= 1000:
+    if not whole(ahead, 0, 1000):
         messages.append(
             checks.Error(
                 f"SCHEDULER_PARTITIONS_AHEAD is {ahead!r}, not a whole number from 0 to 1000",

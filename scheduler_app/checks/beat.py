@@ -13,7 +13,8 @@ schedules that hand off to Celery would not run:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.core import checks
 from django.db import DatabaseError, connections
@@ -23,19 +24,26 @@ from scheduler_app.models import HandoffTarget, Schedule
 
 OUR_SCHEDULER = "scheduler_app.beat:DurableScheduler"
 CELERY_DEFAULT_SCHEDULER = "celery.beat.PersistentScheduler"
+T = TypeVar("T")
 FIX = f'set CELERY_BEAT_SCHEDULER = "{OUR_SCHEDULER}", or start the beat with -S {OUR_SCHEDULER}'
 
 
 def celery_schedules() -> int:
     """How many active schedules hand off to Celery, the only ones a beat must run: a
     django.tasks schedule runs from ``run_scheduler`` whatever the beat setting says."""
+    return read_or(0, Schedule.objects.filter(status="active", target=HandoffTarget.CELERY).count)
+
+
+def read_or(default: T, read: Callable[[], T]) -> T:
+    """``read()``, or ``default`` when the tables do not exist yet (not migrated: nothing is
+    scheduled); a transaction around the check is then marked to be rolled back."""
     try:
-        return Schedule.objects.filter(status="active", target=HandoffTarget.CELERY).count()
-    except DatabaseError:  # not migrated yet: nothing is scheduled
+        return read()
+    except DatabaseError:
         connection = connections["default"]
         if connection.in_atomic_block:
             connection.needs_rollback = True
-        return 0
+        return default
 
 
 def celery_declarations(app: Any) -> int:

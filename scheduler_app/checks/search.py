@@ -47,11 +47,12 @@ def search_budget_errors(candidates: object, span_days: object) -> list[checks.C
             id="scheduler_app.E008",
         )
         for name, value, default, most in settings
-        if not _whole(value, most)
+        if not whole(value, 1, most)
     ]
 
 
-def _whole(value: object, most: int | None) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+def whole(value: object, least: int, most: int | None) -> bool:
+    """``value`` is a whole number (an ``int``, not a ``bool``) from ``least`` to ``most``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
         return False
     return most is None or value <= most
