@@ -31,6 +31,7 @@ from django.db.models import DateTimeField, QuerySet
 from django.db.models.functions import Coalesce
 
 from scheduler_app.models import Occurrence, Trigger
+from scheduler_app.observability.instruments import seconds_late
 
 SUMMARY_TRIGGERS = (Trigger.SCHEDULED, Trigger.CATCH_UP)
 """The triggers whose lateness is the summary (and what the p99 alert reads): a rule's slots,
@@ -139,15 +140,11 @@ def read(
         Sample(
             trigger=trigger,
             handed_off_at=handed,
-            dispatch=_lag(handed, slot),
-            start=None if started is None else _lag(started, slot),
+            dispatch=seconds_late(handed, slot),
+            start=None if started is None else seconds_late(started, slot),
         )
         for trigger, handed, slot, started in rows
     ]
-
-
-def _lag(at: datetime, slot: datetime) -> float:
-    return max((at - slot).total_seconds(), 0.0)
 
 
 def figures(samples: Iterable[Sample], lag: Lag, window: str) -> Figures:

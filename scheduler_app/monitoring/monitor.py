@@ -17,7 +17,7 @@ unhealthy before). Transitions are stored on the schedule (``health``, ``health_
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -59,13 +59,7 @@ class Problem:
     since: datetime | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "schedule_id": self.schedule_id,
-            "name": self.name,
-            "kind": self.kind,
-            "message": self.message,
-            "since": self.since.isoformat() if self.since else None,
-        }
+        return {**asdict(self), "since": self.since.isoformat() if self.since else None}
 
 
 @dataclass
@@ -224,13 +218,8 @@ def _mark_unhealthy(schedule: Schedule, problem: Problem, now: datetime) -> bool
                 health_reason=problem.message
             )
         return False
-    changed = Schedule.objects.filter(pk=schedule.pk, health=ScheduleHealth.OK).update(
-        health=ScheduleHealth.UNHEALTHY, health_reason=problem.message, health_changed_at=now
-    )
-    if not changed:
+    if not _move(schedule, ScheduleHealth.OK, ScheduleHealth.UNHEALTHY, problem.message, now):
         return False  # another beat or command saw it first and sent the signal
-    schedule.health, schedule.health_reason = ScheduleHealth.UNHEALTHY, problem.message
-    schedule.health_changed_at = now
     logger.warning(
         problem.message,
         extra={"action": "monitor.unhealthy", "schedule_id": problem.schedule_id},
@@ -240,22 +229,25 @@ def _mark_unhealthy(schedule: Schedule, problem: Problem, now: datetime) -> bool
 
 
 def _mark_recovered(schedule: Schedule, now: datetime) -> bool:
-    changed = Schedule.objects.filter(pk=schedule.pk, health=ScheduleHealth.UNHEALTHY).update(
-        health=ScheduleHealth.OK, health_reason="", health_changed_at=now
-    )
-    if not changed:
+    if not _move(schedule, ScheduleHealth.UNHEALTHY, ScheduleHealth.OK, "", now):
         return False
-    schedule.health, schedule.health_reason, schedule.health_changed_at = (
-        ScheduleHealth.OK,
-        "",
-        now,
-    )
     logger.info(
         "schedule recovered",
         extra={"action": "monitor.recovered", "schedule_id": str(schedule.pk)},
     )
     events.schedule_recovered.send(sender=Schedule, schedule=schedule)
     return True
+
+
+def _move(schedule: Schedule, was: str, health: str, reason: str, now: datetime) -> bool:
+    """Compare-and-set the schedule's health from ``was`` (row and object); False when another
+    beat or command moved it first."""
+    changed = Schedule.objects.filter(pk=schedule.pk, health=was).update(
+        health=health, health_reason=reason, health_changed_at=now
+    )
+    if changed:
+        schedule.health, schedule.health_reason, schedule.health_changed_at = health, reason, now
+    return bool(changed)
 
 
 def overdue_count(now: datetime, margin: float | None = None) -> int:

@@ -95,8 +95,7 @@ def observe_handoff(occurrences: list[Occurrence], dispatched_at: datetime) -> N
     for row in occurrences:
         if row.emitted_at is not None or row.state != OccurrenceState.PENDING:
             continue
-        late = max((dispatched_at - row.scheduled_for).total_seconds(), 0.0)
-        lateness[row.trigger, _class_of(row)].append(late)
+        lateness[row.trigger, _class_of(row)].append(seconds_late(dispatched_at, row.scheduled_for))
         emitted[row.trigger, _tenant_of(row), row.task] += 1
     for (trigger, lateness_class), seconds in lateness.items():
         histogram = DISPATCH_LATENESS.labels(trigger, lateness_class)
@@ -112,9 +111,13 @@ def observe_finished(occurrence: Occurrence, state: str, reason: str) -> None:
     if state == OccurrenceState.SKIPPED:
         SKIPS.labels(reason or "unknown").inc()
     if occurrence.started_at is not None:
-        START_LATENESS.labels(occurrence.trigger, _class_of(occurrence)).observe(
-            max((occurrence.started_at - occurrence.scheduled_for).total_seconds(), 0.0)
-        )
+        late = seconds_late(occurrence.started_at, occurrence.scheduled_for)
+        START_LATENESS.labels(occurrence.trigger, _class_of(occurrence)).observe(late)
+
+
+def seconds_late(at: datetime, slot: datetime) -> float:
+    """How late ``at`` is for ``slot``, never below zero: ahead of the slot is on time."""
+    return max((at - slot).total_seconds(), 0.0)
 
 
 def _class_of(occurrence: Occurrence) -> str:
