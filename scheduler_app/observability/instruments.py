@@ -1,10 +1,8 @@
 """The event instruments: counted in the process where the event happens.
 
-The beat counts handoffs and ticks, the workers count outcomes. They sit below everything that
-counts (the outbox, the ticker, the receivers of the scheduler's signals) and import only the
-models; ``scheduler_app.monitoring.metrics`` serves them with the state read from the database.
-With ``PROMETHEUS_MULTIPROC_DIR`` set every process writes them to that directory and a scrape
-serves the sum over all of them; without it each process serves its own.
+They sit below everything that counts (the outbox, the ticker, the receivers of the scheduler's
+signals) and import only the models; ``scheduler_app.monitoring.metrics`` serves them with the
+state read from the database (and says who counts what, in which process).
 """
 
 from __future__ import annotations

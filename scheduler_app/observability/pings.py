@@ -10,9 +10,7 @@ most ``lanes.TENANT_SENDERS`` of the ``THREADS`` senders and ``addresses.TENANT_
 name resolutions: a tenant whose endpoints hang delays only its own pings. A full lane drops
 that tenant's new ping (logged).
 
-Where the request goes is checked when it is sent (``pinned``): every address the host
-resolves to must be public and the port 80 or 443 unless the host is listed in
-``SCHEDULER_PING_ALLOWED_HOSTS``.
+Where the request goes is checked when it is sent (``pinned``).
 """
 
 from __future__ import annotations

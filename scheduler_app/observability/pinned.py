@@ -171,21 +171,6 @@ def exchange(
     raise error or OSError(f"{host} has no address")
 
 
-def request(
-    url: str,
-    *,
-    timeout: float,
-    allowed_hosts: Collection[str] = (),
-    check_address: bool = True,
-    monotonic: Callable[[], float] = time.monotonic,
-    tenant: str | None = None,
-) -> int:
-    """GET ``url`` (``exchange``); the response's status code."""
-    return exchange(
-        url,
-        timeout=timeout,
-        allowed_hosts=allowed_hosts,
-        check_address=check_address,
-        monotonic=monotonic,
-        tenant=tenant,
-    ).status
+def request(url: str, **options: Any) -> int:
+    """GET ``url`` (``exchange``, with its options); the response's status code."""
+    return exchange(url, **options).status
