@@ -73,15 +73,14 @@ def occurrence_context(occurrence_id: str | uuid.UUID) -> Any:
 
 def attributes(occurrence: Any, attempt: int | None = None) -> dict[str, Any]:
     """The ``scheduler.*`` attributes of an occurrence row."""
-    values: dict[str, Any] = {
+    return {
         OCCURRENCE_ID: str(occurrence.pk),
         SCHEDULE_ID: str(occurrence.schedule_id),
         SCHEDULED_FOR: _iso(occurrence.scheduled_for),
         TRIGGER: str(occurrence.trigger),
         TASK: str(occurrence.task),
+        ATTEMPT: attempt if attempt is not None else (occurrence.attempts or 0) + 1,
     }
-    values[ATTEMPT] = attempt if attempt is not None else (occurrence.attempts or 0) + 1
-    return values
 
 
 def _iso(value: datetime) -> str:
