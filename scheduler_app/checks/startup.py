@@ -14,7 +14,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from celery import signals
 from django.core import checks
@@ -64,14 +64,17 @@ def refuse_on_errors(process: str, problems: list[checks.CheckMessage]) -> None:
             logger.warning("%s", one_line(problem), extra={"action": f"{process}.check"})
     if errors:
         lines = "\n".join(one_line(error) for error in errors)
-        refused = RefusedToStart(
+        _refuse(
             f"the {process} refuses to start: {len(errors)} system check error(s) "
             f"(`python manage.py check --database default` shows the same)\n{lines}"
         )
-        # The process's own stderr: a beat has replaced sys.stderr with a logging proxy by
-        # now, which drops what Python prints of a SystemExit at exit.
-        print(refused.message, file=sys.__stderr__ or sys.stderr, flush=True)
-        raise refused
+
+
+def _refuse(message: str) -> NoReturn:
+    # The process's own stderr: a beat has replaced sys.stderr with a logging proxy by now,
+    # which drops what Python prints of a SystemExit at exit.
+    print(message, file=sys.__stderr__ or sys.stderr, flush=True)
+    raise RefusedToStart(message)
 
 
 def starting_process(argv: Sequence[str] | None = None) -> str | None:
@@ -112,11 +115,9 @@ def refuse_to_import(process: str, error: checks.CheckMessage, exc: BaseExceptio
     Celery imports the task modules before the ``worker_init``/``beat_init`` checks run; an
     exception there is its own 90-line traceback. The Django fix-up runs the system checks
     just before, so ``scheduler_app.checks`` calls this when it finds the import failing."""
-    stderr = sys.__stderr__ or sys.stderr
     if debug_requested():
-        traceback.print_exception(exc, file=stderr)
-    print(f"the {process} refuses to start: {one_line(error)}", file=stderr, flush=True)
-    raise RefusedToStart(f"the {process} refuses to start: {one_line(error)}")
+        traceback.print_exception(exc, file=sys.__stderr__ or sys.stderr)
+    _refuse(f"the {process} refuses to start: {one_line(error)}")
 
 
 def running_beat_scheduler() -> Any:

@@ -23,6 +23,7 @@ import os
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,28 +144,26 @@ class TenantShares:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._lock = threading.Lock()
-        self._held: dict[str, int] = {}
+        self._held: Counter[str] = Counter()
 
     def take(self, tenant: str | None, host: str) -> None:
         if tenant is None:
             return
         with self._lock:
-            if self._held.get(tenant, 0) >= self.limit:
+            if self._held[tenant] >= self.limit:
                 raise TimeoutError(
                     f"resolving {host}: {self.limit} resolutions of tenant {tenant!r} already "
                     "hang (its share; other tenants' pings are not held up)"
                 )
-            self._held[tenant] = self._held.get(tenant, 0) + 1
+            self._held[tenant] += 1
 
     def give_back(self, tenant: str | None) -> None:
         if tenant is None:
             return
         with self._lock:
-            left = self._held.get(tenant, 0) - 1
-            if left > 0:
-                self._held[tenant] = left
-            else:
-                self._held.pop(tenant, None)
+            self._held[tenant] -= 1
+            if self._held[tenant] <= 0:
+                del self._held[tenant]
 
 
 class _Resolver:
