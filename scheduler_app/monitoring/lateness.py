@@ -92,16 +92,8 @@ class Figures:
         return ", ".join(shown)
 
     def as_dict(self) -> dict[str, float | int | str | None]:
-        return {
-            "count": self.count,
-            "p50": self.p50,
-            "p95": self.p95,
-            "p99": self.p99,
-            "max": self.max,
-            "measure": self.lag.value,
-            "method": METHOD,
-            "window": self.window,
-        }
+        figures = {name: getattr(self, name) for name in ("count", *SHARES, "max")}
+        return {**figures, "measure": self.lag.value, "method": METHOD, "window": self.window}
 
 
 def nearest_rank(values: Sequence[float], share: float) -> float | None:
