@@ -81,16 +81,13 @@ class _PinnedHTTP(http.client.HTTPConnection):
 class _PinnedHTTPS(_PinnedHTTP):
     """The same for HTTPS; the certificate is verified against the URL's host name."""
 
-    def __init__(self, host: str, port: int, *, address: str, deadline: Deadline) -> None:
-        super().__init__(host, port, address=address, deadline=deadline)
-        self.pinned_context = ssl.create_default_context()
-        self.pinned_context.sslsocket_class = _DeadlineSSLSocket
-
     def connect(self) -> None:
+        context = ssl.create_default_context()
+        context.sslsocket_class = _DeadlineSSLSocket
         sock = _connect(self.address, self.port, self.deadline)
         sock.settimeout(self.deadline.remaining())  # the handshake, as a whole
         try:
-            wrapped = self.pinned_context.wrap_socket(
+            wrapped = context.wrap_socket(
                 sock, server_hostname=self.host, do_handshake_on_connect=False
             )
         except BaseException:
