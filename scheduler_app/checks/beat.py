@@ -122,17 +122,10 @@ def is_celery_default(name: str) -> bool:
 
 
 def names_ours(scheduler: Any) -> bool:
-    """``scheduler`` (a class or its name) is the durable scheduler or a subclass."""
-    if isinstance(scheduler, type):
-        return is_ours(scheduler)
-    return scheduler_name(scheduler).replace(":", ".") in (
-        OUR_SCHEDULER.replace(":", "."),
-        "DurableScheduler",
-    )
-
-
-def is_ours(scheduler: type) -> bool:
-    """``scheduler`` is the durable scheduler or a subclass, told by name: the beat module is
-    not imported here (the checks load with the app, the beat only in a beat process)."""
+    """``scheduler`` (a class or its name) is the durable scheduler or a subclass, told by name:
+    the beat module is not imported here (the checks load with the app, the beat only in a beat
+    process)."""
     ours = OUR_SCHEDULER.replace(":", ".")
-    return any(f"{cls.__module__}.{cls.__qualname__}" == ours for cls in scheduler.__mro__)
+    if isinstance(scheduler, type):
+        return any(scheduler_name(cls) == ours for cls in scheduler.__mro__)
+    return scheduler_name(scheduler).replace(":", ".") in (ours, "DurableScheduler")
