@@ -205,12 +205,7 @@ class _Resolver:
         [result] = answer
         if isinstance(result, OSError):
             raise result
-        found: list[str] = []
-        for *_, sockaddr in result:
-            address = str(sockaddr[0])
-            if address not in found:
-                found.append(address)
-        return found
+        return list(dict.fromkeys(str(sockaddr[0]) for *_, sockaddr in result))  # no repeats
 
 
 resolver = _Resolver()
