@@ -23,50 +23,30 @@ CONTRACT = "schedule.v1"
 Style = Literal["native", "spec"]
 STYLES: tuple[Style, ...] = ("native", "spec")
 
-TIMING_FIELDS = {  # document name under "timing" -> model field
-    "kind": "kind",
-    "rule": "rule",
-    "timezone": "timezone",
-    "anchor": "anchor",
-    "starts_at": "starts_at",
-    "ends_at": "ends_at",
-    "max_count": "max_count",
-    "interval_mode": "interval_mode",
-    "active_window": "active_window",
-    "window_policy": "window_policy",
-    "exclude_holidays": "exclude_holidays",
-}
+
+def _same_names(names: str) -> dict[str, str]:
+    """A document name -> model field table for fields a document names as the model does."""
+    return {name: name for name in names.split()}
+
+
+TIMING_FIELDS = _same_names(  # document name under "timing" -> model field
+    "kind rule timezone anchor starts_at ends_at max_count interval_mode active_window "
+    "window_policy exclude_holidays"
+)
 DST_FIELDS = {"nonexistent": "dst_nonexistent", "ambiguous": "dst_ambiguous"}
 POLICY_FIELDS = {  # document name under "policies" -> model field
     "misfire": "misfire_policy",
-    "max_lateness": "max_lateness",
-    "lateness_class": "lateness_class",
-    "catch_up_window": "catch_up_window",
-    "catch_up_limit": "catch_up_limit",
+    **_same_names("max_lateness lateness_class catch_up_window catch_up_limit"),
     "overlap": "overlap_policy",
-    "on_pause": "on_pause",
-    "deadline": "deadline",
-    "jitter": "jitter",
-    "max_attempts": "max_attempts",
-    "retry_delay": "retry_delay",
-    "cancel_grace": "cancel_grace",
-    "mode": "mode",
-    "expected_every": "expected_every",
-    "pause_after_failures": "pause_after_failures",
-    "max_per_day": "max_per_day",
-    "archive_on_completion": "archive_on_completion",
-    "ping_url": "ping_url",
+    **_same_names(
+        "on_pause deadline jitter max_attempts retry_delay cancel_grace mode expected_every "
+        "pause_after_failures max_per_day archive_on_completion ping_url"
+    ),
 }
 SPEC_TOP_POLICIES = {"misfire": "misfire", "max_lateness_s": "max_lateness"}
 """The specification's top-level policy fields -> their name under ``policies``."""
-TARGET_FIELDS = {  # document name under "target" -> model field
-    "task": "task",
-    "job_type": "job_type",
-    "payload_ref": "payload_ref",
-    "kwargs": "kwargs",
-    "options": "options",
-    "args": "args",
-}
+TARGET_FIELDS = _same_names("task job_type payload_ref kwargs options args")
+"""Document name under "target" -> model field."""
 NULLABLE_SECONDS = ("deadline", "expected_every")
 COUNT_POLICIES = ("catch_up_limit", "max_attempts")
 NULLABLE_COUNTS = ("pause_after_failures", "max_per_day")
