@@ -24,16 +24,20 @@ PROGRESS_MIN = 200
 """Fewer items than this finish too fast for a progress bar to help."""
 
 
+def bad_argument(message: str) -> CommandError:
+    """The one line a bad argument ends the command with (exit status 2)."""
+    return CommandError(message, returncode=BAD_ARGUMENT)
+
+
 def output_path(name: str) -> Path:
     """A path the command may write (atomically) to; refused with exit 2 otherwise."""
     path = Path(name)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
-        raise CommandError(f"cannot write {name}: it is a directory", returncode=BAD_ARGUMENT)
+        raise bad_argument(f"cannot write {name}: it is a directory")
     if not parent.is_dir():
-        raise CommandError(
-            f"cannot write {name}: the directory {parent} does not exist; create it first",
-            returncode=BAD_ARGUMENT,
+        raise bad_argument(
+            f"cannot write {name}: the directory {parent} does not exist; create it first"
         )
     return path
 
@@ -47,9 +51,7 @@ def write_output(stdout: OutputWrapper, target: Path | None, pieces: Iterable[st
         else:
             write_atomically(target, pieces)
     except OSError as exc:
-        raise CommandError(
-            f"cannot write {target}: {exc.strerror}", returncode=BAD_ARGUMENT
-        ) from None
+        raise bad_argument(f"cannot write {target}: {exc.strerror}") from None
 
 
 def read_input(name: str) -> str:
@@ -59,18 +61,14 @@ def read_input(name: str) -> str:
             return sys.stdin.read()
         return Path(name).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise CommandError(f"cannot read {name}: no such file", returncode=BAD_ARGUMENT) from None
+        reason = "no such file"
     except IsADirectoryError:
-        raise CommandError(
-            f"cannot read {name}: it is a directory", returncode=BAD_ARGUMENT
-        ) from None
+        reason = "it is a directory"
     except UnicodeDecodeError as exc:
-        raise CommandError(
-            f"cannot read {name}: not UTF-8 text (byte {exc.start}); save it as UTF-8",
-            returncode=BAD_ARGUMENT,
-        ) from None
+        reason = f"not UTF-8 text (byte {exc.start}); save it as UTF-8"
     except OSError as exc:
-        raise CommandError(f"cannot read {name}: {exc.strerror}", returncode=BAD_ARGUMENT) from None
+        reason = str(exc.strerror)
+    raise bad_argument(f"cannot read {name}: {reason}")
 
 
 def instant_argument(value: str, option: str) -> datetime:
@@ -79,15 +77,11 @@ def instant_argument(value: str, option: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" else text)
     except ValueError:
-        raise CommandError(
-            f"{option} {value!r} is not an ISO 8601 instant; e.g. 2026-03-01T00:00:00Z",
-            returncode=BAD_ARGUMENT,
+        raise bad_argument(
+            f"{option} {value!r} is not an ISO 8601 instant; e.g. 2026-03-01T00:00:00Z"
         ) from None
     if parsed.tzinfo is None:
-        raise CommandError(
-            f"{option} {value!r} has no UTC offset; add one, e.g. Z or +02:00",
-            returncode=BAD_ARGUMENT,
-        )
+        raise bad_argument(f"{option} {value!r} has no UTC offset; add one, e.g. Z or +02:00")
     return parsed
 
 
