@@ -44,19 +44,19 @@ def export_file(
     raises ``ContractError`` naming every such row.
     """
     ordered = sorted(schedules, key=lambda s: (s.created_at, str(s.pk)))
-    bad: list[Refusal] = [] if refused is None else refused
-    text = "".join(render_file(ordered, style, bad))
-    if refused is None and bad:
-        raise ContractError([Problem(f"schedule {r.item_id}", "", r.reason) for r in bad])
-    return text
+    return _rendered(ordered, style, refused)
 
 
 def export_all(style: Style = "native") -> str:
     """Every schedule as one file (raises ``ContractError`` for rows that cannot be written)."""
-    refused: list[Refusal] = []
-    text = "".join(render_file(ordered_schedules(), style, refused))
-    if refused:
-        raise ContractError([Problem(f"schedule {r.item_id}", "", r.reason) for r in refused])
+    return _rendered(ordered_schedules(), style, None)
+
+
+def _rendered(schedules: Iterable[Schedule], style: Style, refused: list[Refusal] | None) -> str:
+    bad: list[Refusal] = [] if refused is None else refused
+    text = "".join(render_file(schedules, style, bad))
+    if refused is None and bad:
+        raise ContractError([Problem(f"schedule {r.item_id}", "", r.reason) for r in bad])
     return text
 
 
