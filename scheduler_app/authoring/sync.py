@@ -84,6 +84,15 @@ class SyncReport:
         return f"{counts}{' (dry run: nothing written)' if self.dry_run else ''}"
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every step of one sync shares: its instant, its clock, whether it only reports."""
+
+    now: datetime
+    clock: Clock | None
+    dry_run: bool
+
+
 def sync_schedules(
     *,
     dry_run: bool = False,
@@ -104,14 +113,15 @@ def sync_schedules(
     declared = declarations.declarations()
     keys = [declaration.key for declaration in declared]
     rows = {row.key: row for row in Schedule.objects.filter(key__in=keys)}
-    entries = [_sync_one(d, rows.get(d.key), now, clock, dry_run) for d in declared]
+    run = _Run(now, clock, dry_run)
+    entries = [_sync_one(d, rows.get(d.key), run) for d in declared]
     gone = (
         Schedule.objects.filter(origin=ScheduleOrigin.CODE)
         .exclude(status=ScheduleStatus.CANCELLED)
         .exclude(key__in=keys)
         .order_by("key")
     )
-    entries += [_retire(row, clock, dry_run) for row in gone]
+    entries += [_retire(row, run) for row in gone]
     report = SyncReport(entries=tuple(entries), dry_run=dry_run)
     _log(report)
     return report
@@ -126,35 +136,23 @@ def _import_task_modules(app: Any) -> None:
     djtasks.discover()  # the installed apps' tasks modules, where django.tasks tasks live
 
 
-def _sync_one(
-    declaration: Declaration,
-    row: Schedule | None,
-    now: datetime,
-    clock: Clock | None,
-    dry_run: bool,
-) -> SyncEntry:
+def _sync_one(declaration: Declaration, row: Schedule | None, run: _Run) -> SyncEntry:
     try:
         try:
-            return _apply(declaration, row, now, clock, dry_run)
+            return _apply(declaration, row, run)
         except (IntegrityError, DuplicateKey, StaleVersion):
             # Another beat synced the same key at the same moment: look again, once.
             row = Schedule.objects.filter(key=declaration.key).first()
-            return _apply(declaration, row, now, clock, dry_run)
+            return _apply(declaration, row, run)
     except (SchedulerError, IntegrityError) as exc:
         return _entry("error", declaration, row, detail=str(exc))
 
 
-def _apply(
-    declaration: Declaration,
-    row: Schedule | None,
-    now: datetime,
-    clock: Clock | None,
-    dry_run: bool,
-) -> SyncEntry:
+def _apply(declaration: Declaration, row: Schedule | None, run: _Run) -> SyncEntry:
     check_target(declaration.task)  # the allowlist, as for every other way in
     desired = desired_values(declaration)
     if row is None:
-        return _create(declaration, desired, now, clock, dry_run)
+        return _create(declaration, desired, run)
     if row.origin != ScheduleOrigin.CODE:
         raise ScheduleValidationError(
             "key",
@@ -163,38 +161,33 @@ def _apply(
             code="key_taken",
         )
     if row.status == ScheduleStatus.CANCELLED:
-        return _replace_retired(declaration, row, desired, now, clock, dry_run)
+        return _replace_retired(declaration, row, desired, run)
     changes = differences(row, desired)
-    if not dry_run and row.code_location != declaration.location:
+    if not run.dry_run and row.code_location != declaration.location:
         _locate(row.pk, declaration)  # the code moved: not a new definition
     if not changes:
         return _entry("unchanged", declaration, row)
     detail = f"changed {', '.join(sorted(changes))}"
     # The whole definition as declared (the stored anchor where none is declared): its
     # lateness policies are the declared ones, not the class defaults applied again.
-    definition = _definition_to_store({**row.stored_definition(), **changes}, now)
-    if dry_run:
+    definition = _definition_to_store({**row.stored_definition(), **changes}, run.now)
+    if run.dry_run:
         return _entry("update", declaration, row, version=row.version + 1, detail=detail)
     updated = update_schedule(
-        row.id, expected_version=row.version, definition=definition, clock=clock, user=SYNC
+        row.id, expected_version=row.version, definition=definition, clock=run.clock, user=SYNC
     )
     return _entry("update", declaration, updated, detail=detail)
 
 
 def _create(
-    declaration: Declaration,
-    desired: dict[str, Any],
-    now: datetime,
-    clock: Clock | None,
-    dry_run: bool,
-    detail: str = "",
+    declaration: Declaration, desired: dict[str, Any], run: _Run, detail: str = ""
 ) -> SyncEntry:
-    definition = _definition_to_store(desired, now, creating=True)
-    if dry_run:
+    definition = _definition_to_store(desired, run.now, creating=True)
+    if run.dry_run:
         return _entry("create", declaration, None, version=1, detail=detail)
     with transaction.atomic():
         created = create_schedule(
-            definition=definition, clock=clock, user=SYNC, key=declaration.key
+            definition=definition, clock=run.clock, user=SYNC, key=declaration.key
         )
         Schedule.objects.filter(pk=created.pk).update(origin=ScheduleOrigin.CODE)
         _locate(created.pk, declaration)
@@ -207,24 +200,19 @@ def _locate(schedule_id: UUID, declaration: Declaration) -> None:
 
 
 def _replace_retired(
-    declaration: Declaration,
-    row: Schedule,
-    desired: dict[str, Any],
-    now: datetime,
-    clock: Clock | None,
-    dry_run: bool,
+    declaration: Declaration, row: Schedule, desired: dict[str, Any], run: _Run
 ) -> SyncEntry:
     """A retired key declared again: a new schedule takes the key; the old one keeps its
     history under the key with a ``~retired~`` suffix."""
     detail = f"declared again; retired schedule {row.id} keeps its history"
-    if dry_run:
-        return _create(declaration, desired, now, clock, dry_run, detail=detail)
+    if run.dry_run:
+        return _create(declaration, desired, run, detail=detail)
     with transaction.atomic():
         Schedule.objects.filter(pk=row.pk).update(key=f"{row.key}~retired~{row.id.hex[:12]}")
-        return _create(declaration, desired, now, clock, dry_run, detail=detail)
+        return _create(declaration, desired, run, detail=detail)
 
 
-def _retire(row: Schedule, clock: Clock | None, dry_run: bool) -> SyncEntry:
+def _retire(row: Schedule, run: _Run) -> SyncEntry:
     entry = SyncEntry(
         action="retire",
         key=row.key or "",
@@ -233,9 +221,9 @@ def _retire(row: Schedule, clock: Clock | None, dry_run: bool) -> SyncEntry:
         version=row.version,
         detail="no longer declared; cancelled, history kept",
     )
-    if not dry_run:
+    if not run.dry_run:
         try:
-            cancel_schedule(row.id, clock=clock, user=SYNC, reason="removed from the code")
+            cancel_schedule(row.id, clock=run.clock, user=SYNC, reason="removed from the code")
         except SchedulerError as exc:
             return replace(entry, action="error", detail=str(exc))
     return entry
