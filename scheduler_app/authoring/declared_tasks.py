@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler_app.authoring.options import check_length
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.handoff import djtasks_registry as djtasks
 
@@ -134,8 +135,5 @@ def check_job_type_name(job_type: object) -> str:
             f"a job type is a non-empty name without surrounding spaces, e.g. 'source.sync'; "
             f"got {job_type!r}",
         )
-    if len(job_type) > MAX_JOB_TYPE_LENGTH:
-        raise ScheduleValidationError(
-            "job_type", f"is {len(job_type)} characters long; at most {MAX_JOB_TYPE_LENGTH}"
-        )
+    check_length(job_type, "job_type", MAX_JOB_TYPE_LENGTH)
     return job_type

@@ -240,10 +240,7 @@ def text(value: object, name: str) -> str:
 def objective(value: object) -> str:
     if not isinstance(value, str):
         raise ScheduleValidationError("objective", f"expected a string, got {value!r}")
-    if len(value) > MAX_OBJECTIVE_LENGTH:
-        raise ScheduleValidationError(
-            "objective", f"is {len(value)} characters long; at most {MAX_OBJECTIVE_LENGTH}"
-        )
+    check_length(value, "objective", MAX_OBJECTIVE_LENGTH)
     return value.strip()
 
 
@@ -370,8 +367,10 @@ def payload_ref(value: object) -> str | None:
             "payload_ref",
             f"expected a reference such as 'state://sync-source-42', got {value!r}",
         )
-    if len(value) > MAX_PAYLOAD_REF_LENGTH:
-        raise ScheduleValidationError(
-            "payload_ref", f"is {len(value)} characters long; at most {MAX_PAYLOAD_REF_LENGTH}"
-        )
+    check_length(value, "payload_ref", MAX_PAYLOAD_REF_LENGTH)
     return value
+
+
+def check_length(value: str, name: str, limit: int) -> None:
+    if len(value) > limit:
+        raise ScheduleValidationError(name, f"is {len(value)} characters long; at most {limit}")

@@ -111,25 +111,22 @@ def _spec_document(schedule: Schedule) -> dict[str, Any]:
 
 def _target(schedule: Schedule, style: Style) -> dict[str, Any]:
     event_type = event_type_of(schedule.task)
-    if event_type is not None:
+    routing: dict[str, Any] = {"options": _sorted(schedule.options)}
+    if event_type is not None:  # the endpoint is its only option, shown on its own
         options = schedule.options if isinstance(schedule.options, dict) else {}
-        return {
-            "type": "EVENT" if style == "spec" else "event",
-            "event_type": event_type,
-            "endpoint": options.get("endpoint"),
-            "payload_ref": schedule.payload_ref,
-            "kwargs": _sorted(schedule.kwargs),
-            "args": _sorted(schedule.args or []),
-        }
-    if schedule.job_type:
-        head = {"type": "JOB" if style == "spec" else "job", "job_type": schedule.job_type}
+        head = {"type": "event", "event_type": event_type, "endpoint": options.get("endpoint")}
+        routing = {}
+    elif schedule.job_type:
+        head = {"type": "job", "job_type": schedule.job_type}
     else:
-        head = {"type": "TASK" if style == "spec" else "task", "task": schedule.task}
+        head = {"type": "task", "task": schedule.task}
+    if style == "spec":
+        head["type"] = spec_enum(head["type"])
     return {
         **head,
         "payload_ref": schedule.payload_ref,
         "kwargs": _sorted(schedule.kwargs),
-        "options": _sorted(schedule.options),
+        **routing,
         "args": _sorted(schedule.args or []),
     }
 
