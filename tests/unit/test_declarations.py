@@ -97,6 +97,21 @@ BAD: list[tuple[dict[str, Any], str, str]] = [
     ({"cron": "0 8 * * *", "key": " spaced "}, "key", "surrounding spaces"),
     ({"cron": "0 8 * * *", "key": "k" * 151}, "key", "at most 150"),
     ({"cron": "0 8 * * *", "objective": "o" * 101}, "objective", "at most 100"),
+    (
+        {"cron": "0 8 * * *", "objective": "o" * 101},
+        "objective",
+        "is 101 characters long; at most 100",
+    ),
+    (
+        {"cron": "0 8 * * *", "payload_ref": "r" * 501},
+        "payload_ref",
+        "is 501 characters long; at most 500",
+    ),
+    (
+        {"cron": "0 8 * * *", "job_type": "j" * 201},
+        "job_type",
+        "is 201 characters long; at most 200",
+    ),
 ]
 
 
