@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery import Task, _state, current_app
+from celery.local import Proxy
+
 from scheduler_app.authoring.options import check_length
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.handoff import djtasks_registry as djtasks
@@ -39,9 +42,6 @@ def _usable(name: object) -> str:
 
 
 def _celery_task_name(target: object) -> object:
-    from celery import Task
-    from celery.local import Proxy
-
     if issubclass(type(target), Proxy):  # not isinstance: that would evaluate the proxy
         name = _lazy_task_name(target) or getattr(target, "name", None)
     elif isinstance(target, Task) or (isinstance(target, type) and issubclass(target, Task)):
@@ -57,8 +57,6 @@ def _celery_task_name(target: object) -> object:
 
 
 def _lazy_task_name(proxy: object) -> str | None:
-    from celery import current_app
-
     evaluated = getattr(type(proxy), "__evaluated__", None)
     if evaluated is not None and evaluated(proxy):
         return None  # built already: reading .name is free
@@ -93,9 +91,6 @@ def mark_schedulable(target: object) -> None:
 
 
 def _mark_celery_task(target: object) -> None:
-    from celery import _state
-    from celery.local import Proxy
-
     evaluated = getattr(type(target), "__evaluated__", None)
     if not issubclass(type(target), Proxy) or (evaluated is not None and evaluated(target)):
         # A task, or a built one behind its proxy (setting through the proxy is free then).

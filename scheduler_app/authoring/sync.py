@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
+from celery import current_app
 from django.db import IntegrityError, transaction
 
 from scheduler_app.authoring.declarations import Declaration, ScheduleRegistry, registry
@@ -128,10 +129,7 @@ def sync_schedules(
 
 
 def _import_task_modules(app: Any) -> None:
-    if app is None:
-        from celery import current_app
-
-        app = current_app
+    app = current_app if app is None else app
     app.loader.import_default_modules()
     djtasks.discover()  # the installed apps' tasks modules, where django.tasks tasks live
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from django.core.management.base import CommandError, OutputWrapper
+from tqdm import tqdm
 
 from scheduler_app.contract.export import write_atomically, write_to
 
@@ -93,8 +94,6 @@ class Progress:
         self.enabled = enabled
 
     def __call__(self, description: str, total: int) -> Any:
-        from tqdm import tqdm
-
         shown = self.enabled
         if shown is None:
             shown = _is_terminal(self.stream) and total >= PROGRESS_MIN
