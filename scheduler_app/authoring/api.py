@@ -135,16 +135,10 @@ def _debounce_once(
             key=f"{schedule_key}~retired~{current.pk.hex[:12]}"
         )
         current = None
+    burst: dict[str, Any] = {"rule": fire_at, "anchor": now, "kwargs": kwargs or {}}
     if current is None:
         return services.create_schedule(
-            task=task,
-            kind="once",
-            rule=fire_at,
-            anchor=now,
-            key=schedule_key,
-            kwargs=kwargs or {},
-            timezone=timezone,
-            clock=clock,
+            task=task, kind="once", key=schedule_key, timezone=timezone, clock=clock, **burst
         )
     if current.status == ScheduleStatus.ACTIVE and current.next_run_at is not None:
         # The burst goes on: move the pending run, keep the window's start.
@@ -156,10 +150,5 @@ def _debounce_once(
     # The last burst already fired: a new burst starts now. (A paused debounce stays paused:
     # its run moves, and fires after it is resumed.)
     return services.update_schedule(
-        current.pk,
-        expected_version=current.version,
-        clock=clock,
-        rule=fire_at,
-        anchor=now,
-        kwargs=kwargs or {},
+        current.pk, expected_version=current.version, clock=clock, **burst
     )

@@ -35,6 +35,8 @@ STATUS_OF_STATE: dict[str, str] = {
 }
 """Every occurrence state -> its occurrence.v1 status (a test covers every state)."""
 STATUSES = tuple(dict.fromkeys(STATUS_OF_STATE.values()))
+LATER_INSTANTS = ("window_start", "window_end", "deadline_at", "started_at", "finished_at")
+"""The instants a record ends with, named as the occurrence's fields."""
 
 
 def occurrence_contract(occurrence: Occurrence) -> dict[str, Any]:
@@ -64,11 +66,7 @@ def occurrence_contract(occurrence: Occurrence) -> dict[str, Any]:
         "schedule_key": schedule.key,
         "task": occurrence.task,
         "attempts": occurrence.attempts,
-        "window_start": local_instant(occurrence.window_start, zone),
-        "window_end": local_instant(occurrence.window_end, zone),
-        "deadline_at": local_instant(occurrence.deadline_at, zone),
-        "started_at": local_instant(occurrence.started_at, zone),
-        "finished_at": local_instant(occurrence.finished_at, zone),
+        **{name: local_instant(getattr(occurrence, name), zone) for name in LATER_INSTANTS},
     }
 
 

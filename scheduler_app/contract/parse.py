@@ -65,28 +65,25 @@ def read_documents(text: str) -> list[Any]:
     try:
         data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
-        raise ContractError([Problem("file", "", f"not valid JSON: {exc}")]) from None
+        raise file_error(f"not valid JSON: {exc}") from None
     except _NotJSON as exc:
-        raise ContractError([Problem("file", "", str(exc))]) from None
+        raise file_error(str(exc)) from None
     except RecursionError:
-        raise ContractError(
-            [Problem("file", "", "JSON nested too deeply; a document is at most a few levels")]
-        ) from None
+        raise file_error("JSON nested too deeply; a document is at most a few levels") from None
     if isinstance(data, list):
         return data
     if isinstance(data, dict) and isinstance(data.get("schedules"), list):
         if data.get("contract") != CONTRACT:
-            raise ContractError([Problem("file", "contract", f"must be {CONTRACT!r}")])
+            raise file_error(f"must be {CONTRACT!r}", "contract")
         return list(data["schedules"])
     if isinstance(data, dict) and "target" in data and "timing" in data:
         return [data]  # one document on its own, as the specification shows it
-    raise ContractError(
-        [
-            Problem(
-                "file", "", f'expected a list or {{"contract": "{CONTRACT}", "schedules": [...]}}'
-            )
-        ]
-    )
+    raise file_error(f'expected a list or {{"contract": "{CONTRACT}", "schedules": [...]}}')
+
+
+def file_error(message: str, path: str = "") -> ContractError:
+    """A problem of the file as a whole rather than of one of its documents."""
+    return ContractError([Problem("file", path, message)])
 
 
 class _NotJSON(ValueError):
