@@ -13,8 +13,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from scheduler_app.authoring.importing import Problem
 from scheduler_app.clock import FakeClock
-from scheduler_app.contract import ContractError, export_all, import_text
+from scheduler_app.contract import ContractError, export_all, import_text, read_documents
 from scheduler_app.models import Schedule, ScheduleVersion
 from scheduler_app.services import cancel_schedule, pause_schedule
 from tests.integration.contract_support import snapshot, wipe
@@ -211,6 +212,25 @@ def test_unknown_task_is_reported_when_the_structure_is_fine() -> None:
 def test_malformed_files(text: str, message: str) -> None:
     with pytest.raises(ContractError, match=message):
         import_text(text, clock=FakeClock(START))
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "message"),
+    [
+        ('{"contract": "schedule.v2", "schedules": []}', "contract", "must be 'schedule.v1'"),
+        (
+            "[" * 100_000 + "]" * 100_000,
+            "",
+            "JSON nested too deeply; a document is at most a few levels",
+        ),
+        ('"a string"', "", 'expected a list or {"contract": "schedule.v1", "schedules": [...]}'),
+        ("[NaN]", "", "not valid JSON: NaN is not a JSON number; use a number or null"),
+    ],
+)
+def test_a_problem_of_the_whole_file_is_the_file_s(text: str, path: str, message: str) -> None:
+    with pytest.raises(ContractError) as caught:
+        read_documents(text)
+    assert caught.value.problems == (Problem("file", path, message),)
 
 
 def test_a_bare_list_of_documents_is_accepted() -> None:
