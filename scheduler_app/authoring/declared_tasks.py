@@ -24,12 +24,7 @@ MAX_JOB_TYPE_LENGTH = 200
 
 
 def task_name_of(target: object) -> str:
-    """The Celery task name of ``target``, without creating the task if it is still lazy.
-
-    ``@shared_task`` and ``@app.task`` (before the app is finalized) return proxies that build
-    the task on first use; using one at import time would finalize the app early, so the
-    name is read from what the proxy was given (falling back to building the task).
-    """
+    """The task name of ``target``, without building a lazy Celery task (module docstring)."""
     if djtasks.is_task(target):  # a django.tasks Task: named by the path its worker imports
         return _usable(djtasks.name_of(target))
     return _usable(_celery_task_name(target))

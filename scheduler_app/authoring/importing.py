@@ -8,7 +8,7 @@ plan out through the service layer. Callers wrap ``apply`` in one transaction.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -167,19 +167,11 @@ def _duplicates(desired: Sequence[Desired]) -> Iterable[Problem]:
 class _Stored:
     """The stored schedules a batch may match, read in a few queries instead of two per item."""
 
-    CHUNK = 500
-
     def __init__(self, desired: Sequence[Desired]) -> None:
         ids = [item.schedule_id for item in desired if item.schedule_id is not None]
         keys = [str(item.fields["key"]) for item in desired if item.fields.get("key")]
-        self.by_id: dict[UUID, Schedule] = {}
-        self.by_key: dict[str, Schedule] = {}
-        for start in range(0, len(ids), self.CHUNK):
-            for row in Schedule.objects.filter(pk__in=ids[start : start + self.CHUNK]):
-                self.by_id[row.pk] = row
-        for start in range(0, len(keys), self.CHUNK):
-            for row in Schedule.objects.filter(key__in=keys[start : start + self.CHUNK]):
-                self.by_key[str(row.key)] = row
+        self.by_id: dict[UUID, Schedule] = {row.pk: row for row in _matching("pk__in", ids)}
+        self.by_key: dict[str, Schedule] = {str(r.key): r for r in _matching("key__in", keys)}
 
     def find(self, item: Desired) -> Schedule | None:
         """By id, then by key (docs/contract.md, "Identity")."""
@@ -187,6 +179,12 @@ class _Stored:
             return self.by_id[item.schedule_id]
         key = item.fields.get("key")
         return self.by_key.get(str(key)) if key else None
+
+
+def _matching(lookup: str, values: Sequence[Any], chunk: int = 500) -> Iterator[Schedule]:
+    """The schedules whose ``lookup`` is in ``values``, asked ``chunk`` values at a time."""
+    for start in range(0, len(values), chunk):
+        yield from Schedule.objects.filter(**{lookup: values[start : start + chunk]})
 
 
 def _plan_one(item: Desired, now: datetime, stored: _Stored) -> Change:
