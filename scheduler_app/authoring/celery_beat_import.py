@@ -19,7 +19,6 @@ from zoneinfo import ZoneInfo
 from celery.schedules import crontab, schedule, solar
 
 from scheduler_app.authoring.celery_beat_values import (
-    ROUTING,
     ROUTING_NOTE,
     Mapping,
     Refused,
@@ -36,6 +35,7 @@ from scheduler_app.authoring.celery_beat_values import (
     unreadable,
 )
 from scheduler_app.authoring.importing import Desired
+from scheduler_app.authoring.options import ROUTING_OPTIONS
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.policies.limits import NUMBER_LIMITS, TEXT_LENGTHS, check_text
 
@@ -246,7 +246,7 @@ def _options(options: Any) -> tuple[dict[str, Any], list[str]]:
     if routing:
         fields["options"] = routing
     for name in sorted(options, key=_name_order):
-        if name not in ROUTING:
+        if name not in ROUTING_OPTIONS:
             notes.append(
                 one_line(ROUTING_NOTE.format(name=plain(name), value=shown(options[name])))
             )

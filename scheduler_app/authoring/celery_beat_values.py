@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scheduler_app.authoring.importing import Desired
+from scheduler_app.authoring.options import ROUTING_OPTIONS
 from scheduler_app.policies.limits import MAX_JSON_DEPTH
 from scheduler_app.timing.durations import MAX_DURATION
 
@@ -35,8 +36,6 @@ SOLAR_REFUSAL = (
     "solar event {event} has no equivalent here (nautical and astronomical twilight are not "
     "offered); use one of {choices} (civil dawn and dusk), or a cron at a fixed local time"
 )
-ROUTING = {"queue": str, "routing_key": str, "exchange": str, "priority": int}
-"""Per-entry routing options kept in ``Schedule.options`` (the schedule.v1 ``target.options``)."""
 ROUTING_NOTE = (
     "not carried over: {name}={value} (not a routing option this scheduler keeps; route "
     "the task with CELERY_TASK_ROUTES, which also applies to occurrences)"
@@ -196,7 +195,7 @@ def interval_timing(every: Any) -> dict[str, Any]:
 def routing_options(values: MappingType[str, Any], notes: list[str]) -> dict[str, Any]:
     """The routing options of ``values`` that are set and well-typed; a note for the rest."""
     kept: dict[str, Any] = {}
-    for name, expected in ROUTING.items():
+    for name, expected in ROUTING_OPTIONS.items():
         value = values.get(name)
         if value is None or (isinstance(value, str) and not value):
             continue

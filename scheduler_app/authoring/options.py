@@ -98,6 +98,8 @@ def declared(options: Mapping[str, Any]) -> dict[str, Any]:
 MAX_KEY_LENGTH = 150  # the column holds 200: room for the suffix a replaced retired key gets
 MAX_OBJECTIVE_LENGTH = 100
 MAX_PAYLOAD_REF_LENGTH = 500
+ROUTING_OPTIONS = {"queue": str, "routing_key": str, "exchange": str, "priority": int}
+"""The per-schedule Celery routing options (``Schedule.options``) and their types."""
 # Only to validate an RRULE or interval without an anchor at import time; the stored anchor of
 # such a schedule is the instant it is first synced (see docs/decorator.md).
 _PLACEHOLDER_ANCHOR = datetime(2000, 1, 3, tzinfo=UTC)

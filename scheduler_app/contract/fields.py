@@ -94,7 +94,6 @@ TOP_FIELDS = frozenset(
 EVENT_FIELDS = ("event_type", "endpoint")
 """An event target's own names (``{"type": "event", "event_type": ..., "endpoint": ...}``):
 the task ``event:<type>`` and ``options.endpoint``."""
-ROUTING_OPTIONS = {"queue": str, "routing_key": str, "exchange": str, "priority": int}
 USER_REF = "user://"
 
 # Model field -> where it lives in a document, for error paths.

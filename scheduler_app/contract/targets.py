@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler_app.authoring import jobtypes
-from scheduler_app.authoring.options import MAX_PAYLOAD_REF_LENGTH
+from scheduler_app.authoring.options import MAX_PAYLOAD_REF_LENGTH, ROUTING_OPTIONS
 from scheduler_app.contract.collecting import Collector, shown
 from scheduler_app.contract.fields import (
     EVENT_FIELDS,
-    ROUTING_OPTIONS,
     TARGET_FIELDS,
     enum_value,
 )
