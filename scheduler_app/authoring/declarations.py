@@ -95,10 +95,6 @@ class ScheduleRegistry:
     def for_task(self, task: str) -> tuple[Declaration, ...]:
         return tuple(d for d in self.declarations() if d.task == task)
 
-    def get(self, key: str) -> Declaration | None:
-        with self._lock:
-            return self._by_key.get(key)
-
     def __len__(self) -> int:
         with self._lock:
             return len(self._by_key)

@@ -14,6 +14,7 @@ import os
 import tempfile
 import textwrap
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -149,12 +150,10 @@ def _instant(value: Any, zone: str) -> Any:
     """UTC with ``Z`` (native), or with the offset of the schedule's zone (spec)."""
     if not isinstance(value, datetime):
         return value
-    if zone == "UTC":
-        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    try:
-        return value.astimezone(ZoneInfo(zone)).isoformat()
-    except (ValueError, KeyError, OSError):  # a zone the database has lost: UTC says the same
-        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if zone != "UTC":
+        with suppress(ValueError, KeyError, OSError):  # a zone the database lost: UTC says it
+            return value.astimezone(ZoneInfo(zone)).isoformat()
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _sorted(value: Any) -> Any:

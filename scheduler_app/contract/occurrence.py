@@ -9,6 +9,7 @@ its ``reason`` beside, so nothing is lost. See docs/contract.md.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -73,10 +74,9 @@ def occurrence_contract(occurrence: Occurrence) -> dict[str, Any]:
 def local_instant(value: datetime | None, zone: str) -> str | None:
     if value is None:
         return None
-    try:
+    with suppress(ValueError, KeyError, OSError):  # a zone the database lost: UTC says it
         return value.astimezone(ZoneInfo(zone)).isoformat()
-    except (ValueError, KeyError, OSError):
-        return value.astimezone(UTC).isoformat()
+    return value.astimezone(UTC).isoformat()
 
 
 # -- selecting occurrences for export --------------------------------------------------------
