@@ -8,7 +8,6 @@ Whatever an entry holds, it is mapped or refused alone: one bad entry never stop
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Iterable
 from collections.abc import Mapping as MappingType
@@ -26,6 +25,7 @@ from scheduler_app.authoring.celery_beat_values import (
     beat_args,
     beat_kwargs,
     interval_timing,
+    log_refused,
     message,
     one_line,
     plain,
@@ -38,8 +38,6 @@ from scheduler_app.authoring.importing import Desired
 from scheduler_app.authoring.options import ROUTING_OPTIONS
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.policies.limits import NUMBER_LIMITS, TEXT_LENGTHS, check_text
-
-logger = logging.getLogger("scheduler_app.celery_beat_import")
 
 BEAT_PREFIX = "celery-beat:"
 KEY_ROOM = TEXT_LENGTHS["key"] - len(BEAT_PREFIX)
@@ -58,7 +56,7 @@ def from_beat_schedule(entries: Any, app_timezone: str) -> list[Mapping]:
     mappings: list[Mapping] = []
     labels: set[str] = set()
     for name in sorted(entries, key=_name_order):
-        label = _unique(_beat_label(name), labels)
+        label = _unique(BEAT_PREFIX + (name if isinstance(name, str) else shown(name)), labels)
         mappings.append(_guarded_beat_entry(label, name, entries, app_timezone))
     return mappings
 
@@ -66,10 +64,6 @@ def from_beat_schedule(entries: Any, app_timezone: str) -> list[Mapping]:
 def _name_order(name: Any) -> tuple[int, str]:
     """Text names in order, then the others (refused) by their repr: never a TypeError."""
     return (0, name) if isinstance(name, str) else (1, shown(name))
-
-
-def _beat_label(name: Any) -> str:
-    return f"{BEAT_PREFIX}{name}" if isinstance(name, str) else f"{BEAT_PREFIX}{shown(name)}"
 
 
 def _unique(label: str, taken: set[str]) -> str:
@@ -92,11 +86,7 @@ def _guarded_beat_entry(
     except Refused as exc:
         return Mapping(label, _safe_describe(entry), None, refusal=one_line(str(exc)))
     except Exception as exc:  # the entry's objects are user code: any may raise
-        logger.warning(
-            "beat_schedule entry refused: %s",
-            unreadable(exc),
-            extra={"action": "schedule.import.refused", "source": one_line(label)},
-        )
+        log_refused("beat_schedule entry", label, unreadable(exc))
         return Mapping(label, _safe_describe(entry), None, refusal=unreadable(exc))
 
 
@@ -179,6 +169,7 @@ def _beat_timing(value: Any, app_timezone: str) -> dict[str, Any]:
 
 
 def _run_every(value: Any) -> Any:
+    """``value.run_every``, which Celery's type stubs leave out."""
     return value.run_every
 
 

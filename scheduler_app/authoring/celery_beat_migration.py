@@ -5,7 +5,6 @@ savepoint of its own; a refused one changes nothing stored.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -13,12 +12,16 @@ from datetime import datetime
 from django.db import DataError, IntegrityError, transaction
 
 from scheduler_app.authoring import importing
-from scheduler_app.authoring.celery_beat_values import CONTENT_ERRORS, Mapping, one_line, unreadable
+from scheduler_app.authoring.celery_beat_values import (
+    CONTENT_ERRORS,
+    Mapping,
+    log_refused,
+    one_line,
+    unreadable,
+)
 from scheduler_app.authoring.importing import Change, Desired, Plan
 from scheduler_app.clock import Clock
 from scheduler_app.errors import SchedulerError
-
-logger = logging.getLogger("scheduler_app.celery_beat_import")
 
 APPLY_ERRORS: tuple[type[Exception], ...] = (
     SchedulerError,
@@ -81,11 +84,7 @@ def _plan_each_apart_if_needed(
 
 def _refuse(refused: dict[str, str], label: str, reason: str) -> None:
     refused[label] = reason
-    logger.warning(
-        "import entry refused: %s",
-        reason,
-        extra={"action": "schedule.import.refused", "source": one_line(label)},
-    )
+    log_refused("import entry", label, reason)
 
 
 def _with_mode(desired: Desired, mode: str | None) -> Desired:

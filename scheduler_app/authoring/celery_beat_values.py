@@ -9,6 +9,7 @@ carried over, or the reason it was refused.
 
 from __future__ import annotations
 
+import logging
 import math
 import reprlib
 from collections.abc import Mapping as MappingType
@@ -21,6 +22,7 @@ from scheduler_app.authoring.options import ROUTING_OPTIONS
 from scheduler_app.policies.limits import MAX_JSON_DEPTH
 from scheduler_app.timing.durations import MAX_DURATION
 
+logger = logging.getLogger("scheduler_app.celery_beat_import")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """Interval grids start here: slots fall on whole multiples of the interval since the Unix
 epoch (a 15-minute interval fires at :00, :15, ...), so re-running the import is stable."""
@@ -101,6 +103,12 @@ def plain(value: Any) -> str:
 def unreadable(exc: BaseException) -> str:
     """The reason for an entry whose content raised while it was read or checked."""
     return f"could not be read ({type(exc).__name__}: {shown(message(exc))}); fix the entry"
+
+
+def log_refused(what: str, label: str, reason: str) -> None:
+    """Log that the entry ``label`` was refused (``what``: "beat_schedule entry", ...)."""
+    extra = {"action": "schedule.import.refused", "source": one_line(label)}
+    logger.warning(f"{what} refused: %s", reason, extra=extra)
 
 
 def message(exc: BaseException) -> str:

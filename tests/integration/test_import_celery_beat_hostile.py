@@ -344,3 +344,37 @@ def test_the_command_refuses_a_beat_schedule_that_is_not_a_dict(
     monkeypatch.setitem(current_app.conf, "beat_schedule", [("a", {})])
     with pytest.raises(CommandError, match="beat_schedule must be a dict"):
         call_command("import_celery_beat", stdout=StringIO(), stderr=StringIO())
+
+
+class ExplodingEntry(dict[str, Any]):
+    """An entry whose own code raises when it is read."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        raise RuntimeError("boom")
+
+
+def test_an_entry_whose_own_code_raises_is_refused_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="scheduler_app.celery_beat_import"):
+        [mapping] = from_beat_schedule({"job": ExplodingEntry(task=TASK)}, "UTC")
+    assert mapping.refusal == "could not be read (RuntimeError: 'boom'); fix the entry"
+    [record] = caplog.records
+    assert (record.msg, record.args) == ("beat_schedule entry refused: %s", (mapping.refusal,))
+    assert (record.action, record.source) == ("schedule.import.refused", "celery-beat:job")
+
+
+def test_an_entry_refused_at_write_time_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock(START)
+    migration = plan_migration(
+        from_beat_schedule({"a": {"task": TASK, "schedule": 60}}, "UTC"), clock.now()
+    )
+    create_schedule(clock=clock, task=TASK, kind="interval", rule="300", key="celery-beat:a")
+    with caplog.at_level("WARNING", logger="scheduler_app.celery_beat_import"):
+        done = apply_migration(migration, clock=clock)
+    [record] = [r for r in caplog.records if r.name == "scheduler_app.celery_beat_import"]
+    assert (record.msg, record.args) == (
+        "import entry refused: %s",
+        (done.refused["celery-beat:a"],),
+    )
+    assert (record.action, record.source) == ("schedule.import.refused", "celery-beat:a")
