@@ -123,7 +123,7 @@ def plan(
             changes.append(change)
         except ScheduleValidationError as exc:
             path = paths.get(exc.field) or paths.get(_root(exc.field), exc.field)
-            problems.append(Problem(item.label, path, _msg(exc)))
+            problems.append(Problem(item.label, path, field_message(exc)))
         except ScheduleStateError as exc:
             problems.append(Problem(item.label, "status", str(exc)))
         if progress is not None:
@@ -147,7 +147,7 @@ def _root(name: str) -> str:
     return name.split(".", 1)[0]
 
 
-def _msg(exc: ScheduleValidationError) -> str:
+def field_message(exc: ScheduleValidationError) -> str:
     """Keep the engine's own sub-field (``cron.minute``) when it says more than the path."""
     return exc.message if "." not in exc.field else f"{exc.field}: {exc.message}"
 

@@ -78,12 +78,9 @@ def export_document(schedule: Schedule, style: Style = "native") -> dict[str, An
 
 def _spec_document(schedule: Schedule) -> dict[str, Any]:
     key_is_id = bool(schedule.key) and not looks_like_uuid(schedule.key or "")
-    policies = {
-        name: spec_enum(value) if name in SPEC_ENUM_POLICIES else value
-        for name, value in (
-            (name, getattr(schedule, model)) for name, model in POLICY_FIELDS.items()
-        )
-    }
+    policies = {name: getattr(schedule, model) for name, model in POLICY_FIELDS.items()}
+    for name in SPEC_ENUM_POLICIES:
+        policies[name] = spec_enum(policies[name])
     document: dict[str, Any] = {
         "contract": CONTRACT,
         "schedule_id": schedule.key if key_is_id else str(schedule.pk),

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from scheduler_app.authoring.importing import Desired, Problem
+from scheduler_app.authoring.importing import Desired, Problem, field_message
 from scheduler_app.contract import readers
 from scheduler_app.contract.collecting import Collector, shown
 from scheduler_app.contract.export import looks_like_uuid
@@ -150,8 +150,7 @@ def _check_the_rest(fields: dict[str, Any], out: Collector) -> None:
     except ScheduleValidationError as exc:
         path = paths.get(exc.field.split(".", 1)[0], exc.field)
         if path not in reported:
-            message = exc.message if "." not in exc.field else f"{exc.field}: {exc.message}"
-            out.add(path, message)
+            out.add(path, field_message(exc))
 
 
 _PLACEHOLDER_NOW = datetime(2000, 1, 1, tzinfo=UTC)
