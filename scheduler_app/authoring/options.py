@@ -152,23 +152,13 @@ class ScheduleOptions:
     endpoint: str | None = None
     """An event declaration's endpoint (``declare_event``), stored as ``options.endpoint``."""
 
-    @property
-    def kwargs(self) -> dict[str, Any]:
-        loaded: dict[str, Any] = json.loads(self.kwargs_json)
-        return loaded
-
-    @property
-    def args(self) -> list[Any]:
-        loaded: list[Any] = json.loads(self.args_json)
-        return loaded
-
     def schedule_fields(self) -> dict[str, Any]:
         """The schedule fields this declaration sets (model names), defaults left out."""
         values: dict[str, Any] = {
             name: getattr(self, name) for name in _OPTION_FIELDS if getattr(self, name) is not None
         }
-        values["kwargs"] = self.kwargs
-        values["args"] = self.args
+        values["kwargs"] = json.loads(self.kwargs_json)
+        values["args"] = json.loads(self.args_json)
         if self.endpoint is not None:
             values["options"] = {"endpoint": self.endpoint}
         return values
