@@ -14,7 +14,6 @@ from uuid import UUID
 
 from scheduler_app.authoring.importing import Desired, Problem, field_message
 from scheduler_app.contract import readers
-from scheduler_app.contract.collecting import Collector, shown
 from scheduler_app.contract.export import looks_like_uuid
 from scheduler_app.contract.fields import (
     BOOLEAN_POLICIES,
@@ -33,6 +32,7 @@ from scheduler_app.contract.fields import (
     TOP_FIELDS,
     enum_value,
 )
+from scheduler_app.contract.readers import Collector, shown
 from scheduler_app.contract.targets import parse_target
 from scheduler_app.definition.canonical import SECONDS_FIELDS
 from scheduler_app.definition.parsed import parse_definition

@@ -1,10 +1,13 @@
-"""The small readers of one value of a ``schedule.v1`` document: an owner, a UUID, a status, an
-instant and a number of seconds each add a problem to the ``Collector`` when the value is wrong
-and return what to store; ``is_int`` and ``as_seconds`` only test and convert.
+"""What the parts of a ``schedule.v1`` document report to, and the small readers of one value.
+
+``Collector`` gathers the problems of one document instead of stopping at the first. The readers
+of an owner, a UUID, a status, an instant and a number of seconds each add a problem to it when
+the value is wrong and return what to store; ``is_int`` and ``as_seconds`` only test and convert.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -12,12 +15,42 @@ from uuid import UUID
 from django.contrib.auth import get_user_model
 
 from scheduler_app.authoring import importing
-from scheduler_app.contract.collecting import Collector
 from scheduler_app.contract.export import looks_like_uuid
 from scheduler_app.contract.fields import USER_REF, enum_value
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.policies.limits import check_text
 from scheduler_app.timing import parse_duration
+
+
+class Collector:
+    """Gathers the problems of one document instead of stopping at the first."""
+
+    def __init__(self, label: str, memo: dict[Any, Any] | None = None) -> None:
+        self.label = label
+        self.memo: dict[Any, Any] = {} if memo is None else memo
+        """Answers that do not change within one file (allowlist, job types), by question."""
+        self.problems: list[importing.Problem] = []
+        self.paths: dict[str, str] = {}
+        """Model field -> where this document wrote it, when not at its native place."""
+
+    def add(self, path: str, message: str) -> None:
+        self.problems.append(importing.Problem(self.label, path, message))
+
+    def section(self, doc: dict[str, Any], name: str, allowed: Iterable[str]) -> dict[str, Any]:
+        value = doc.get(name, {})
+        if not isinstance(value, dict):
+            self.add(name, "must be an object")
+            return {}
+        for unknown in sorted(set(value) - set(allowed)):
+            self.add(f"{name}.{shown(unknown)}", "unknown field; see docs/contract.md")
+        return value
+
+
+def shown(name: str) -> str:
+    """A field name from the file, safe to print: short, and quoted when it is not plain text."""
+    if name.isprintable() and len(name) <= 40 and name.strip() == name and name:
+        return name
+    return repr(name[:40]) + ("..." if len(name) > 40 else "")
 
 
 def owner(ref: Any, out: Collector) -> Any:

@@ -7,12 +7,12 @@ from typing import Any
 
 from scheduler_app.authoring import jobtypes
 from scheduler_app.authoring.options import MAX_PAYLOAD_REF_LENGTH, ROUTING_OPTIONS
-from scheduler_app.contract.collecting import Collector, shown
 from scheduler_app.contract.fields import (
     EVENT_FIELDS,
     TARGET_FIELDS,
     enum_value,
 )
+from scheduler_app.contract.readers import Collector, shown
 from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.handoff.allowlist import EVENT_PREFIX, check_event_type, check_target
 
