@@ -1,3 +1,3 @@
-"""Every way a definition comes in: ``@scheduled`` (declarations, options, sync), the
-Python API, phrases, schedule.v1 and Celery beat imports (importing), the preview; and the
-definition itself (definitions: stored fields to a validated timing)."""
+"""Every way a definition comes in: ``@scheduled`` (declarations, options, sync), the Python
+API, schedule.v1 and Celery beat imports (importing, celery_beat_*), and the preview of what a
+definition will do. The definition itself is ``scheduler_app.definition``."""

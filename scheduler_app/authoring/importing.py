@@ -95,14 +95,11 @@ class Plan:
         return sum(1 for change in self.changes if change.action == action)
 
 
-FieldPath = dict[str, str]
-
-
 def plan(
     desired: Sequence[Desired],
     now: datetime,
     *,
-    field_paths: FieldPath | None = None,
+    field_paths: dict[str, str] | None = None,
     check_versions: bool = False,
     progress: Progress | None = None,
 ) -> Plan:
