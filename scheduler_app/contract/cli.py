@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from django.core.management.base import CommandError, OutputWrapper
 from tqdm import tqdm
 
-from scheduler_app.contract.export import write_atomically, write_to
+from scheduler_app.contract.export import write_atomically
 
 BAD_ARGUMENT = 2
 """Exit status for bad arguments and invalid input files (nothing was written)."""
@@ -48,7 +48,7 @@ def write_output(stdout: OutputWrapper, target: Path | None, pieces: Iterable[st
     stdout; a file that cannot be written is one line and exit 2."""
     try:
         if target is None:
-            write_to(getattr(stdout, "_out", sys.stdout), pieces)
+            getattr(stdout, "_out", sys.stdout).writelines(pieces)
         else:
             write_atomically(target, pieces)
     except OSError as exc:

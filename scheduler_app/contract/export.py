@@ -18,7 +18,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 from uuid import UUID
 from zoneinfo import ZoneInfo
 
@@ -226,16 +226,10 @@ def write_atomically(path: Path, pieces: Iterable[str]) -> None:
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            for piece in pieces:
-                out.write(piece)
+            out.writelines(pieces)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-
-
-def write_to(stream: TextIO, pieces: Iterable[str]) -> None:
-    for piece in pieces:
-        stream.write(piece)
