@@ -7,7 +7,7 @@ the value is wrong and return what to store; ``is_int`` and ``as_seconds`` only 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -32,6 +32,16 @@ class Collector:
         self.problems: list[importing.Problem] = []
         self.paths: dict[str, str] = {}
         """Model field -> where this document wrote it, when not at its native place."""
+
+    def answer(self, question: tuple[str, str], ask: Callable[[], Any]) -> tuple[Any, str | None]:
+        """``ask()``'s result, or the message it refused with; asked once per file."""
+        if question not in self.memo:
+            try:
+                self.memo[question] = (ask(), None)
+            except ScheduleValidationError as exc:
+                self.memo[question] = (None, exc.message)
+        answer: tuple[Any, str | None] = self.memo[question]
+        return answer
 
     def add(self, path: str, message: str) -> None:
         self.problems.append(importing.Problem(self.label, path, message))

@@ -101,32 +101,17 @@ def _job_task(target: dict[str, Any], out: Collector) -> str | None:
     if "task" in target:
         out.add("target.task", "a JOB target names a job_type, not a task; drop 'task'")
     job_type = target.get("job_type")
-    memo_key = ("job_type", job_type if isinstance(job_type, str) else repr(job_type))
-    if memo_key not in out.memo:
-        try:
-            out.memo[memo_key] = (jobtypes.resolve(job_type), None)
-        except ScheduleValidationError as exc:
-            out.memo[memo_key] = (None, exc.message)
-    task, refusal = out.memo[memo_key]
+    question = ("job_type", job_type if isinstance(job_type, str) else repr(job_type))
+    task, refusal = out.answer(question, lambda: jobtypes.resolve(job_type))
     if refusal is not None:
         out.add("target.job_type", refusal)
     return task
 
 
 def _allowed(task: str, out: Collector, path: str) -> None:
-    refusal = out.memo.get(("target", task), _UNSEEN)
-    if refusal is _UNSEEN:
-        try:
-            check_target(task)
-            refusal = None
-        except ScheduleValidationError as exc:
-            refusal = exc.message
-        out.memo[("target", task)] = refusal
+    _, refusal = out.answer(("target", task), lambda: check_target(task))
     if refusal is not None:
         out.add(path, refusal if path == "target.task" else f"task {task!r}: {refusal}")
-
-
-_UNSEEN = object()
 
 
 def _payload_ref(value: Any, out: Collector) -> str:

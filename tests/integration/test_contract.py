@@ -15,7 +15,15 @@ from django.core.management.base import CommandError
 
 from scheduler_app.authoring.importing import Problem
 from scheduler_app.clock import FakeClock
-from scheduler_app.contract import ContractError, export_all, import_text, read_documents
+from scheduler_app.contract import (
+    ContractError,
+    export_all,
+    import_text,
+    plan_import,
+    read_documents,
+    targets,
+)
+from scheduler_app.errors import ScheduleValidationError
 from scheduler_app.models import Schedule, ScheduleVersion
 from scheduler_app.services import cancel_schedule, pause_schedule
 from tests.integration.contract_support import snapshot, wipe
@@ -303,3 +311,32 @@ def test_import_command_exits_2_for_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(CommandError) as caught:
         call_command("import_schedules", str(tmp_path / "nope.json"))
     assert caught.value.returncode == 2
+
+
+def test_the_allowlist_and_job_types_are_asked_once_per_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[str] = []
+
+    def check_target(task: str) -> None:
+        asked.append(task)
+        if task == "no.such.task":
+            raise ScheduleValidationError("task", "unknown task")
+
+    def resolve(job_type: object) -> str:
+        asked.append(f"job:{job_type}")
+        raise ScheduleValidationError("job_type", f"unknown job type {job_type!r}")
+
+    monkeypatch.setattr(targets, "check_target", check_target)
+    monkeypatch.setattr(targets.jobtypes, "resolve", resolve)
+    bad_task = {"type": "task", "task": "no.such.task"}
+    job = {"type": "JOB", "job_type": "nightly"}
+    docs = [doc(key=f"k{n}", target=target) for n, target in enumerate([bad_task, job] * 2)]
+    plan = plan_import(file_of(*docs), START)
+    assert asked == ["no.such.task", "job:nightly"]
+    assert [(p.label, p.path, p.message) for p in plan.problems] == [
+        ("schedules[0]", "target.task", "unknown task"),
+        ("schedules[1]", "target.job_type", "unknown job type 'nightly'"),
+        ("schedules[2]", "target.task", "unknown task"),
+        ("schedules[3]", "target.job_type", "unknown job type 'nightly'"),
+    ]
