@@ -2,7 +2,7 @@
 
 ``schedules``: the list, the form with its builder and live preview, the action pages;
 ``occurrences``: the read-only history with attempts; ``monitoring``: the monitoring page;
-``safety``: kill switches (audited), beat heartbeats, tenant quotas, approving versions;
+``safety``: kill switches (audited), beat heartbeats, tenant quotas;
 ``results``: the optional packages' task-result admins, scoped by tenant.
 """
 

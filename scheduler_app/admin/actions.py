@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -55,7 +55,7 @@ def allowed(request: HttpRequest, schedule: Schedule, action: str) -> bool:
     """Whether to show the button (the service decides when it is used)."""
     if schedule.origin == ScheduleOrigin.CODE and action not in CODE_ALLOWED:
         return False
-    return bool(request.user.has_perm(PERMISSION[action]))
+    return may(request, action)
 
 
 def buttons_for(model_admin: Any, request: HttpRequest, schedule: Schedule) -> list[dict[str, str]]:
@@ -87,13 +87,25 @@ def object_action(
 def _check_permission(request: HttpRequest, action: str) -> None:
     """A person without the action's permission gets no page for it (not even the summary of
     what it would do, which can cost a search): 403, as Django's own views answer."""
-    if not request.user.has_perm(PERMISSION[action]):
+    if not may(request, action):
         raise PermissionDenied(f"{TITLE[action]} needs the permission {PERMISSION[action]!r}")
 
 
-def confirm(model_admin: Any, request: HttpRequest, queryset: Any, action: str) -> Any:
-    """A changelist action: the same page for every selected schedule."""
-    return HANDLERS[action](model_admin, request, list(queryset))
+def may(request: HttpRequest, action: str) -> bool:
+    """Whether the user holds ``action``'s permission (a ``ModelAdmin``'s ``has_*_permission``)."""
+    return bool(request.user.has_perm(PERMISSION[action]))
+
+
+def bulk_action(action: str, description: str, permission: str) -> Any:
+    """A changelist action ``<action>_selected``: the action's page for every selected
+    schedule (approve: each at the version the page shows)."""
+
+    @admin.action(description=description, permissions=[permission])
+    def selected(model_admin: Any, request: HttpRequest, queryset: Any) -> Any:
+        return HANDLERS[action](model_admin, request, list(queryset))
+
+    selected.__name__ = f"{action}_selected"
+    return selected
 
 
 def missing_selection(model: Any, request: HttpRequest, queryset: Any) -> int:

@@ -13,13 +13,14 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
 from django.forms.models import BaseInlineFormSet
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
 from scheduler_app import services
 from scheduler_app.admin.actions import SelectionGuard
+from scheduler_app.admin.base import MissingIs404, ReadOnlyAdmin, instant_field
 from scheduler_app.admin.display import (
     STATE_CLASS,
     format_seconds,
@@ -62,18 +63,6 @@ TIMES = (
     "finished_at",
 )
 OPERATOR_EVENTS: dict[str, str] = {AttemptKind.REPLAY: "replay", AttemptKind.CANCEL: "cancel"}
-
-
-def instant_field(field: str) -> Any:
-    """A read-only field showing ``field`` in the admin's instant format, in the zone of the
-    occurrence (``obj.timezone``)."""
-
-    @admin.display(description=field.replace("_", " "))
-    def show(model_admin: Any, obj: Occurrence) -> str:
-        return instant_text(getattr(obj, field), obj.timezone)
-
-    show.__name__ = f"{field}_text"
-    return show
 
 
 def attempt_outcome(attempt: OccurrenceAttempt) -> str:
@@ -196,9 +185,10 @@ class ReplayForm(forms.Form):
 
 
 @admin.register(Occurrence)
-class OccurrenceAdmin(SelectionGuard, admin.ModelAdmin):
+class OccurrenceAdmin(MissingIs404, SelectionGuard, ReadOnlyAdmin):
     """Machine-written rows: read-only, with a replay action for the dead letters."""
 
+    missing = "no such occurrence"
     list_display = (
         "slot_text",
         "schedule_link",
@@ -270,20 +260,6 @@ class OccurrenceAdmin(SelectionGuard, admin.ModelAdmin):
             if found.exists():
                 return found, False
         return super().get_search_results(request, queryset, search_term)
-
-    def _get_obj_does_not_exist_redirect(
-        self, request: HttpRequest, opts: Any, object_id: str
-    ) -> Any:
-        raise Http404("no such occurrence")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Occurrence | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Occurrence | None = None) -> bool:
-        return False
 
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None

@@ -19,8 +19,9 @@ from django.apps import apps
 from django.contrib import admin
 from django.db.models import Exists, F, OuterRef, QuerySet, TextField, Value
 from django.db.models.functions import Cast, Lower, Replace
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 
+from scheduler_app.admin.base import MissingIs404
 from scheduler_app.models import Occurrence
 from scheduler_app.safety.tenancy import allowed_tenants
 
@@ -62,20 +63,17 @@ def of_tenants(
     return outer.filter(Exists(theirs.filter(key=OuterRef("_result_key"))))
 
 
-class TenantScopedResults:
-    """A mixin for a result admin: its queryset scoped as ``of_tenants`` says."""
+class TenantScopedResults(MissingIs404):
+    """A mixin for a result admin: its queryset scoped as ``of_tenants`` says; another
+    tenant's row answers like a missing one."""
 
     result_column = "id"
     occurrence_field: str | None = "id"
+    missing = "no such task result"
 
     def get_queryset(self, request: HttpRequest) -> Any:
         queryset = super().get_queryset(request)  # type: ignore[misc]
         return of_tenants(queryset, request.user, self.result_column, self.occurrence_field)
-
-    def _get_obj_does_not_exist_redirect(
-        self, request: HttpRequest, opts: Any, object_id: str
-    ) -> Any:
-        raise Http404("no such task result")  # another tenant's row answers like a missing one
 
 
 def scoped(base: type[admin.ModelAdmin], column: str, occurrence_field: str | None) -> type:

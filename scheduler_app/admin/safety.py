@@ -1,7 +1,6 @@
 """The operations models in the admin: kill switches (changed only through
 ``safety.killswitch.set_kill_switch``, with the acting user, so every change is checked and
-audited), their audit, beat heartbeats (read-only) and tenant quotas; plus approving schedule
-versions (through the approve confirmation page).
+audited), their audit, beat heartbeats (read-only) and tenant quotas.
 
 Who may turn which switch, and change which quota, is decided by the safety layer; this module
 only scopes what is listed (``visible_to``) and narrows the choices a form offers.
@@ -14,11 +13,11 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.utils import timezone
 
-from scheduler_app.admin import approving
 from scheduler_app.admin.actions import SelectionGuard
+from scheduler_app.admin.base import ReadOnlyAdmin, RequestForm
 from scheduler_app.admin.display import instant_text
 from scheduler_app.admin.pages import SERVICE_ERRORS, RefusedSave, error_text
 from scheduler_app.models import (
@@ -26,11 +25,9 @@ from scheduler_app.models import (
     KillSwitch,
     KillSwitchEvent,
     KillSwitchScope,
-    Schedule,
     TenantQuota,
 )
 from scheduler_app.safety import killswitch, quotas
-from scheduler_app.safety.approval import PERMISSION as APPROVE_PERMISSION
 from scheduler_app.safety.tenancy import allowed_tenants
 
 
@@ -83,21 +80,8 @@ def instant_column(field: str, label: str) -> Any:
     return column
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows the scheduler writes: operators look, nobody edits."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(KillSwitch)
-class KillSwitchAdmin(RefusedSave, SelectionGuard, admin.ModelAdmin):
+class KillSwitchAdmin(RefusedSave, RequestForm, SelectionGuard, admin.ModelAdmin):
     form = KillSwitchForm
     list_display = (
         "scope",
@@ -112,18 +96,6 @@ class KillSwitchAdmin(RefusedSave, SelectionGuard, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[KillSwitch]:
         return killswitch.visible_to(super().get_queryset(request), request.user)
-
-    def get_form(
-        self, request: HttpRequest, obj: Any = None, change: bool = False, **kw: Any
-    ) -> Any:
-        form = super().get_form(request, obj, change=change, **kw)
-
-        class RequestForm(form):  # type: ignore[misc, valid-type]
-            def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-                kwargs["request"] = request
-                return form(*args, **kwargs)
-
-        return RequestForm
 
     def get_readonly_fields(self, request: HttpRequest, obj: KillSwitch | None = None) -> Any:
         return ("scope", "target", "changed_by", "changed_at") if obj else ()
@@ -204,16 +176,3 @@ class TenantQuotaAdmin(SelectionGuard, admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return super().has_delete_permission(request, obj) and quotas.may_change(request.user)
-
-
-@admin.action(description="Approve selected schedules…", permissions=["approve"])
-def approve_selected(
-    modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Schedule]
-) -> HttpResponse:
-    """Through the approve page: each schedule is approved at the version it shows."""
-    return approving.approve(modeladmin, request, list(queryset))
-
-
-def has_approve_permission(request: HttpRequest) -> bool:
-    """Whether to offer the approve action (the service decides when it is used)."""
-    return bool(request.user.has_perm(APPROVE_PERMISSION))

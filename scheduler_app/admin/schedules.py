@@ -9,18 +9,20 @@ from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db.models import QuerySet
 from django.db.models.fields.json import KeyTextTransform
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from scheduler_app import services
 from scheduler_app.admin import actions, display, saving, views
+from scheduler_app.admin.actions import bulk_action
 from scheduler_app.admin.annotations import (
     kill_switched,
     kill_switched_annotation,
     last_outcome_annotation,
 )
+from scheduler_app.admin.base import MissingIs404, RequestForm, instant_field
 from scheduler_app.admin.fieldsets import (
     DECLARED_INSTANTS,
     FIELDSETS_BUILDER,
@@ -33,7 +35,6 @@ from scheduler_app.admin.forms import EDITABLE, ScheduleForm
 from scheduler_app.admin.history import audit_context, recent_occurrences, version_diffs
 from scheduler_app.admin.monitoring import monitoring_page
 from scheduler_app.admin.pages import RefusedSave
-from scheduler_app.admin.safety import approve_selected, has_approve_permission
 from scheduler_app.authoring.preview import calendar_notes, preview_rows
 from scheduler_app.definition.schedule import timing_for
 from scheduler_app.errors import SchedulerError
@@ -51,7 +52,6 @@ from scheduler_app.safety.tenancy import scope
 from scheduler_app.timing import TICK, Kind
 
 PREVIEW_COUNT = 10
-PAUSE_PERMISSION = "scheduler_app.pause_schedule"
 
 
 def is_code_declared(schedule: Schedule | None) -> bool:
@@ -60,8 +60,11 @@ def is_code_declared(schedule: Schedule | None) -> bool:
 
 
 @admin.register(Schedule)
-class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
+class ScheduleAdmin(
+    RefusedSave, RequestForm, MissingIs404, actions.SelectionGuard, admin.ModelAdmin
+):
     form = ScheduleForm
+    missing = "no such schedule"
     change_form_template = "admin/scheduler_app/schedule/change_form.html"
     change_list_template = "admin/scheduler_app/schedule/change_list.html"
     object_history_template = "admin/scheduler_app/schedule/object_history.html"
@@ -90,7 +93,7 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
     ordering = ("next_run_at",)
     list_per_page = 50
     show_full_result_count = False
-    actions = ("pause_selected", "resume_selected", "cancel_selected", approve_selected)
+    actions = ("pause_selected", "resume_selected", "cancel_selected", "approve_selected")
 
     class Media:
         css = {"all": ("scheduler_app/admin.css",)}
@@ -108,25 +111,6 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
             )
         return queryset
 
-    def get_form(
-        self, request: HttpRequest, obj: Any = None, change: bool = False, **kw: Any
-    ) -> Any:
-        form = super().get_form(request, obj, change=change, **kw)
-
-        class RequestForm(form):  # type: ignore[misc, valid-type]
-            def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-                kwargs["request"] = request
-                return form(*args, **kwargs)
-
-        return RequestForm
-
-    def _get_obj_does_not_exist_redirect(
-        self, request: HttpRequest, opts: Any, object_id: str
-    ) -> Any:
-        # Another tenant's schedule (outside the scoped queryset) answers 404, not a redirect
-        # that would confirm it exists.
-        raise Http404("no such schedule")
-
     def has_change_permission(self, request: HttpRequest, obj: Schedule | None = None) -> bool:
         # Code owns a declared schedule's definition: its page is a view, with no Save.
         return super().has_change_permission(request, obj) and not is_code_declared(obj)
@@ -135,13 +119,13 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
         return super().has_delete_permission(request, obj) and not is_code_declared(obj)
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.has_perm(PAUSE_PERMISSION))
+        return actions.may(request, "pause")
 
     def has_approve_permission(self, request: HttpRequest) -> bool:
-        return has_approve_permission(request)
+        return actions.may(request, "approve")
 
     def has_run_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.has_perm(RUN_PERMISSION))
+        return actions.may(request, "run")
 
     def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict[str, Any]:
         found = super().get_actions(request, **actions.location_kwargs(action_location))
@@ -232,41 +216,19 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
 
     # -- the change page -----------------------------------------------------------------
 
-    @admin.display(description="status")
-    def status_text(self, obj: Schedule) -> str:
-        return display.status_badge(obj, timezone.now(), kill_switched(obj))
+    status_text = status_badge  # the change page's field: the list's badges
 
     @admin.display(description="paused")
     def pause_text(self, obj: Schedule) -> str:
         return display.pause_text(obj) or "-"
 
-    @admin.display(description="last slot")
-    def last_slot_text(self, obj: Schedule) -> str:
-        return display.instant_text(obj.last_scheduled_for, obj.timezone)
-
-    @admin.display(description="last success")
-    def last_success_text(self, obj: Schedule) -> str:
-        return display.instant_text(obj.last_success_at, obj.timezone)
-
-    @admin.display(description="anchor")
-    def anchor_text(self, obj: Schedule) -> str:
-        return display.instant_text(obj.anchor, obj.timezone)
-
-    @admin.display(description="starts at")
-    def starts_text(self, obj: Schedule) -> str:
-        return display.instant_text(obj.starts_at, obj.timezone)
-
-    @admin.display(description="ends at")
-    def ends_text(self, obj: Schedule) -> str:
-        return display.instant_text(obj.ends_at, obj.timezone)
-
-    @admin.display(description="created")
-    def created_text(self, obj: Schedule) -> str:
-        return display.instant_text(obj.created_at, obj.timezone)
-
-    @admin.display(description="updated")
-    def updated_text(self, obj: Schedule) -> str:
-        return display.instant_text(obj.updated_at, obj.timezone)
+    last_slot_text = instant_field("last_scheduled_for", "last slot")
+    last_success_text = instant_field("last_success_at", "last success")
+    anchor_text = instant_field("anchor")
+    starts_text = instant_field("starts_at")
+    ends_text = instant_field("ends_at")
+    created_text = instant_field("created_at", "created")
+    updated_text = instant_field("updated_at", "updated")
 
     @admin.display(description="next slots")
     def preview(self, obj: Schedule) -> str:
@@ -365,14 +327,7 @@ class ScheduleAdmin(RefusedSave, actions.SelectionGuard, admin.ModelAdmin):
 
     # -- bulk actions (each through its confirmation page) -------------------------------
 
-    @admin.action(description="Pause selected schedules…", permissions=["pause"])
-    def pause_selected(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> Any:
-        return actions.confirm(self, request, queryset, "pause")
-
-    @admin.action(description="Resume selected schedules…", permissions=["pause"])
-    def resume_selected(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> Any:
-        return actions.confirm(self, request, queryset, "resume")
-
-    @admin.action(description="Cancel selected schedules…", permissions=["change"])
-    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> Any:
-        return actions.confirm(self, request, queryset, "cancel")
+    pause_selected = bulk_action("pause", "Pause selected schedules…", "pause")
+    resume_selected = bulk_action("resume", "Resume selected schedules…", "pause")
+    cancel_selected = bulk_action("cancel", "Cancel selected schedules…", "change")
+    approve_selected = bulk_action("approve", "Approve selected schedules…", "approve")
