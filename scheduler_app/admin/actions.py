@@ -22,7 +22,16 @@ from django.utils.html import format_html
 from scheduler_app import services
 from scheduler_app.admin import approving, running
 from scheduler_app.admin.operations import resume_summary
-from scheduler_app.admin.pages import TITLE, Page, attempt, confirmed, done, render
+from scheduler_app.admin.pages import (
+    TITLE,
+    Page,
+    attempt,
+    attempt_each,
+    confirmed,
+    done,
+    render,
+    why_field,
+)
 from scheduler_app.models import OPEN_STATES, Occurrence, Schedule, ScheduleOrigin, ScheduleStatus
 from scheduler_app.safety.approval import PERMISSION as APPROVE_PERMISSION
 from scheduler_app.safety.approval import needs_approval
@@ -196,21 +205,11 @@ def _waiting(schedule: Schedule) -> int:
 
 
 class NoteForm(forms.Form):
-    note = forms.CharField(
-        required=False,
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
-        help_text="Why (shown on the schedule page and in the list; kept in the audit).",
-    )
+    note = why_field("Why (shown on the schedule page and in the list; kept in the audit).")
 
 
 class ReasonForm(forms.Form):
-    reason = forms.CharField(
-        required=False,
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
-        help_text="Why (kept in the schedule's audit trail with your user name).",
-    )
+    reason = why_field("Why (kept in the schedule's audit trail with your user name).")
 
 
 # -- pause ---------------------------------------------------------------------------------
@@ -220,12 +219,8 @@ def pause(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) -> 
     form = NoteForm(request.POST if confirmed(request) else None)
     if confirmed(request) and form.is_valid():
         note = form.cleaned_data["note"]
-        paused = [
-            s
-            for s in schedules
-            if attempt(model_admin, request, s, services.pause_schedule, note=note)
-        ]
-        model_admin.message_user(request, f"{len(paused)} schedule(s) paused")
+        paused = attempt_each(model_admin, request, schedules, services.pause_schedule, note=note)
+        model_admin.message_user(request, f"{paused} schedule(s) paused")
         return done(request, schedules)
     page = Page("pause", schedules, form=form, confirm_label="Pause")
     for schedule in schedules:
@@ -279,14 +274,11 @@ def resume(model_admin: Any, request: HttpRequest, schedules: list[Schedule]) ->
             )
         else:
             note = form.cleaned_data["note"]
-            resumed = [
-                s
-                for s in schedules
-                if attempt(model_admin, request, s, services.resume_schedule, note=note)
-            ]
+            resumed = attempt_each(
+                model_admin, request, schedules, services.resume_schedule, note=note
+            )
             model_admin.message_user(
-                request,
-                f"{len(resumed)} schedule(s) resumed; up to {total} occurrence(s) created",
+                request, f"{resumed} schedule(s) resumed; up to {total} occurrence(s) created"
             )
             return done(request, schedules)
     if page.errors or not confirmed(request):

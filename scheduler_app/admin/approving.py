@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from scheduler_app import services
 from scheduler_app.admin import display, reviewing
-from scheduler_app.admin.pages import Page, attempt, confirmed, done, render
+from scheduler_app.admin.pages import Page, attempt, confirmed, done, render, why_field
 from scheduler_app.authoring.preview import preview_rows
 from scheduler_app.definition.schedule import timing_for
 from scheduler_app.errors import SchedulerError
@@ -33,11 +33,10 @@ NEXT_RUNS = 5
 
 
 class ApproveForm(forms.Form):
-    reason = forms.CharField(
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
-        help_text="Why this version may run (kept in the schedule's audit trail with your "
-        "user name and the version number).",
+    reason = why_field(
+        "Why this version may run (kept in the schedule's audit trail with your user name "
+        "and the version number).",
+        required=True,
     )
 
 

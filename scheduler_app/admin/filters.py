@@ -12,7 +12,17 @@ from scheduler_app.models import Schedule
 from scheduler_app.safety.tenancy import allowed_tenants, scope
 
 
-class TenantFilter(admin.SimpleListFilter):
+class ValueFilter(admin.SimpleListFilter):
+    """The rows whose ``path`` is the chosen value (all of them when none is chosen)."""
+
+    path = ""
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset if value is None else queryset.filter(**{self.path: value})
+
+
+class TenantFilter(ValueFilter):
     """By tenant: only the tenants the user may see are offered."""
 
     title = "tenant"
@@ -26,10 +36,6 @@ class TenantFilter(admin.SimpleListFilter):
             tenants = set(names.distinct())
         return [(t, t or "(no tenant)") for t in sorted(tenants)]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        return queryset if value is None else queryset.filter(**{self.path: value})
-
 
 class OccurrenceTenantFilter(TenantFilter):
     parameter_name = "schedule__tenant"
@@ -39,16 +45,12 @@ class OccurrenceTenantFilter(TenantFilter):
 def short_filter(field: str, choices: list[tuple[str, str]]) -> type[admin.SimpleListFilter]:
     """A filter on ``field`` that lists the short values (``skip``), not the long labels."""
 
-    class ShortChoices(admin.SimpleListFilter):
+    class ShortChoices(ValueFilter):
         title = field.replace("_", " ")
-        parameter_name = field
+        parameter_name = path = field
 
         def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
             return [(value, value.replace("_", " ")) for value, _ in choices]
-
-        def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-            value = self.value()
-            return queryset if value is None else queryset.filter(**{field: value})
 
     ShortChoices.__name__ = f"{field.title().replace('_', '')}Filter"
     return ShortChoices
@@ -70,14 +72,10 @@ class LastOutcomeFilter(admin.SimpleListFilter):
         return queryset.filter(last__state=value)
 
 
-class TaskFilter(admin.SimpleListFilter):
+class TaskFilter(ValueFilter):
     title = "task"
-    parameter_name = "task"
+    parameter_name = path = "task"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         qs = scope(Schedule.objects.all(), request.user)
         return [(t, t) for t in qs.order_by("task").values_list("task", flat=True).distinct()[:200]]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        return queryset if value is None else queryset.filter(task=value)

@@ -72,7 +72,6 @@ TIMING_FIELDS = (
 )
 
 
-# Engine field (before the first dot) -> the form field that shows its error.
 def timing_only(values: dict[str, Any]) -> Timing:
     """The timing the beat would evaluate: ``timing_for`` on the unsaved definition."""
     fields = {name: values[name] for name in TIMING_FIELDS if values.get(name) not in (None, "")}

@@ -14,7 +14,6 @@ from django.contrib.admin.utils import unquote
 from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
-from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
@@ -28,7 +27,8 @@ from scheduler_app.admin.display import (
     local_and_utc,
     occurrence_title,
 )
-from scheduler_app.admin.filters import OccurrenceTenantFilter, short_filter
+from scheduler_app.admin.filters import OccurrenceTenantFilter, ValueFilter, short_filter
+from scheduler_app.admin.pages import Page, render, why_field
 from scheduler_app.admin.paging import EstimatedCountPaginator
 from scheduler_app.definition.schedule import as_key, occurrence_id
 from scheduler_app.djtasks.results import RESULT_ADMIN, result_row
@@ -76,11 +76,12 @@ def attempt_outcome(attempt: OccurrenceAttempt) -> str:
     return f"{event} requested by {who}{was}"
 
 
-class ScheduleFilter(admin.SimpleListFilter):
+class ScheduleFilter(ValueFilter):
     """By schedule: the user's schedules by name (the first 100; the search box finds more)."""
 
     title = "schedule"
     parameter_name = "schedule__id__exact"
+    path = "schedule_id"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         schedules = scope(Schedule.objects.all(), request.user).order_by("name")
@@ -88,10 +89,6 @@ class ScheduleFilter(admin.SimpleListFilter):
             (str(pk), name or key or str(pk))
             for pk, name, key in schedules.values_list("pk", "name", "key")[:SCHEDULE_CHOICES]
         ]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        return queryset if value is None else queryset.filter(schedule_id=value)
 
 
 class LateFilter(admin.SimpleListFilter):
@@ -179,9 +176,7 @@ class AttemptInline(admin.TabularInline):
 
 
 class ReplayForm(forms.Form):
-    note = forms.CharField(
-        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2, "cols": 60})
-    )
+    note = why_field()
 
 
 @admin.register(Occurrence)
@@ -332,26 +327,13 @@ class OccurrenceAdmin(MissingIs404, SelectionGuard, ReadOnlyAdmin):
                     self.message_user(request, str(exc), messages.ERROR)
             self.message_user(request, f"{replayed} occurrence(s) replayed")
             return None
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.model._meta,
-            "title": "Replay: are you sure?",
-            "page": {"form": form, "confirm_label": "Replay", "stage": "confirm", "errors": []},
-            "rows": [
-                (
-                    occurrence_title(o),
-                    [],
-                    [
-                        f"{o.state} ({o.reason or 'no reason'}): runs again with the same key; "
-                        "who and why are recorded in its attempts and the schedule's audit trail."
-                    ],
-                )
-                for o in queryset
-            ],
-            "bulk_action": "replay",
-            "selected": request.POST.getlist("_selected_action"),
-        }
-        return TemplateResponse(request, "admin/scheduler_app/schedule/confirm.html", context)
+        page = Page("replay", list(queryset), form=form, confirm_label="Replay")
+        for o in page.schedules:
+            page.consequences[o.pk] = [
+                f"{o.state} ({o.reason or 'no reason'}): runs again with the same key; "
+                "who and why are recorded in its attempts and the schedule's audit trail."
+            ]
+        return render(self, request, page, heading=occurrence_title)
 
 
 def _django_tasks_result_link(obj: Occurrence) -> str:

@@ -34,6 +34,7 @@ TITLE = {
     "cancel": "Cancel",
     "restore": "Undo cancel",
     "approve": "Approve",
+    "replay": "Replay",
 }
 
 
@@ -42,7 +43,8 @@ class Page:
     """What a confirmation page shows and which form it carries."""
 
     action: str
-    schedules: list[Schedule]
+    schedules: list[Any]
+    """What it acts on: schedules (occurrences, on the replay page)."""
     consequences: dict[Any, list[str]] = field(default_factory=dict)
     form: forms.Form | None = None
     errors: list[str] = field(default_factory=list)
@@ -59,7 +61,20 @@ def confirmed(request: HttpRequest) -> bool:
     return request.method == "POST" and "confirm" in request.POST
 
 
-def render(model_admin: Any, request: HttpRequest, page: Page) -> TemplateResponse:
+def why_field(help_text: str = "", *, required: bool = False) -> forms.CharField:
+    """A page's box for why the action is taken (optional unless ``required``)."""
+    return forms.CharField(
+        required=required,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text=help_text,
+    )
+
+
+def render(
+    model_admin: Any, request: HttpRequest, page: Page, heading: Callable[[Any], Any] = str
+) -> TemplateResponse:
+    """The page, a row per object named by ``heading`` (its ``str``)."""
     opts = model_admin.model._meta
     selected = request.POST.getlist("_selected_action") if "action" in request.POST else []
     context = {
@@ -69,7 +84,7 @@ def render(model_admin: Any, request: HttpRequest, page: Page) -> TemplateRespon
         "page": page,
         "rows": [
             (
-                s,
+                heading(s),
                 page.details.get(s.pk, []),
                 page.changes.get(s.pk, ("", [])),
                 page.consequences.get(s.pk, []),
@@ -109,6 +124,17 @@ def attempt(
     except SERVICE_ERRORS as exc:
         model_admin.message_user(request, f"{schedule}: {error_text(exc)}", messages.ERROR)
         return None
+
+
+def attempt_each(
+    model_admin: Any,
+    request: HttpRequest,
+    schedules: list[Schedule],
+    service: Callable[..., T],
+    **kw: Any,
+) -> int:
+    """``attempt`` on each schedule; how many the service did not refuse."""
+    return sum(1 for s in schedules if attempt(model_admin, request, s, service, **kw))
 
 
 class RefusedSave:

@@ -71,9 +71,9 @@ LABELS = {
     "target": "handoff target",
 }
 COMPARED = (*SHOWN, "tenant", "owner_id", "name")
+"""What the diff compares: every shown field the stored version holds, and who and which."""
 INSTANTS = ("anchor", "starts_at", "ends_at")
 """Stored as ISO text in a version; compared as instants (the same one in any offset)."""
-"""What the diff compares: every shown field the stored version holds, and who and which."""
 
 
 def label(name: str) -> str:
