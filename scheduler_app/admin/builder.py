@@ -9,7 +9,7 @@ into the builder when the builder can express it (else ``None``: the page opens 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 REPEATS = (
@@ -32,8 +32,7 @@ WEEKDAYS = (
 )
 MONTHLY_ON = (("day", "on day"), ("last", "on the last day"), ("nth", "on the"))
 NTHS = (("1", "first"), ("2", "second"), ("3", "third"), ("4", "fourth"), ("-1", "last"))
-_CRON_DAY = {"SU": "SUN", "MO": "MON", "TU": "TUE", "WE": "WED", "TH": "THU", "FR": "FRI"}
-_CRON_DAY["SA"] = "SAT"
+_CRON_DAY = {code: label.upper() for code, label in WEEKDAYS}  # MO -> MON
 _FROM_CRON_DAY = {v: k for k, v in _CRON_DAY.items()}
 _FROM_CRON_NUMBER = {0: "SU", 1: "MO", 2: "TU", 3: "WE", 4: "TH", 5: "FR", 6: "SA", 7: "SU"}
 _ORDER = [code for code, _ in WEEKDAYS]
@@ -61,7 +60,6 @@ class BuilderSpec:
     nth: int | None = None
     nth_weekday: str = ""
     once_at: datetime | None = None
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 def parse_times(text: str) -> tuple[tuple[int, int], ...]:
