@@ -8,6 +8,11 @@ from typing import Any, NoReturn
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 
+def bad_argument(message: str) -> CommandError:
+    """A bad argument's error, on one line (exit 2)."""
+    return CommandError(" ".join(message.splitlines()), returncode=2)
+
+
 class OneLineErrors(BaseCommand):
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
         parser = super().create_parser(prog_name, subcommand, **kwargs)

@@ -1,20 +1,24 @@
 """Shared by the everyday operator commands (list/pause/resume/run_schedule): finding a
-schedule by id, key or name with one clear error, and printing JSON."""
+schedule by id, key or name with one clear error, naming the operator, pausing or resuming
+it as them, and printing JSON or a table."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from django.core.management.base import CommandError
 
+from scheduler_app.errors import SchedulerError
 from scheduler_app.models import Occurrence, Schedule
+from scheduler_app.safety.actors import COMMAND
 
 NOT_FOUND = 2
 """A schedule that does not exist is a bad argument, like any other (exit 2)."""
-"""Exit status when the schedule does not exist (bad arguments exit 2)."""
 
 
 def find_schedule(reference: str) -> Schedule:
@@ -42,6 +46,25 @@ def find_schedule(reference: str) -> Schedule:
     )
 
 
+def operator_name() -> str:
+    try:
+        return f"{getpass.getuser()} (manage.py)"
+    except (KeyError, OSError):  # no user name in this environment
+        return "manage.py"
+
+
+def as_operator(
+    service: Callable[..., Schedule], schedule: Schedule, options: dict[str, Any], what: str
+) -> Schedule:
+    """``service`` (pause or resume) on the schedule with the command's ``--note`` and
+    ``--by``; its refusal is a ``cannot <what>: ...`` error (exit 1)."""
+    by = options["by"] or operator_name()
+    try:
+        return service(schedule.pk, note=options["note"], by=by, user=COMMAND)
+    except SchedulerError as exc:
+        raise CommandError(f"cannot {what}: {exc}", returncode=1) from exc
+
+
 def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
@@ -63,6 +86,15 @@ def schedule_row(schedule: Schedule, last: Occurrence | None = None) -> dict[str
         else {"id": str(last.pk), "scheduled_for": iso(last.scheduled_for), "state": last.state},
         "pause_note": schedule.pause_note,
     }
+
+
+def aligned(rows: list[tuple[Any, ...]]) -> list[str]:
+    """The rows as lines of columns two spaces apart, each as wide as its widest cell."""
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
 
 
 def dumps(document: Any) -> str:

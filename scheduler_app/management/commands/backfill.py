@@ -13,12 +13,12 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandParser
 from tqdm import tqdm
 
 from scheduler_app import services
 from scheduler_app.errors import SchedulerError, ScheduleValidationError
-from scheduler_app.management.commands._oneline import OneLineErrors
+from scheduler_app.management.commands._oneline import OneLineErrors, bad_argument
 from scheduler_app.management.commands._schedule_cli import find_schedule
 from scheduler_app.models import OverlapPolicy, Schedule
 from scheduler_app.safety.actors import COMMAND
@@ -82,9 +82,9 @@ class Command(OneLineErrors):
                 )
             created = self._create(schedule, start, end, options)
         except ScheduleValidationError as exc:
-            raise CommandError(_one_line(f"{exc.field}: {exc.message}"), returncode=2) from None
+            raise bad_argument(f"{exc.field}: {exc.message}") from None
         except (SchedulerError, ValueError) as exc:
-            raise CommandError(_one_line(str(exc)), returncode=2) from None
+            raise bad_argument(str(exc)) from None
         self.stdout.write(f"created {created} occurrence(s)")
 
     def _create(
@@ -129,7 +129,3 @@ def _describe(plan: BackfillPlan, schedule: Schedule) -> str:
         f"{plan.new} new; first {first}, last {last}; estimated cost {cost}; "
         f"overlap {plan.overlap}"
     )
-
-
-def _one_line(message: str) -> str:
-    return " ".join(message.splitlines())

@@ -15,7 +15,7 @@ from django.db.models import OuterRef, Subquery
 
 from scheduler_app.admin.display import display_name
 from scheduler_app.management.commands._oneline import OneLineErrors
-from scheduler_app.management.commands._schedule_cli import dumps, schedule_row
+from scheduler_app.management.commands._schedule_cli import aligned, dumps, schedule_row
 from scheduler_app.models import Occurrence, Schedule, ScheduleStatus
 from scheduler_app.safety.killswitch import Switches, switches_on
 
@@ -83,11 +83,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         )
         for row in rows
     ]
-    widths = [max(len(str(line[i])) for line in [header, *lines]) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(str(cell).ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in [header, *lines]
-    )
+    return "\n".join(aligned([header, *lines]))
 
 
 def rule_text(row: dict[str, Any]) -> str:

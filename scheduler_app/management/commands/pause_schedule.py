@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import getpass
 from typing import Any
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandParser
 
 from scheduler_app import services
-from scheduler_app.errors import SchedulerError
 from scheduler_app.management.commands._oneline import OneLineErrors
-from scheduler_app.management.commands._schedule_cli import dumps, find_schedule, schedule_row
-from scheduler_app.safety.actors import COMMAND
-
-
-def operator_name() -> str:
-    try:
-        return f"{getpass.getuser()} (manage.py)"
-    except (KeyError, OSError):  # no user name in this environment
-        return "manage.py"
+from scheduler_app.management.commands._schedule_cli import (
+    as_operator,
+    dumps,
+    find_schedule,
+    schedule_row,
+)
 
 
 class Command(OneLineErrors):
@@ -33,15 +28,7 @@ class Command(OneLineErrors):
     def handle(self, *args: Any, **options: Any) -> None:
         schedule = find_schedule(options["schedule"])
         was = schedule.status
-        try:
-            schedule = services.pause_schedule(
-                schedule.pk,
-                note=options["note"],
-                by=options["by"] or operator_name(),
-                user=COMMAND,
-            )
-        except SchedulerError as exc:
-            raise CommandError(f"cannot pause {schedule.pk}: {exc}", returncode=1) from exc
+        schedule = as_operator(services.pause_schedule, schedule, options, f"pause {schedule.pk}")
         if options["json"]:
             self.stdout.write(dumps({**schedule_row(schedule), "changed": was != schedule.status}))
             return

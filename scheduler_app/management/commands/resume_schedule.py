@@ -9,17 +9,15 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from scheduler_app import services
-from scheduler_app.errors import SchedulerError
 from scheduler_app.management.commands._oneline import OneLineErrors
 from scheduler_app.management.commands._schedule_cli import (
+    as_operator,
     dumps,
     find_schedule,
     iso,
     schedule_row,
 )
-from scheduler_app.management.commands.pause_schedule import operator_name
 from scheduler_app.models import ScheduleStatus
-from scheduler_app.safety.actors import COMMAND
 
 NOT_CONFIRMED = 1
 SHOWN = 5
@@ -58,15 +56,7 @@ class Command(OneLineErrors):
                 )
             if input("Resume? [y/N] ").strip().lower() not in ("y", "yes"):
                 raise CommandError(f"{label} not resumed", returncode=NOT_CONFIRMED)
-        try:
-            schedule = services.resume_schedule(
-                schedule.pk,
-                note=options["note"],
-                by=options["by"] or operator_name(),
-                user=COMMAND,
-            )
-        except SchedulerError as exc:
-            raise CommandError(f"cannot resume {label}: {exc}", returncode=1) from exc
+        schedule = as_operator(services.resume_schedule, schedule, options, f"resume {label}")
         self._say(options, f"resumed {label}: {summary_done(preview)}", schedule, preview)
 
     def _say(self, options: dict[str, Any], text: str, schedule: Any, preview: Any) -> None:

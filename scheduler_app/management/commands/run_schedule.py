@@ -15,8 +15,7 @@ from django.db import transaction
 
 from scheduler_app.errors import SchedulerError
 from scheduler_app.management.commands._oneline import OneLineErrors
-from scheduler_app.management.commands._schedule_cli import dumps, find_schedule, iso
-from scheduler_app.management.commands.pause_schedule import operator_name
+from scheduler_app.management.commands._schedule_cli import dumps, find_schedule, iso, operator_name
 from scheduler_app.models import Occurrence
 from scheduler_app.safety.actors import COMMAND
 from scheduler_app.services.operator import run_now

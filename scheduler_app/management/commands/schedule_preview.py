@@ -29,7 +29,8 @@ from scheduler_app.authoring.preview import (
 )
 from scheduler_app.definition.schedule import search_budget, timing_for
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.management.commands._oneline import OneLineErrors
+from scheduler_app.management.commands._oneline import OneLineErrors, bad_argument
+from scheduler_app.management.commands._schedule_cli import aligned
 from scheduler_app.management.commands._text_rule import parsed_text, text_options
 from scheduler_app.models import Schedule
 from scheduler_app.timing import TICK, Ambiguous, Kind, Nonexistent, Timing, build_timing, describe
@@ -83,9 +84,9 @@ class Command(OneLineErrors):
             timing, after = _timing_and_after(options)
             found = preview_slots(timing, after, _check_count(options["count"]))
         except ScheduleValidationError as error:
-            raise CommandError(_one_line(_option_message(error)), returncode=2) from None
+            raise bad_argument(_option_message(error)) from None
         except ValueError as error:
-            raise CommandError(_one_line(str(error)), returncode=2) from None
+            raise bad_argument(str(error)) from None
         except OverflowError:  # datetime arithmetic beyond year 1 or 9999
             raise CommandError(OUT_OF_RANGE, returncode=2) from None
         notes = calendar_notes(timing, after, found.rows)
@@ -358,10 +359,7 @@ def _as_table(
         return "\n".join([*lines, *(stopped or [empty])])
     header = (f"Local ({timing.zone.key})", "UTC", "Note")
     cells = [(_local_text(row.local), utc_text(row.local), row.note or "") for row in rows]
-    widths = [max(len(row[i]) for row in [header, *cells]) for i in range(2)]
-    for row in [header, *cells]:
-        lines.append(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]}".rstrip())
-    return "\n".join([*lines, *stopped])
+    return "\n".join([*lines, *aligned([header, *cells]), *stopped])
 
 
 def _local_text(local: datetime) -> str:
@@ -373,7 +371,3 @@ def _option_message(error: ScheduleValidationError) -> str:
     head, _, rest = error.field.partition(".")
     option = OPTION_OF_FIELD.get(head, head)
     return f"{option} ({rest}): {error.message}" if rest else f"{option}: {error.message}"
-
-
-def _one_line(message: str) -> str:
-    return " ".join(message.splitlines())
