@@ -307,23 +307,22 @@ class ScheduleAdmin(
     def object_action_view(self, request: HttpRequest, object_id: str, action: str) -> HttpResponse:
         return actions.object_action(self, request, object_id, action)
 
-    def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: Any = None,
     ) -> HttpResponse:
+        """The add and change pages: the action buttons, and the live preview's URL unless
+        code owns the schedule."""
         extra = dict(extra_context or {})
-        obj = self.get_object(request, object_id)
+        obj = self.get_object(request, object_id) if object_id is not None else None
         if obj is not None:
             extra["sched_buttons"] = actions.buttons_for(self, request, obj)
         if not is_code_declared(obj):
             extra["sched_preview_url"] = reverse("admin:scheduler_app_schedule_preview")
-        return super().change_view(request, object_id, form_url, extra)
-
-    def add_view(
-        self, request: HttpRequest, form_url: str = "", extra_context: Any = None
-    ) -> HttpResponse:
-        extra = dict(extra_context or {})
-        extra["sched_preview_url"] = reverse("admin:scheduler_app_schedule_preview")
-        return super().add_view(request, form_url, extra)
+        return super().changeform_view(request, object_id, form_url, extra)
 
     # -- bulk actions (each through its confirmation page) -------------------------------
 
