@@ -172,7 +172,7 @@ class SelectionGuard:
     def _answer_missing(self, request: HttpRequest, queryset: Any, location: dict[str, Any]) -> Any:
         """Selected rows that are gone or not this user's: a message, then the action on the
         rest (or the list again when none is left). Never an action on an empty selection."""
-        missing = missing_selection(self.model, request, queryset) if _posted(request) else 0
+        missing = missing_selection(self.model, request, queryset)  # none posted: 0, no query
         if missing:
             name = self.model._meta.verbose_name_plural
             chosen = len(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME))
@@ -194,10 +194,6 @@ def location_kwargs(action_location: Any) -> dict[str, Any]:
     """Django 6.1 names where an action runs (``action_location``); Django 5.2 and 6.0 take
     no such argument, so it is passed on only when Django gave one."""
     return {} if action_location is None else {"action_location": action_location}
-
-
-def _posted(request: HttpRequest) -> bool:
-    return request.method == "POST" and bool(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME))
 
 
 def _waiting(schedule: Schedule) -> int:
