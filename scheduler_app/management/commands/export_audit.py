@@ -107,6 +107,7 @@ def schedule_for(reference: str) -> tuple[uuid.UUID, Schedule | None]:
 
 def schedule_record(row: ScheduleAuditEvent) -> dict[str, Any]:
     return {
+        **dict.fromkeys(COLUMNS),  # the keys in the header's order, null where unset
         "at": row.at.isoformat(),
         "kind": "schedule",
         "schedule_id": str(row.schedule_id),
@@ -114,21 +115,18 @@ def schedule_record(row: ScheduleAuditEvent) -> dict[str, Any]:
         "by": row.by,
         "reason": row.reason,
         "version": row.version,
-        "scope": None,
-        "target": None,
         "details": row.details,
     }
 
 
 def switch_record(row: KillSwitchEvent) -> dict[str, Any]:
     return {
+        **dict.fromkeys(COLUMNS),
         "at": row.at.isoformat(),
         "kind": "kill_switch",
-        "schedule_id": None,
         "action": "kill_switch_on" if row.enabled else "kill_switch_off",
         "by": row.by,
         "reason": row.reason,
-        "version": None,
         "scope": row.scope,
         "target": row.target,
         "details": {},
