@@ -17,7 +17,7 @@ from scheduler_app import webhooks
 from scheduler_app.authoring.sync import sync_schedules
 from scheduler_app.beat import unapplied_migrations
 from scheduler_app.handoff.endpoints import EndpointError, endpoints
-from scheduler_app.management.commands.run_scheduler import show_logs
+from scheduler_app.management.commands.run_scheduler import not_migrated, show_logs
 
 try:
     from scheduler_app.webhooks.loop import DeliveryLoop
@@ -52,10 +52,7 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         missing = unapplied_migrations()
         if missing:
-            raise CommandError(
-                f"the scheduler's tables are not migrated ({len(missing)} migration(s) "
-                f"missing, first {missing[0]}): run `python manage.py migrate`"
-            )
+            raise not_migrated(missing)
         show_logs(options["verbosity"])
         if options["beat"]:
             autodiscover_modules("tasks")  # declare_event in an installed app's tasks.py

@@ -37,6 +37,13 @@ def show_logs(verbosity: int, logger: logging.Logger | None = None) -> None:
     logger.setLevel(LEVELS.get(verbosity, logging.DEBUG))
 
 
+def not_migrated(missing: list[str]) -> CommandError:
+    return CommandError(
+        f"the scheduler's tables are not migrated ({len(missing)} migration(s) missing, "
+        f"first {missing[0]}): run `python manage.py migrate`"
+    )
+
+
 class Command(BaseCommand):
     help = (
         "Run the durable scheduler without Celery: materialize due slots and hand them off to "
@@ -65,10 +72,7 @@ class Command(BaseCommand):
         loop = SchedulerLoop(owner=options["owner"])
         missing = loop.start(sync=not options["no_sync"])
         if missing:
-            raise CommandError(
-                f"the scheduler's tables are not migrated ({len(missing)} migration(s) "
-                f"missing, first {missing[0]}): run `python manage.py migrate`"
-            )
+            raise not_migrated(missing)
         loop.install_signals()
         self.stdout.write(f"run_scheduler started (owner {loop.ticker.owner}); SIGTERM stops it")
         loop.run(max_ticks=options["max_ticks"])
