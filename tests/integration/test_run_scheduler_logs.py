@@ -16,6 +16,7 @@ from scheduler_app import loop as scheduler_loop
 from scheduler_app.authoring.declarations import ScheduleRegistry, isolated_registry, scheduled
 from scheduler_app.authoring.sync import sync_schedules
 from scheduler_app.clock import FakeClock
+from scheduler_app.handoff import djtasks_registry
 from scheduler_app.loop import SchedulerLoop
 from scheduler_app.management.commands.run_scheduler import show_logs
 from tests.integration import djtasks_support as support
@@ -30,6 +31,10 @@ def declared(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScheduleRegistry]:
     (that makes Celery's Django fix-up run ``django.setup()``, whose logging configuration
     takes ``caplog``'s handler off the root logger)."""
     celery_app.loader.import_default_modules()  # before isolating: see isolated_registry()
+    # A django.tasks task decorated here stays marked schedulable after the registry is
+    # restored (the mark is the allowlist's, not the registry's): the test's own copy of the
+    # marks keeps it from other tests (test_djtasks_target's allowlist test failed after it).
+    monkeypatch.setattr(djtasks_registry, "_marked", set(djtasks_registry.marked()))
     with isolated_registry() as fresh:
         monkeypatch.setattr(
             scheduler_loop, "sync_schedules", lambda: sync_schedules(declarations=fresh)
