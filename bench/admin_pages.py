@@ -45,7 +45,22 @@ def fill(schedules: int, occurrences: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "TRUNCATE scheduler_app_occurrenceattempt, scheduler_app_occurrence, "
-            "scheduler_app_scheduleversion, scheduler_app_schedule CASCADE"
+            "scheduler_app_scheduleversion, scheduler_app_schedule, "
+            "scheduler_app_schedule_runtime CASCADE"
+        )
+        # A schedule is a row of its runtime table and one of the definition table (one id,
+        # derived from g in both statements).
+        cursor.execute(
+            """
+            INSERT INTO scheduler_app_schedule_runtime (
+                id, status, interval_mode, next_run_at, missed_count, skipped_count,
+                caught_up_count, occurrence_count, last_error, updated_at)
+            SELECT md5('schedule ' || g)::uuid, 'active', 'fixed_rate',
+                date_trunc('hour', now()) + interval '1 hour' + (g %% 60) * interval '1 minute',
+                0, 0, 0, 0, '', now()
+            FROM generate_series(1, %s) AS g
+            """,
+            [schedules],
         )
         cursor.execute(
             """
@@ -53,18 +68,16 @@ def fill(schedules: int, occurrences: int) -> None:
                 id, key, name, tenant, task, kwargs, objective, kind, rule, dialect, timezone,
                 dst_nonexistent, dst_ambiguous, misfire_policy, max_lateness, catch_up_window,
                 catch_up_limit, overlap_policy, on_pause, active_window, window_policy,
-                interval_mode, max_attempts, retry_delay, cancel_grace, jitter, status, mode,
-                origin, version, next_run_at, missed_count, skipped_count, caught_up_count,
-                occurrence_count, last_error, pause_note, paused_by, code_location, job_type,
+                max_attempts, retry_delay, cancel_grace, jitter, mode,
+                origin, version, pause_note, paused_by, code_location, job_type,
                 payload_ref, options, lateness_class, approved_by, consecutive_failures,
-                archive_on_completion, health, health_reason, created_at, updated_at)
-            SELECT gen_random_uuid(), NULL, 'schedule ' || g, 't' || (g %% 50), 'demo.ping',
-                '{}', '', 'cron', (g %% 60) || ' * * * *', 'vixie', 'Europe/Riga', 'auto',
-                'auto', 'catch_up', 60, 86400, 12, 'skip', 'keep', '', 'defer', 'fixed_rate',
-                3, 10, 60, 0, 'active', 'live', 'api', 1,
-                date_trunc('hour', now()) + interval '1 hour' + (g %% 60) * interval '1 minute',
-                0, 0, 0, 0, '', '', '', '', '', '', '{}', '', '', 0, false, 'ok', '',
-                now(), now()
+                archive_on_completion, health, health_reason, created_at)
+            SELECT md5('schedule ' || g)::uuid, NULL, 'schedule ' || g, 't' || (g %% 50),
+                'demo.ping', '{}', '', 'cron', (g %% 60) || ' * * * *', 'vixie', 'Europe/Riga',
+                'auto', 'auto', 'catch_up', 60, 86400, 12, 'skip', 'keep', '', 'defer',
+                3, 10, 60, 0, 'live', 'api', 1,
+                '', '', '', '', '', '{}', '', '', 0, false, 'ok', '',
+                now()
             FROM generate_series(1, %s) AS g
             """,
             [schedules],

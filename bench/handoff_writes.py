@@ -123,18 +123,30 @@ def prepare_schedules(cursor: Any, template: str, size: int) -> list[str]:
 
     wide, narrow = SCHEDULE_DESIGNS.values()
     cursor.execute(f"DROP TABLE IF EXISTS {wide}, {narrow}")
-    cursor.execute(f"CREATE TABLE {wide} (LIKE scheduler_app_schedule INCLUDING ALL)")
+    # The wide row as it was before migration 0019: the definition's columns and indexes with
+    # the runtime's (the runtime table's own id left out).
     cursor.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = "
-        "'scheduler_app_schedule' ORDER BY ordinal_position"
+        "CREATE TEMP TABLE bench_hw_runtime_columns "
+        "(LIKE scheduler_app_schedule_runtime INCLUDING ALL)"
+    )
+    cursor.execute("ALTER TABLE bench_hw_runtime_columns DROP COLUMN id")
+    cursor.execute(
+        f"CREATE TABLE {wide} (LIKE scheduler_app_schedule INCLUDING ALL, "
+        "LIKE bench_hw_runtime_columns INCLUDING ALL)"
+    )
+    cursor.execute("DROP TABLE bench_hw_runtime_columns")
+    cursor.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+        "ORDER BY ordinal_position",
+        [wide],
     )
     names = [str(name) for (name,) in cursor.fetchall()]
     copied = {"id": "gen_random_uuid()", "key": "NULL", "name": "name || n"}
     values = ", ".join(copied.get(name, f'"{name}"') for name in names)
     cursor.execute(
         f"INSERT INTO {wide} ({', '.join(f'{chr(34)}{n}{chr(34)}' for n in names)}) "
-        f"SELECT {values} FROM scheduler_app_schedule, generate_series(1, %s) AS n "
-        "WHERE id = %s",
+        f"SELECT {values} FROM scheduler_app_schedule JOIN scheduler_app_schedule_runtime "
+        "USING (id), generate_series(1, %s) AS n WHERE id = %s",
         [size, template],
     )
     cursor.execute(

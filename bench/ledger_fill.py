@@ -141,14 +141,18 @@ FROM made WHERE state IN ('succeeded', 'failed', 'running')
 
 
 FOLLOW = f"""
-UPDATE scheduler_app_schedule s SET last_success_at = m.success, last_scheduled_for = m.slot,
-    created_at = LEAST(s.created_at, m.first)
-FROM (
+WITH m AS (
     SELECT schedule_id, max(finished_at) FILTER (WHERE state = 'succeeded') AS success,
         max(scheduled_for) FILTER (WHERE trigger IN ('scheduled', 'catch_up')) AS slot,
         min(scheduled_for) AS first
     FROM {TABLE} GROUP BY schedule_id
-) m WHERE s.id = m.schedule_id
+), runtime AS (
+    UPDATE scheduler_app_schedule_runtime r SET last_scheduled_for = m.slot
+    FROM m WHERE r.id = m.schedule_id
+)
+UPDATE scheduler_app_schedule s SET last_success_at = m.success,
+    created_at = LEAST(s.created_at, m.first)
+FROM m WHERE s.id = m.schedule_id
 """
 """The schedule rows as the beat and the workers would have left them after these rows: the
 latest success (migration 0015 fills an existing install's so), the last slot handled, and

@@ -85,8 +85,10 @@ def arrange(due: int, at: datetime) -> None:
     """The first ``due`` schedules due at ``at``, the others a day later; no burst rows."""
     execute(f"DELETE FROM {TABLE} WHERE scheduled_for >= %s", [at - timedelta(minutes=1)])
     execute(
-        "UPDATE scheduler_app_schedule SET next_run_at = CASE WHEN name < %s THEN %s ELSE %s "
-        "END, last_scheduled_for = NULL, status = 'active' WHERE name LIKE %s AND "
+        # The runtime (next run, status) is its own table; the name is the definition's.
+        "UPDATE scheduler_app_schedule_runtime r SET next_run_at = CASE WHEN name < %s THEN %s "
+        "ELSE %s END, last_scheduled_for = NULL, status = 'active' "
+        "FROM scheduler_app_schedule s WHERE s.id = r.id AND name LIKE %s AND "
         "(next_run_at IS DISTINCT FROM CASE WHEN name < %s THEN %s::timestamptz "
         "ELSE %s::timestamptz END OR last_scheduled_for IS NOT NULL OR status <> 'active')",
         [name_of(due), at, at + DAY, PREFIX + "%", name_of(due), at, at + DAY],
@@ -101,6 +103,7 @@ def vacuum_hot(at: datetime) -> None:
     Without it the dead entries of earlier arrangements lead the due index, and the idle
     tick's probe visited 4,000 of them (6 ms instead of 0.5)."""
     execute("VACUUM (ANALYZE) scheduler_app_schedule")
+    execute("VACUUM (ANALYZE) scheduler_app_schedule_runtime")
     for part in partitions():
         if part.range is None or part.range.start <= at < part.range.end:
             execute(f'VACUUM "{part.name}"')

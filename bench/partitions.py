@@ -91,14 +91,23 @@ def copies(table: str, changed: dict[str, str], alias: str = "") -> str:
 def seed_schedules(now: datetime) -> None:
     """``SCHEDULES`` schedules (copies of one made by the services), one version each, and
     the temporary table ``numbered`` (n -> schedule, version) the row generator joins."""
-    execute("TRUNCATE scheduler_app_schedule, scheduler_app_scheduleversion CASCADE")
-    template = create_schedule(clock=FakeClock(now), task="demo.ping", kind="interval", rule="1h")
     execute(
-        "INSERT INTO scheduler_app_schedule "
-        + copies("scheduler_app_schedule", {"id": "gen_random_uuid()", "key": "NULL"})
-        + " FROM scheduler_app_schedule, generate_series(2, %s) WHERE id = %s",
-        [SCHEDULES, template.pk],
+        "TRUNCATE scheduler_app_schedule, scheduler_app_schedule_runtime, "
+        "scheduler_app_scheduleversion CASCADE"
     )
+    template = create_schedule(clock=FakeClock(now), task="demo.ping", kind="interval", rule="1h")
+    # Each copy is a row of the runtime table and one of the definition table, with one id.
+    copy_id = "md5('copy ' || g)::uuid"
+    for table, changed in (
+        ("scheduler_app_schedule_runtime", {"id": copy_id}),
+        ("scheduler_app_schedule", {"id": copy_id, "key": "NULL"}),
+    ):
+        execute(
+            f"INSERT INTO {table} "
+            + copies(table, changed)
+            + f" FROM {table}, generate_series(2, %s) AS g WHERE id = %s",
+            [SCHEDULES, template.pk],
+        )
     execute(
         "INSERT INTO scheduler_app_scheduleversion "
         + copies(

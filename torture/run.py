@@ -100,7 +100,8 @@ class Harness:
         with connection.cursor() as cursor:
             cursor.execute(
                 "TRUNCATE scheduler_app_occurrence, scheduler_app_scheduleversion, "
-                "scheduler_app_schedule, scheduler_app_schedulerlease, torture_effect, "
+                "scheduler_app_schedule, scheduler_app_schedule_runtime, "
+                "scheduler_app_schedulerlease, torture_effect, "
                 "torture_execution CASCADE"
             )
         redis.Redis.from_url(self.redis.url).flushall()

@@ -46,7 +46,8 @@ def truncate_all() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "TRUNCATE scheduler_app_occurrence, scheduler_app_scheduleversion,"
-            " scheduler_app_schedule, django_celery_beat_periodictask,"
+            " scheduler_app_schedule, scheduler_app_schedule_runtime,"
+            " django_celery_beat_periodictask,"
             " django_celery_beat_crontabschedule, django_celery_beat_intervalschedule CASCADE"
         )
 
@@ -56,6 +57,7 @@ def analyze() -> None:
 
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE scheduler_app_schedule")
+        cursor.execute("VACUUM ANALYZE scheduler_app_schedule_runtime")
         cursor.execute("VACUUM ANALYZE django_celery_beat_periodictask")
         cursor.execute("VACUUM ANALYZE scheduler_app_occurrence")
 
@@ -108,7 +110,7 @@ def _insert_from_templates(next_run_at: datetime | None, dcb_last_run_at: dateti
     from django.db import connection
     from django_celery_beat.models import PeriodicTask
 
-    from scheduler_app.models import Schedule, ScheduleVersion
+    from scheduler_app.models import Schedule, ScheduleRuntime, ScheduleVersion
 
     special = {
         "id": "b.sid",
@@ -118,17 +120,19 @@ def _insert_from_templates(next_run_at: datetime | None, dcb_last_run_at: dateti
         "anchor": "coalesce(b.anchor, t.anchor)",
         "next_run_at": "coalesce(b.next_run_at, %s::timestamptz, t.next_run_at)",
     }
-    columns = [f.column for f in Schedule._meta.concrete_fields]
-    exprs = [special.get(column, f't."{column}"') for column in columns]
-    names = ", ".join(f'"{column}"' for column in columns)
     version_table = ScheduleVersion._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(
-            f'INSERT INTO "{Schedule._meta.db_table}" ({names})'
-            f" SELECT {', '.join(exprs)} FROM bench_ids b"
-            f' JOIN "{Schedule._meta.db_table}" t ON t.id = b.tid',
-            [next_run_at],
-        )
+        # Each schedule is a row of its runtime table, then of the definition table.
+        for model, params in ((ScheduleRuntime, [next_run_at]), (Schedule, [])):
+            columns = [f.column for f in model._meta.local_concrete_fields]
+            exprs = [special.get(column, f't."{column}"') for column in columns]
+            names = ", ".join(f'"{column}"' for column in columns)
+            cursor.execute(
+                f'INSERT INTO "{model._meta.db_table}" ({names})'
+                f" SELECT {', '.join(exprs)} FROM bench_ids b"
+                f' JOIN "{model._meta.db_table}" t ON t.id = b.tid',
+                params,
+            )
         cursor.execute(
             f'INSERT INTO "{version_table}"'
             " (id, schedule_id, version, definition, created_at, approved_at, approved_by)"
@@ -231,10 +235,13 @@ def set_due(burst: int, at: datetime) -> None:
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE scheduler_app_occurrence CASCADE")
         cursor.execute(
-            "UPDATE scheduler_app_schedule SET next_run_at = CASE WHEN name < %s THEN %s"
-            " ELSE %s END, last_scheduled_for = NULL, status = 'active', "
+            # The runtime (next run, status, counters) is its own table; the name is the
+            # definition's.
+            "UPDATE scheduler_app_schedule_runtime r SET next_run_at = CASE WHEN name < %s"
+            " THEN %s ELSE %s END, last_scheduled_for = NULL, status = 'active', "
             + ", ".join(f"{c} = 0" for c in counters)
-            + " WHERE name LIKE %s AND (next_run_at IS DISTINCT FROM CASE WHEN name < %s"
+            + " FROM scheduler_app_schedule s WHERE s.id = r.id AND name LIKE %s"
+            " AND (next_run_at IS DISTINCT FROM CASE WHEN name < %s"
             " THEN %s::timestamptz ELSE %s::timestamptz END OR last_scheduled_for IS NOT NULL"
             " OR status <> 'active' OR " + " OR ".join(f"{c} <> 0" for c in counters) + ")",
             [cut, at, idle, PREFIX + "%", cut, at, idle],

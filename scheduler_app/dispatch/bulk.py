@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.db.models import Field, JSONField
 
 from scheduler_app import events
-from scheduler_app.models import Occurrence, OccurrenceState, Schedule
+from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleRuntime
 from scheduler_app.worker.lifecycle import announce_finished
 
 logger = logging.getLogger("scheduler_app.materialize")
@@ -230,10 +230,11 @@ def save_advanced(schedules: list[Schedule]) -> None:
 
     On PostgreSQL one ``UPDATE ... FROM jsonb_array_elements(...)`` (Django's ``bulk_update``
     builds a CASE expression per field and row, the slowest part of a burst); elsewhere
-    ``bulk_update``.
+    ``bulk_update``. Only the schedule's runtime table is written (``ScheduleRuntime``: every
+    advanced field is there), never the wide definition table.
     """
     if connection.vendor != "postgresql":
-        Schedule.objects.bulk_update(schedules, ADVANCE_FIELDS, batch_size=1000)
+        ScheduleRuntime.objects.bulk_update(schedules, ADVANCE_FIELDS, batch_size=1000)
         return
     columns = [("id", "uuid", [schedule.pk for schedule in schedules])] + [
         (_column(name), _SQL_TYPES[name], [getattr(schedule, name) for schedule in schedules])
@@ -245,7 +246,7 @@ def save_advanced(schedules: list[Schedule]) -> None:
         for (column, _, _), value in zip(columns[1:], unnested.values[1:], strict=True)
     )
     sql = (
-        f'UPDATE "{Schedule._meta.db_table}" AS s SET {assignments} '
+        f'UPDATE "{ScheduleRuntime._meta.db_table}" AS s SET {assignments} '
         f"FROM {unnested.source} WHERE s.id = {unnested.values[0]}"
     )
     with connection.cursor() as cursor:
@@ -253,7 +254,7 @@ def save_advanced(schedules: list[Schedule]) -> None:
 
 
 def _column(name: str) -> str:
-    field = Schedule._meta.get_field(name)
+    field = ScheduleRuntime._meta.get_field(name)
     if not isinstance(field, Field):  # pragma: no cover - ADVANCE_FIELDS are concrete
         raise TypeError(f"{name} is not a concrete field")
     return field.column

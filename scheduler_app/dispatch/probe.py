@@ -29,7 +29,7 @@ from scheduler_app.db.cursors import Statement, constant, fetch_one, statement
 from scheduler_app.dispatch.claim import earliest_due
 from scheduler_app.dispatch.outbox import has_publishable, publishable
 from scheduler_app.handoff.protocol import Targets
-from scheduler_app.models import Schedule, ScheduleStatus
+from scheduler_app.models import ScheduleRuntime, ScheduleStatus
 
 _NOW = datetime(2000, 1, 1, 0, 0, 0, 123457, tzinfo=UTC)
 """A stand-in for ``now`` while compiling, found again among the parameters."""
@@ -58,7 +58,7 @@ def probe(now: datetime, targets: Targets = None) -> Probe:
 def _compiled(targets: Targets) -> tuple[Statement, tuple[tuple[str, Any], ...]]:
     """The statement and its named parameters, with ``_NOW`` where ``now`` goes."""
     due_sql, due_params = (
-        Schedule.objects.filter(status=ScheduleStatus.ACTIVE)
+        ScheduleRuntime.objects.filter(status=ScheduleStatus.ACTIVE)
         .order_by("next_run_at")
         .values("next_run_at")[:1]
         .query.sql_with_params()

@@ -1,5 +1,6 @@
 """The store. ``choices``: the fields' choices; ``bounds``: the whole-number fields' limits as
-validators and check constraints; ``core``: schedules, versions, the SQLite lease; ``ledger``:
+validators and check constraints; ``core``: schedules, versions, the SQLite lease; ``runtime``: a
+schedule's runtime (next run, counters), its own narrow table; ``ledger``:
 occurrences; ``history``: attempts; ``operations``: beat heartbeats, kill switches, quotas;
 ``audit``: the operator actions."""
 
@@ -35,6 +36,11 @@ from scheduler_app.models.ledger import (
     OccurrenceState,
 )
 from scheduler_app.models.operations import *  # noqa: F403
+from scheduler_app.models.runtime import (
+    ScheduleRuntime,
+    bulk_create_schedules,
+    update_locked,
+)
 
 __all__ = [
     "ACTIVE_STATES",
@@ -58,8 +64,11 @@ __all__ = [
     "ScheduleHealth",
     "ScheduleMode",
     "ScheduleOrigin",
+    "ScheduleRuntime",
     "ScheduleStatus",
     "ScheduleVersion",
     "SchedulerLease",
     "Trigger",
+    "bulk_create_schedules",
+    "update_locked",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +14,6 @@ from django.db.models import Q
 from scheduler_app.models.bounds import bounded, range_constraints
 from scheduler_app.models.choices import (
     HandoffTarget,
-    IntervalMode,
     LatenessClass,
     MisfirePolicy,
     OverlapPolicy,
@@ -25,6 +23,7 @@ from scheduler_app.models.choices import (
     ScheduleOrigin,
     ScheduleStatus,
 )
+from scheduler_app.models.runtime import ScheduleRuntime
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent
 
 PARKED_BY = "scheduler"
@@ -87,10 +86,19 @@ SEMANTIC_FIELDS = (
 )
 
 
-class Schedule(models.Model):
-    """A stored definition: timing rule + zone + target task + payload + policies + status."""
+class Schedule(ScheduleRuntime):
+    """A stored definition: timing rule + zone + target task + payload + policies + status.
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    Its runtime (status, next run, last slot, counters, last error, ``updated_at``) is the
+    parent ``ScheduleRuntime``'s narrow table (``models.runtime``); ``id`` is both tables'."""
+
+    runtime_ptr = models.OneToOneField(
+        ScheduleRuntime,
+        on_delete=models.CASCADE,
+        parent_link=True,
+        primary_key=True,
+        db_column="id",
+    )
     key = models.CharField(
         max_length=200, unique=True, null=True, blank=True, help_text="Stable name (code-declared)."
     )
@@ -164,9 +172,6 @@ class Schedule(models.Model):
         choices=[("defer", "defer: to the window's next opening"), ("skip", "skip: drop the slot")],
         default="defer",
     )
-    interval_mode = models.CharField(
-        max_length=12, choices=IntervalMode.choices, default=IntervalMode.FIXED_RATE
-    )
     max_attempts = models.PositiveIntegerField(
         validators=bounded("max_attempts"),
         default=3,
@@ -191,9 +196,6 @@ class Schedule(models.Model):
     jitter = models.PositiveIntegerField(
         validators=bounded("jitter"), default=0, help_text="Up to this many seconds of delay."
     )
-    status = models.CharField(
-        max_length=20, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE
-    )
     mode = models.CharField(max_length=8, choices=ScheduleMode.choices, default=ScheduleMode.LIVE)
     expected_every = models.PositiveIntegerField(
         validators=bounded("expected_every"),
@@ -208,16 +210,7 @@ class Schedule(models.Model):
         help_text="code: declared with @scheduled; sync_schedules owns its definition.",
     )
     version = models.PositiveIntegerField(default=1)
-    next_run_at = models.DateTimeField(null=True, blank=True)
-    last_scheduled_for = models.DateTimeField(
-        null=True, blank=True, help_text="The last slot handled (run or skipped)."
-    )
     paused_at = models.DateTimeField(null=True, blank=True)
-    missed_count = models.PositiveBigIntegerField(default=0)
-    skipped_count = models.PositiveBigIntegerField(default=0)
-    caught_up_count = models.PositiveBigIntegerField(default=0)
-    occurrence_count = models.PositiveBigIntegerField(default=0)
-    last_error = models.TextField(blank=True, default="")
     # Operator notes and the people behind a state (admin, commands).
     pause_note = models.TextField(blank=True, default="", help_text="Why it was paused.")
     paused_by = models.CharField(max_length=150, blank=True, default="")
@@ -275,7 +268,6 @@ class Schedule(models.Model):
     health_reason = models.TextField(blank=True, default="")
     health_changed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
-    updated_at = models.DateTimeField()
 
     class Meta:
         permissions = [
@@ -285,14 +277,6 @@ class Schedule(models.Model):
             ("assign_owner", "Can choose another user as a schedule's owner"),
         ]
         indexes = [
-            models.Index(
-                fields=["next_run_at"],
-                name="sched_due_idx",
-                condition=Q(status="active"),
-            ),
-            # The admin's list ordered by next run (raw SQL in migration 0005; in the model
-            # state since 0012, so that a table rebuild on SQLite keeps it).
-            models.Index(fields=["next_run_at"], name="sched_next_run_idx"),
             # The expected-run monitor's other two kinds of candidate (monitoring/monitor.py).
             models.Index(
                 fields=["expected_every"],
@@ -310,12 +294,6 @@ class Schedule(models.Model):
                 | Q(ends_at__isnull=True)
                 | Q(ends_at__gte=models.F("starts_at")),
                 name="sched_ends_after_starts",
-            ),
-            models.CheckConstraint(
-                condition=~Q(status="active")
-                | Q(next_run_at__isnull=False)
-                | Q(interval_mode="fixed_delay"),
-                name="sched_active_has_next_run",
             ),
             models.CheckConstraint(condition=Q(catch_up_limit__gte=1), name="sched_catch_up_limit"),
             models.CheckConstraint(condition=Q(max_attempts__gte=1), name="sched_max_attempts"),

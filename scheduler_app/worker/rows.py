@@ -18,11 +18,40 @@ Converter = Callable[[Any, Any, Any], Any]
 
 def columns(model: type[Model], alias: str, prefix: str = "") -> str:
     """``alias."col", ...``: every concrete column of ``model``, in field order (named
-    ``<prefix>_col`` when a prefix is given: several tables' columns in one row)."""
+    ``<prefix>_col`` when a prefix is given: several tables' columns in one row). A column
+    inherited from a parent model (multi-table inheritance: the schedule's runtime) is read
+    from that parent's table, joined by ``parents_joined`` as ``<alias>_<parent model>``; a
+    column whose attribute has another name (the parent link) is named after the attribute."""
     return ", ".join(
-        f'{alias}."{field.column}"' + (f' AS "{prefix}_{field.column}"' if prefix else "")
+        f'{_table_alias(model, field, alias)}."{field.column}"' + _named(field, prefix)
         for field in model._meta.concrete_fields
     )
+
+
+def parents_joined(model: type[Model], alias: str) -> str:
+    """``JOIN "parent" <alias>_<parent> ON ...`` for each parent table of ``model`` (none for a
+    model without multi-table inheritance), for the columns that ``columns`` reads there."""
+    joins = []
+    for parent, link in model._meta.parents.items():
+        if link is None:  # pragma: no cover - an abstract or proxy parent has no table
+            continue
+        joined = f"{alias}_{parent._meta.model_name}"
+        joins.append(
+            f'JOIN "{parent._meta.db_table}" {joined} '
+            f'ON {joined}."{parent._meta.pk.column}" = {alias}."{link.column}"'
+        )
+    return " ".join(joins)
+
+
+def _table_alias(model: type[Model], field: Any, alias: str) -> str:
+    owner = field.model
+    return alias if owner is model else f"{alias}_{owner._meta.model_name}"
+
+
+def _named(field: Any, prefix: str) -> str:
+    if prefix:
+        return f' AS "{prefix}_{field.column if field.column == field.attname else field.attname}"'
+    return "" if field.column == field.attname else f' AS "{field.attname}"'
 
 
 def width(model: type[Model]) -> int:

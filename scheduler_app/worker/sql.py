@@ -37,7 +37,7 @@ from scheduler_app.models import (
     ScheduleVersion,
 )
 from scheduler_app.worker import results
-from scheduler_app.worker.rows import build, columns, width
+from scheduler_app.worker.rows import build, columns, parents_joined, width
 
 
 def available() -> bool:
@@ -113,7 +113,7 @@ def _claim_sql(
         """
 WITH cur AS (
     SELECT {o_cols}, {s_cols}, {v_cols}
-    FROM "{occ}" o JOIN "{sched}" s ON s.id = o.schedule_id
+    FROM "{occ}" o JOIN "{sched}" s ON s.id = o.schedule_id {s_join}
         LEFT JOIN "{ver}" v ON v.id = o.schedule_version_id
     WHERE o.id = %(id)s {slot}
 ), won AS (
@@ -149,6 +149,7 @@ FROM cur LEFT JOIN won ON TRUE
 """.format(
             o_cols=columns(Occurrence, "o", "o"),
             s_cols=columns(Schedule, "s", "s"),
+            s_join=parents_joined(Schedule, "s"),
             v_cols=columns(ScheduleVersion, "v", "v"),
             task=task,
             permission=permission,
@@ -265,7 +266,7 @@ def _finish_sql(with_error: bool, succeeded: bool, with_result: bool = False) ->
     return _constants(
         """
 WITH locked AS (
-    SELECT {s_cols} FROM "{sched}" s WHERE s.id = %(schedule_id)s FOR UPDATE
+    SELECT {s_cols} FROM "{sched}" s {s_join} WHERE s.id = %(schedule_id)s FOR UPDATE
 ), ended AS (
     UPDATE "{occ}" o SET state = %(state)s, reason = %(reason)s, finished_at = %(now)s,
         lease_expires_at = NULL {last_error}
@@ -283,6 +284,7 @@ SELECT locked.*, ended.*, EXISTS (
 FROM locked JOIN ended ON TRUE
 """.format(
             s_cols=columns(Schedule, "s"),
+            s_join=parents_joined(Schedule, "s"),
             o_cols=columns(Occurrence, "o"),
             last_error=last_error,
             noted=noted,

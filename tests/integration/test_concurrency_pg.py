@@ -28,7 +28,13 @@ from scheduler_app import services
 from scheduler_app.clock import FakeClock
 from scheduler_app.conf import SchedulerSettings
 from scheduler_app.definition.schedule import version_id
-from scheduler_app.models import Occurrence, OccurrenceState, Schedule, ScheduleVersion
+from scheduler_app.models import (
+    Occurrence,
+    OccurrenceState,
+    Schedule,
+    ScheduleVersion,
+    bulk_create_schedules,
+)
 from scheduler_app.publishing import CeleryPublisher
 from scheduler_app.ticker import Ticker, TickResult
 from scheduler_app.timing import build_timing, slots_between
@@ -103,7 +109,7 @@ def create_schedules(per_template: int) -> dict[str, list[uuid.UUID]]:
             if not field.primary_key and field.attname != "key"
         }
         schedules = [Schedule(id=uuid.uuid4(), **copied) for _ in range(per_template - 1)]
-        Schedule.objects.bulk_create(schedules, batch_size=1000)
+        bulk_create_schedules(schedules, batch_size=1000)
         ScheduleVersion.objects.bulk_create(
             [
                 ScheduleVersion(

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.models import Occurrence, Schedule
+from scheduler_app.models import Occurrence, Schedule, bulk_create_schedules
 from tests.integration.support import START, TASK, MemoryPublisher, ticker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,8 +19,8 @@ FIRST_DUE = START + timedelta(hours=1)
 
 def add_schedules(count: int) -> None:
     """``count`` active schedules, none due before FIRST_DUE (no service call: speed)."""
-    Schedule.objects.bulk_create(
-        (
+    bulk_create_schedules(
+        [
             Schedule(
                 task=TASK,
                 kind="cron",
@@ -30,7 +30,7 @@ def add_schedules(count: int) -> None:
                 updated_at=START,
             )
             for i in range(count)
-        ),
+        ],
         batch_size=1000,
     )
 

@@ -22,7 +22,7 @@ from scheduler_app.models import (
 )
 from scheduler_app.worker import claiming
 from scheduler_app.worker import sql as worker_sql
-from scheduler_app.worker.rows import build, columns
+from scheduler_app.worker.rows import build, columns, parents_joined
 from tests.integration.support import START
 from tests.integration.worker_support import due_one, fetch
 
@@ -34,7 +34,11 @@ def read(model: type[Model], pk: Any) -> tuple[Any, ...]:
     table = model._meta.db_table
     key = model._meta.pk.get_db_prep_value(pk, connection)  # type: ignore[union-attr]
     with connection.cursor() as cursor:
-        cursor.execute(f'SELECT {columns(model, "t")} FROM "{table}" t WHERE t.id = %s', [key])
+        cursor.execute(
+            f'SELECT {columns(model, "t")} FROM "{table}" t {parents_joined(model, "t")} '
+            "WHERE t.id = %s",
+            [key],
+        )
         row = cursor.fetchone()
     assert row is not None
     return tuple(row)

@@ -1,6 +1,7 @@
 """docs/performance.md, "The hot rows' indexes", names every index of the ledger and of the
 schedules with the query that reads it: an index added or dropped without its row there fails
-here, and so does a row left for an index that is gone."""
+here, and so does a row left for an index that is gone. The schedules are two tables: the
+definition's and the runtime's (``models.runtime``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.db import models
 
-from scheduler_app.models import Occurrence, Schedule
+from scheduler_app.models import Occurrence, Schedule, ScheduleRuntime
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "performance.md"
 SECTION = "## The hot rows' indexes"
@@ -54,7 +55,9 @@ def indexed(model: type[models.Model]) -> tuple[set[str], set[str]]:
     return names, fields
 
 
-@pytest.mark.parametrize(("position", "model"), [(0, Occurrence), (1, Schedule)])
+@pytest.mark.parametrize(
+    ("position", "model"), [(0, Occurrence), (1, Schedule), (2, ScheduleRuntime)]
+)
 def test_every_index_has_its_row_and_every_row_its_index(
     position: int, model: type[models.Model]
 ) -> None:
@@ -69,3 +72,4 @@ def test_the_check_sees_the_indexes() -> None:
     assert {"occ_outbox_idx", "occ_unique_rule_slot"} <= names
     assert fields == {"schedule_version"}
     assert indexed(Schedule)[1] == {"key", "owner"}
+    assert indexed(ScheduleRuntime)[0] == {"sched_due_idx", "sched_next_run_idx"}

@@ -1,0 +1,107 @@
+"""A schedule's runtime: what the beat and the worker update, in a narrow table of its own.
+
+``Schedule`` inherits from ``ScheduleRuntime`` (multi-table inheritance): one schedule is a row
+of each table with the same id, and the ORM reads and writes both as one object
+(``schedule.next_run_at``, ``filter(next_run_at__lte=...)``). What a person defines stays in the
+wide schedule table; the beat's advance (``dispatch.bulk.ADVANCE_FIELDS``) writes only this one,
+whose rows are a fifth as wide, and the due scan and the earliest-due probe read only this one.
+
+``status`` lives here because the advance completes a schedule and the due index is partial on
+it; ``interval_mode`` because the check ``sched_active_has_next_run`` reads it beside
+``next_run_at`` and ``status`` (a check constraint sees one row of one table).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any, cast
+
+from django.db import models, transaction
+from django.db.models import Q, QuerySet
+
+from scheduler_app.models.choices import IntervalMode, ScheduleStatus
+
+
+class ScheduleRuntime(models.Model):
+    """The part of a schedule the engine updates: next run, last slot, counters, last error."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    status = models.CharField(
+        max_length=20, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE
+    )
+    interval_mode = models.CharField(
+        max_length=12, choices=IntervalMode.choices, default=IntervalMode.FIXED_RATE
+    )
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_scheduled_for = models.DateTimeField(
+        null=True, blank=True, help_text="The last slot handled (run or skipped)."
+    )
+    missed_count = models.PositiveBigIntegerField(default=0)
+    skipped_count = models.PositiveBigIntegerField(default=0)
+    caught_up_count = models.PositiveBigIntegerField(default=0)
+    occurrence_count = models.PositiveBigIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "scheduler_app_schedule_runtime"
+        indexes = [
+            models.Index(
+                fields=["next_run_at"],
+                name="sched_due_idx",
+                condition=Q(status="active"),
+            ),
+            # The admin's list ordered by next run.
+            models.Index(fields=["next_run_at"], name="sched_next_run_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(status="active")
+                | Q(next_run_at__isnull=False)
+                | Q(interval_mode="fixed_delay"),
+                name="sched_active_has_next_run",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"runtime of {self.pk}"
+
+
+def update_locked(rows: QuerySet[Any, Any], **values: Any) -> int:
+    """``rows.update(**values)`` for schedules when the values or the filter span both tables.
+
+    Django splits such an update: it selects the matching ids (no lock), then updates each
+    table by id, so the filter (a compare-and-set on ``status``...) is no longer checked when
+    the rows are written. Here the rows are locked first (both tables: ``FOR UPDATE`` of the
+    join, which PostgreSQL checks again against a row changed meanwhile), and the update by id
+    runs under that lock, in one transaction. Returns the rows updated."""
+    with transaction.atomic(using=rows.db):
+        ids = list(rows.select_for_update().order_by().values_list("pk", flat=True))
+        if not ids:
+            return 0
+        return int(rows.model.objects.filter(pk__in=ids).update(**values))
+
+
+def bulk_create_schedules(schedules: Sequence[Any], batch_size: int = 1000) -> None:
+    """Insert many new schedules at once, each a row of both tables (Django's ``bulk_create``
+    refuses a model with a parent table): the runtime rows, then the definition rows, in one
+    transaction. No signal is sent and no version made, as with ``bulk_create`` (fixtures,
+    benchmarks)."""
+    runtime_fields = ScheduleRuntime._meta.concrete_fields
+    for schedule in schedules:
+        schedule.runtime_ptr_id = schedule.id
+    with transaction.atomic():
+        ScheduleRuntime.objects.bulk_create(
+            [
+                ScheduleRuntime(**{f.attname: getattr(row, f.attname) for f in runtime_fields})
+                for row in schedules
+            ],
+            batch_size=batch_size,
+        )
+        if schedules:
+            model = type(schedules[0])
+            # What ``bulk_create`` does for a model without a parent, for the child's columns.
+            cast(Any, model.objects.all())._batched_insert(
+                list(schedules), model._meta.local_concrete_fields, batch_size
+            )
