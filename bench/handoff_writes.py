@@ -26,10 +26,11 @@ in SQL so that only the database's work differs:
   the key).
 
 The schedules' advance (the beat's ``save_advanced``: next run, last slot, counters), on
-copies too: ``the schedule row`` (every column and index of ``Schedule``) against ``a narrow
-runtime row`` (the advanced columns alone, with the due index and the next-run index), the
-split of the definition from its runtime that the hot-path issue asks for. ``next_run_at``
-is indexed in both, so neither update can be HOT.
+copies too: ``the schedule row`` (every column and index of the schedule as it was before
+migration 0019, definition and runtime in one row) against ``a narrow runtime row`` (the
+advanced columns alone, with the due index and the next-run index: the layout of
+``ScheduleRuntime`` since migration 0019). ``next_run_at`` is indexed in both, so neither
+update can be HOT.
 
 Per round, designs interleaved: the time of the insert and of the hand-off statements, the
 write-ahead log they made (``pg_current_wal_insert_lsn``) and the updates that were HOT

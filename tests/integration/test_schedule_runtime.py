@@ -43,12 +43,12 @@ def test_every_field_the_advance_writes_is_a_runtime_field() -> None:
 def test_the_advance_writes_the_runtime_table_alone() -> None:
     clock = FakeClock(START)
     made = [schedule(clock, kind="interval", rule="60", name=f"s{n}") for n in range(3)]
-    claimed = claim_due(START + MINUTE, 10)
-    for row in claimed:
-        row.next_run_at = START + 5 * MINUTE
-        row.occurrence_count += 1
-        row.updated_at = START + MINUTE
-    with CaptureQueriesContext(connection) as seen:
+    with transaction.atomic(), CaptureQueriesContext(connection) as seen:  # the claim only reads
+        claimed = claim_due(START + MINUTE, 10)
+        for row in claimed:
+            row.next_run_at = START + 5 * MINUTE
+            row.occurrence_count += 1
+            row.updated_at = START + MINUTE
         save_advanced(claimed)
     written = set().union(*(tables_written(query["sql"]) for query in seen.captured_queries))
     assert written == {RUNTIME}, seen.captured_queries
