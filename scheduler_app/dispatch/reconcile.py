@@ -28,7 +28,6 @@ from scheduler_app.models import (
     Schedule,
     ScheduleRuntime,
     ScheduleStatus,
-    update_locked,
 )
 from scheduler_app.models.core import parked_values
 from scheduler_app.worker.lifecycle import close_attempt, end, release_next
@@ -296,10 +295,8 @@ def parking(schedule_id: UUID | str, now: datetime) -> Iterator[None]:
 
 def _park(schedule_id: UUID | str, error: Exception, now: datetime) -> None:
     why = storable_error(f"reconciler: {type(error).__name__}: {error}", 1000)
-    paused = update_locked(
-        Schedule.objects.filter(pk=schedule_id, status=ScheduleStatus.ACTIVE),
-        **parked_values(why),
-        updated_at=now,
+    paused = Schedule.objects.filter(pk=schedule_id, status=ScheduleStatus.ACTIVE).update(
+        **parked_values(why), updated_at=now
     )
     if not paused:  # paused by someone, cancelled or completed: its state stays
         ScheduleRuntime.objects.filter(pk=schedule_id).update(last_error=why, updated_at=now)

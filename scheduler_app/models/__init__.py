@@ -37,9 +37,9 @@ from scheduler_app.models.ledger import (
 )
 from scheduler_app.models.operations import *  # noqa: F403
 from scheduler_app.models.runtime import (
+    ScheduleQuerySet,
     ScheduleRuntime,
     bulk_create_schedules,
-    update_locked,
 )
 
 __all__ = [
@@ -64,11 +64,11 @@ __all__ = [
     "ScheduleHealth",
     "ScheduleMode",
     "ScheduleOrigin",
+    "ScheduleQuerySet",
     "ScheduleRuntime",
     "ScheduleStatus",
     "ScheduleVersion",
     "SchedulerLease",
     "Trigger",
     "bulk_create_schedules",
-    "update_locked",
 ]

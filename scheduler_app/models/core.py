@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -23,7 +23,7 @@ from scheduler_app.models.choices import (
     ScheduleOrigin,
     ScheduleStatus,
 )
-from scheduler_app.models.runtime import ScheduleRuntime
+from scheduler_app.models.runtime import ScheduleQuerySet, ScheduleRuntime
 from scheduler_app.timing import Ambiguous, Kind, Nonexistent
 
 PARKED_BY = "scheduler"
@@ -99,6 +99,8 @@ class Schedule(ScheduleRuntime):
         primary_key=True,
         db_column="id",
     )
+    objects: ClassVar[models.Manager[Schedule]] = ScheduleQuerySet.as_manager()
+    """An ``update()`` setting a runtime field runs under row locks (``ScheduleQuerySet``)."""
     key = models.CharField(
         max_length=200, unique=True, null=True, blank=True, help_text="Stable name (code-declared)."
     )

@@ -68,19 +68,33 @@ class ScheduleRuntime(models.Model):
         return f"runtime of {self.pk}"
 
 
-def update_locked(rows: QuerySet[Any, Any], **values: Any) -> int:
-    """``rows.update(**values)`` for schedules when the values or the filter span both tables.
+class ScheduleQuerySet(QuerySet[Any, Any]):
+    """``Schedule.objects``: an ``update()`` that sets a runtime field is made under row locks.
 
-    Django splits such an update: it selects the matching ids (no lock), then updates each
-    table by id, so the filter (a compare-and-set on ``status``...) is no longer checked when
-    the rows are written. Here the rows are locked first (both tables: ``FOR UPDATE`` of the
-    join, which PostgreSQL checks again against a row changed meanwhile), and the update by id
-    runs under that lock, in one transaction. Returns the rows updated."""
-    with transaction.atomic(using=rows.db):
-        ids = list(rows.select_for_update().order_by().values_list("pk", flat=True))
-        if not ids:
-            return 0
-        return int(rows.model.objects.filter(pk__in=ids).update(**values))
+    Django splits an update of a child model that sets a parent's field: it selects the
+    matching ids (no lock), then updates each table by id, so the filter (a compare-and-set on
+    ``status``...) is no longer checked when the rows are written. Here the rows are locked
+    first (both tables: ``FOR UPDATE`` of the join, which PostgreSQL checks again against a
+    row changed meanwhile), and the update by id runs under that lock, in one transaction.
+    An update of definition fields alone is Django's one statement."""
+
+    def update(self, **kwargs: Any) -> int:
+        if RUNTIME_FIELDS.isdisjoint(kwargs):
+            return super().update(**kwargs)
+        with transaction.atomic(using=self.db):
+            ids = list(self.select_for_update().order_by().values_list("pk", flat=True))
+            if not ids:
+                return 0
+            by_id: QuerySet[Any, Any] = QuerySet(self.model, using=self.db)
+            return by_id.filter(pk__in=ids).update(**kwargs)
+
+    update.alters_data = True  # type: ignore[attr-defined]
+
+
+RUNTIME_FIELDS = frozenset(
+    field.name for field in ScheduleRuntime._meta.concrete_fields if not field.primary_key
+)
+"""The fields a ``Schedule`` keeps in its runtime row."""
 
 
 def bulk_create_schedules(schedules: Sequence[Any], batch_size: int = 1000) -> None:

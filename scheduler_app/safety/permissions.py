@@ -19,7 +19,7 @@ from django.utils.module_loading import import_string
 
 from scheduler_app.conf import get_settings
 from scheduler_app.errors import ScheduleValidationError
-from scheduler_app.models import Schedule, ScheduleStatus, update_locked
+from scheduler_app.models import Schedule, ScheduleStatus
 from scheduler_app.safety.actors import is_system
 from scheduler_app.safety.tenancy import may_access
 
@@ -102,8 +102,7 @@ def owner_choices(user: Any, tenant: str) -> QuerySet[AbstractBaseUser]:
 
 def pause_owned_schedules(user: Any, why: str, now: datetime) -> int:
     """Pause the active schedules ``user`` owns, noting ``why``; returns how many."""
-    paused = update_locked(
-        Schedule.objects.filter(owner=user, status=ScheduleStatus.ACTIVE),
+    paused = Schedule.objects.filter(owner=user, status=ScheduleStatus.ACTIVE).update(
         status=ScheduleStatus.PAUSED,
         paused_at=now,
         paused_by=OWNER_PAUSED_BY,

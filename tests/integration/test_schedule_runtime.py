@@ -16,7 +16,7 @@ from scheduler_app.clock import FakeClock
 from scheduler_app.dispatch.bulk import ADVANCE_FIELDS, save_advanced
 from scheduler_app.dispatch.claim import claim_due, earliest_due
 from scheduler_app.dispatch.probe import probe
-from scheduler_app.models import Schedule, ScheduleRuntime, ScheduleStatus, update_locked
+from scheduler_app.models import Schedule, ScheduleRuntime, ScheduleStatus
 from tests.integration.support import START, MemoryPublisher, reload, schedule, ticker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -125,7 +125,41 @@ def test_an_edit_waits_for_the_claim_that_holds_the_schedule() -> None:
 def test_a_compare_and_set_over_both_tables_checks_its_filter() -> None:
     target = schedule(FakeClock(START), kind="interval", rule="60")
     active = Schedule.objects.filter(pk=target.pk, status=ScheduleStatus.ACTIVE)
-    assert update_locked(active, status=ScheduleStatus.PAUSED, pause_note="why") == 1
-    assert update_locked(active, status=ScheduleStatus.PAUSED, pause_note="again") == 0
+    assert active.update(status=ScheduleStatus.PAUSED, pause_note="why") == 1
+    assert active.update(status=ScheduleStatus.PAUSED, pause_note="again") == 0
     stored = reload(target)
     assert (stored.status, stored.pause_note) == (ScheduleStatus.PAUSED, "why")
+
+
+@pytest.mark.postgres
+def test_a_compare_and_set_that_waited_for_a_concurrent_change_sees_it() -> None:
+    """An ``update()`` of ``Schedule`` that sets a runtime field, filtered on ``status``, run
+    while another transaction pauses the schedule: it waits for that transaction and then
+    finds the row no longer active (0 rows), instead of selecting the id before the pause
+    committed and writing over it (what Django's split update of a parent's field does)."""
+    target = schedule(FakeClock(START), kind="interval", rule="60")
+    done = threading.Event()
+    result: list[int] = []
+
+    def cancel_if_active() -> None:
+        try:
+            result.append(
+                Schedule.objects.filter(pk=target.pk, status=ScheduleStatus.ACTIVE).update(
+                    status=ScheduleStatus.CANCELLED, pause_note="cancelled meanwhile"
+                )
+            )
+            done.set()
+        finally:
+            connections["default"].close()
+
+    with transaction.atomic():
+        ScheduleRuntime.objects.select_for_update().filter(pk=target.pk).update(
+            status=ScheduleStatus.PAUSED
+        )
+        other = threading.Thread(target=cancel_if_active)
+        other.start()
+        assert not done.wait(0.5), "the compare-and-set did not wait for the pause's lock"
+    other.join(10)
+    assert result == [0]
+    stored = reload(target)
+    assert (stored.status, stored.pause_note) == (ScheduleStatus.PAUSED, "")
