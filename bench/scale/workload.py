@@ -279,6 +279,7 @@ def vacuum_schedules() -> None:
 
     with connection.cursor() as cursor:
         cursor.execute("VACUUM scheduler_app_schedule")
+        cursor.execute("VACUUM scheduler_app_schedule_runtime")  # the due index is there
         cursor.execute("VACUUM django_celery_beat_periodictask")
 
 
@@ -298,10 +299,13 @@ def arrange_soak(due: int, at: datetime, hour: float) -> int:
             "WITH picked AS (SELECT id, row_number() OVER (ORDER BY name) - 1 AS k"
             " FROM scheduler_app_schedule WHERE kind = 'interval' AND name LIKE %s"
             " ORDER BY name LIMIT %s)"
-            " UPDATE scheduler_app_schedule s SET"
-            " anchor = %s::timestamptz + make_interval(secs => picked.k * %s),"
+            " , anchored AS (UPDATE scheduler_app_schedule s SET"
+            " anchor = %s::timestamptz + make_interval(secs => picked.k * %s)"
+            " FROM picked WHERE s.id = picked.id RETURNING s.id)"
+            # The next run is the runtime's (its own table).
+            " UPDATE scheduler_app_schedule_runtime r SET"
             " next_run_at = %s::timestamptz + make_interval(secs => picked.k * %s)"
-            " FROM picked WHERE s.id = picked.id",
+            " FROM picked WHERE r.id = picked.id AND r.id IN (SELECT id FROM anchored)",
             [PREFIX + "%", due, at - DAY, hour / max(due, 1), at, hour / max(due, 1)],
         )
         return int(cursor.rowcount)
