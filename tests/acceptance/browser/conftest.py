@@ -73,15 +73,16 @@ class _TurnTaking:
     being answered. A page's later fetch waits for the test's next command, so the test never
     reads the database while a request writes it, and never inside a request's transaction."""
 
-    def __init__(self, execute: Callable[..., Any]) -> None:
+    def __init__(self, execute: Callable[..., Any], turn: Any = TURN) -> None:
         self.execute = execute
+        self.turn = turn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        TURN.release()
+        self.turn.release()
         try:
             return self.execute(*args, **kwargs)
         finally:
-            TURN.acquire()
+            self.turn.acquire()
 
 
 def _install_chromium() -> str | None:
