@@ -116,6 +116,10 @@ def bulk_create_schedules(schedules: Sequence[Any], batch_size: int = 1000) -> N
         if schedules:
             model = type(schedules[0])
             # What ``bulk_create`` does for a model without a parent, for the child's columns.
-            cast(Any, model.objects.all())._batched_insert(
-                list(schedules), model._meta.local_concrete_fields, batch_size
-            )
+            queryset = cast(Any, model.objects.all())
+            queryset._batched_insert(list(schedules), model._meta.local_concrete_fields, batch_size)
+            # Stored rows now, as ``bulk_create`` leaves them: a later ``save()`` updates them
+            # (one still "adding" would be inserted again, its id having a default).
+            for schedule in schedules:
+                schedule._state.adding = False
+                schedule._state.db = queryset.db
