@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, cast
 
-from django.db import models, transaction
+from django.db import connections, models, transaction
 from django.db.models import Q, QuerySet
 
 from scheduler_app.models.choices import IntervalMode, ScheduleStatus
@@ -82,7 +82,18 @@ class ScheduleQuerySet(QuerySet[Any, Any]):
         if RUNTIME_FIELDS.isdisjoint(kwargs):
             return super().update(**kwargs)
         with transaction.atomic(using=self.db):
-            ids = list(self.select_for_update().order_by().values_list("pk", flat=True))
+            # The schedule's two tables alone (``of``): a filter over a nullable join (the
+            # owner...) makes an outer join, whose nullable side PostgreSQL refuses to lock,
+            # and no other table joined is this update's to lock. Django names the parent's
+            # table in ``OF`` only when a column of it is selected: ``status`` is read (with
+            # the id alone, ``OF`` names the schedule table and a concurrent change of the
+            # runtime row is not seen).
+            locking = (
+                self.select_for_update(of=("self", "runtime_ptr"))
+                if connections[self.db].features.has_select_for_update_of
+                else self.select_for_update()
+            )
+            ids = [row.pk for row in locking.order_by().only("status")]
             if not ids:
                 return 0
             by_id: QuerySet[Any, Any] = QuerySet(self.model, using=self.db)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.db.models import Q
 
-from scheduler_app.models import Schedule, bulk_create_schedules
-from tests.integration.support import START, TASK, reload
+from scheduler_app.clock import FakeClock
+from scheduler_app.models import Schedule, ScheduleStatus, bulk_create_schedules
+from tests.integration.support import START, TASK, reload, schedule
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,3 +33,21 @@ def test_schedules_made_by_bulk_create_schedules_can_be_saved_again() -> None:
     made[0].save()
     stored = reload(made[0])
     assert (stored.name, stored.occurrence_count) == ("renamed", 4)
+
+
+@pytest.mark.postgres
+def test_a_runtime_update_filtered_over_a_nullable_join_runs() -> None:
+    """``FOR UPDATE`` of the whole join is refused on the nullable side of an outer join (and
+    would lock the owner's user row): the lock is taken on the schedule's two tables alone."""
+    owner = get_user_model().objects.create(username="gone", is_active=False)
+    owned = schedule(FakeClock(START), kind="interval", rule="60", name="owned")
+    Schedule.objects.filter(pk=owned.pk).update(owner=owner)
+    orphan = schedule(FakeClock(START), kind="interval", rule="60", name="orphan")
+    kept = schedule(FakeClock(START), kind="interval", rule="60", name="kept")
+    get_user_model().objects.filter(pk=owner.pk).update(is_active=True)
+    paused = Schedule.objects.filter(
+        Q(owner__isnull=True) | Q(owner__is_active=False), name="orphan"
+    ).update(status=ScheduleStatus.PAUSED, pause_note="no owner")
+    assert paused == 1
+    assert reload(orphan).status == ScheduleStatus.PAUSED
+    assert reload(kept).status == reload(owned).status == ScheduleStatus.ACTIVE
