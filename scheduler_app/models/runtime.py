@@ -76,10 +76,11 @@ class ScheduleQuerySet(QuerySet[Any, Any]):
     ``status``...) is no longer checked when the rows are written. Here the rows are locked
     first (both tables: ``FOR UPDATE`` of the join, which PostgreSQL checks again against a
     row changed meanwhile), and the update by id runs under that lock, in one transaction.
-    An update of definition fields alone is Django's one statement."""
+    So does an update of definition fields whose filter reads a runtime field; any other
+    update of definition fields alone is Django's one statement."""
 
     def update(self, **kwargs: Any) -> int:
-        if RUNTIME_FIELDS.isdisjoint(kwargs):
+        if RUNTIME_FIELDS.isdisjoint(kwargs) and not self._filters_runtime():
             return super().update(**kwargs)
         with transaction.atomic(using=self.db):
             # The schedule's two tables alone (``of``): a filter over a nullable join (the
@@ -100,6 +101,13 @@ class ScheduleQuerySet(QuerySet[Any, Any]):
             return by_id.filter(pk__in=ids).update(**kwargs)
 
     update.alters_data = True  # type: ignore[attr-defined]
+
+    def _filters_runtime(self) -> bool:
+        """Whether the filter reads the runtime table (``status=...``): Django's one statement
+        then updates the schedule table by ``id IN (SELECT ... JOIN runtime ...)``, which
+        neither locks the runtime row nor waits for a transaction changing it."""
+        table = ScheduleRuntime._meta.db_table
+        return any(join.table_name == table for join in self.query.alias_map.values())
 
 
 RUNTIME_FIELDS = frozenset(

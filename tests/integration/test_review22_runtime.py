@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connections, transaction
 from django.db.models import Q
 
 from scheduler_app.clock import FakeClock
-from scheduler_app.models import Schedule, ScheduleStatus, bulk_create_schedules
+from scheduler_app.models import Schedule, ScheduleRuntime, ScheduleStatus, bulk_create_schedules
 from tests.integration.support import START, TASK, reload, schedule
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -51,3 +54,37 @@ def test_a_runtime_update_filtered_over_a_nullable_join_runs() -> None:
     assert paused == 1
     assert reload(orphan).status == ScheduleStatus.PAUSED
     assert reload(kept).status == reload(owned).status == ScheduleStatus.ACTIVE
+
+
+@pytest.mark.postgres
+def test_a_definition_update_filtered_on_status_waits_for_a_concurrent_status_change() -> None:
+    """``filter(status=active).update(pause_note=...)`` sets a definition field alone, but its
+    filter reads the runtime table: run while another transaction completes the schedule
+    (the runtime row alone, as the beat's advance does), it must wait and then find the row
+    no longer active, not write the note on a completed schedule."""
+    target = schedule(FakeClock(START), kind="interval", rule="60")
+    done = threading.Event()
+    result: list[int] = []
+
+    def note_if_active() -> None:
+        try:
+            result.append(
+                Schedule.objects.filter(pk=target.pk, status=ScheduleStatus.ACTIVE).update(
+                    pause_note="noted while active"
+                )
+            )
+            done.set()
+        finally:
+            connections["default"].close()
+
+    with transaction.atomic():
+        ScheduleRuntime.objects.filter(pk=target.pk).update(
+            status=ScheduleStatus.COMPLETED, next_run_at=None
+        )
+        other = threading.Thread(target=note_if_active)
+        other.start()
+        assert not done.wait(0.5), "the compare-and-set did not wait for the runtime's lock"
+    other.join(10)
+    assert result == [0]
+    stored = reload(target)
+    assert (stored.status, stored.pause_note) == (ScheduleStatus.COMPLETED, "")
