@@ -86,15 +86,15 @@ class ScheduleQuerySet(QuerySet[Any, Any]):
             # The schedule's two tables alone (``of``): a filter over a nullable join (the
             # owner...) makes an outer join, whose nullable side PostgreSQL refuses to lock,
             # and no other table joined is this update's to lock. Django names the parent's
-            # table in ``OF`` only when a column of it is selected: ``status`` is read (with
-            # the id alone, ``OF`` names the schedule table and a concurrent change of the
-            # runtime row is not seen).
+            # table in ``OF`` only when a column of it is selected, so ``status`` is read
+            # beside the id (with the id alone, ``OF`` names the schedule table, and a
+            # concurrent change of the runtime row is not waited for).
             locking = (
                 self.select_for_update(of=("self", "runtime_ptr"))
                 if connections[self.db].features.has_select_for_update_of
                 else self.select_for_update()
             )
-            ids = [row.pk for row in locking.order_by().only("status")]
+            ids = [pk for pk, _ in locking.order_by().values_list("pk", "status")]
             if not ids:
                 return 0
             by_id: QuerySet[Any, Any] = QuerySet(self.model, using=self.db)

@@ -7,7 +7,7 @@ import threading
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 
 from scheduler_app.clock import FakeClock
 from scheduler_app.models import Schedule, ScheduleRuntime, ScheduleStatus, bulk_create_schedules
@@ -88,3 +88,20 @@ def test_a_definition_update_filtered_on_status_waits_for_a_concurrent_status_ch
     assert result == [0]
     stored = reload(target)
     assert (stored.status, stored.pause_note) == (ScheduleStatus.COMPLETED, "")
+
+
+def test_a_runtime_update_with_an_expression_counts_its_rows() -> None:
+    clock = FakeClock(START)
+    made = [schedule(clock, kind="interval", rule="60", name=f"s{n}") for n in range(3)]
+    rows = Schedule.objects.filter(name__in=["s0", "s1"], status=ScheduleStatus.ACTIVE)
+    assert rows.update(occurrence_count=F("occurrence_count") + 2, pause_note="two") == 2
+    stored = [reload(row) for row in made]
+    assert [row.occurrence_count for row in stored] == [2, 2, 0]
+    assert [row.pause_note for row in stored] == ["two", "two", ""]
+
+
+def test_a_runtime_update_of_a_values_queryset_runs() -> None:
+    made = schedule(FakeClock(START), kind="interval", rule="60")
+    rows = Schedule.objects.filter(pk=made.pk).values("pk")
+    assert rows.update(status=ScheduleStatus.PAUSED, pause_note="values") == 1
+    assert reload(made).status == ScheduleStatus.PAUSED
