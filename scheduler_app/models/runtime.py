@@ -107,7 +107,13 @@ class ScheduleQuerySet(QuerySet[Any, Any]):
         then updates the schedule table by ``id IN (SELECT ... JOIN runtime ...)``, which
         neither locks the runtime row nor waits for a transaction changing it."""
         table = ScheduleRuntime._meta.db_table
-        return any(join.table_name == table for join in self.query.alias_map.values())
+        query = self.query
+        # A join the filter does not use stays in the map with no reference (``pk=`` sets
+        # one up through the parent link and trims it).
+        return any(
+            join.table_name == table and query.alias_refcount.get(alias, 0) > 0
+            for alias, join in query.alias_map.items()
+        )
 
 
 RUNTIME_FIELDS = frozenset(

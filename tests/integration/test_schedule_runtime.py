@@ -163,3 +163,15 @@ def test_a_compare_and_set_that_waited_for_a_concurrent_change_sees_it() -> None
     assert result == [0]
     stored = reload(target)
     assert (stored.status, stored.pause_note) == (ScheduleStatus.PAUSED, "")
+
+
+def test_an_update_of_definition_fields_by_id_is_one_statement() -> None:
+    """``filter(pk=...)`` sets up the join to the runtime table through the parent link and
+    trims it: such an update is not taken for one that reads the runtime (it would lock and
+    select first: a statement more on the worker's path, and on a database migrated back
+    before the runtime table, a query of a table that is not there)."""
+    target = schedule(FakeClock(START), kind="interval", rule="60")
+    with CaptureQueriesContext(connection) as queries:
+        assert Schedule.objects.filter(pk=target.pk).update(name="renamed") == 1
+    assert len(queries) == 1, [query["sql"] for query in queries]
+    assert tables_written(queries[0]["sql"]) == {DEFINITION}
