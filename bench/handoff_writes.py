@@ -25,12 +25,9 @@ in SQL so that only the database's work differs:
   ``(idempotency_key, scheduled_for)`` that migration 0018 dropped (the id is derived from
   the key).
 
-The schedules' advance (the beat's ``save_advanced``: next run, last slot, counters), on
-copies too: ``the schedule row`` (every column and index of the schedule as it was before
-migration 0019, definition and runtime in one row) against ``a narrow runtime row`` (the
-advanced columns alone, with the due index and the next-run index: the layout of
-``ScheduleRuntime`` since migration 0019). ``next_run_at`` is indexed in both, so neither
-update can be HOT.
+The beat's advance (``save_advanced``) on copies too: ``the schedule row`` (until migration 0019:
+definition and runtime in one row) against ``a narrow runtime row`` (``ScheduleRuntime`` since
+0019). ``next_run_at`` is indexed in both, so neither update can be HOT.
 
 Per round, designs interleaved: the time of the insert and of the hand-off statements, the
 write-ahead log they made (``pg_current_wal_insert_lsn``) and the updates that were HOT
@@ -124,8 +121,7 @@ def prepare_schedules(cursor: Any, template: str, size: int) -> list[str]:
 
     wide, narrow = SCHEDULE_DESIGNS.values()
     cursor.execute(f"DROP TABLE IF EXISTS {wide}, {narrow}")
-    # The wide row as it was before migration 0019: the definition's columns and indexes with
-    # the runtime's (the runtime table's own id left out).
+    # The wide row until 0019: the definition's and the runtime's columns (one id) and indexes.
     cursor.execute(
         "CREATE TEMP TABLE bench_hw_runtime_columns "
         "(LIKE scheduler_app_schedule_runtime INCLUDING ALL)"
